@@ -1,0 +1,69 @@
+/* Process configuration: one field per CUDASNAP_* variable of DESIGN.md section 5.
+ *
+ * common/cs_options.def is the single source of truth for the variables (X-macro): their names,
+ * defaults and accepted values drive the defaults, the parser's name lookup, the warnings and the
+ * debug print of every effective option. The struct below is written out because three variables
+ * (CUDASNAP_ALLOC_CONF, CUDASNAP_FREE, CUDASNAP_CACHE) fill the one `alloc` field. Parsing takes an
+ * envp array instead of calling getenv, so tests can hand it synthetic environments. */
+#ifndef CS_OPTIONS_H
+#define CS_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cs_alloc_conf.h"
+#include "common/cs_log.h"
+
+typedef enum cs_format_e {
+  CS_FORMAT_AUTO = 0, /* from the output's extension: .pickle/.pkl -> pickle, else json */
+  CS_FORMAT_JSON = 1,
+  CS_FORMAT_PICKLE = 2,
+} cs_format_t;
+
+typedef enum cs_stacks_e {
+  CS_STACKS_NATIVE = 0,
+  CS_STACKS_NONE = 1,
+} cs_stacks_t;
+
+typedef enum cs_meminfo_e {
+  CS_MEMINFO_ADJUSTED = 0, /* cuMemGetInfo counts cached-but-free bytes as free */
+  CS_MEMINFO_RAW = 1,
+} cs_meminfo_t;
+
+/* CUDASNAP_DUMP_ON: a subset of these bits; 0 = none. */
+enum {
+  CS_DUMP_ON_EXIT = 1u << 0,
+  CS_DUMP_ON_SIGNAL = 1u << 1,
+  CS_DUMP_ON_OOM = 1u << 2,
+};
+
+#define CS_OPTION_PATH_MAX 1024
+
+typedef struct cs_options_s {
+  char output[CS_OPTION_PATH_MAX]; /* CUDASNAP_OUTPUT pattern */
+  cs_format_t format;              /* CUDASNAP_FORMAT */
+  cs_stacks_t stacks;              /* CUDASNAP_STACKS */
+  uint32_t stack_depth;            /* CUDASNAP_STACK_DEPTH, 1..256 */
+  uint64_t max_entries;            /* CUDASNAP_MAX_ENTRIES, 0 = state only */
+  uint32_t dump_on;                /* CUDASNAP_DUMP_ON, CS_DUMP_ON_* bits */
+  int signal;                      /* CUDASNAP_SIGNAL, 0 = none */
+  cs_alloc_conf_t alloc;           /* CUDASNAP_ALLOC_CONF, CUDASNAP_FREE, CUDASNAP_CACHE */
+  cs_meminfo_t meminfo;            /* CUDASNAP_MEMINFO */
+  bool children;                   /* CUDASNAP_CHILDREN */
+  cs_log_level_t log;              /* CUDASNAP_LOG */
+} cs_options_t;
+
+/* Fill opts with the defaults. */
+void cs_options_init(cs_options_t *opts);
+
+/* Parse every CUDASNAP_* entry of envp (a NULL-terminated "NAME=value" array, like environ) into
+ * opts, which must hold defaults. A bad value: one warning line naming the variable, the value and
+ * what is accepted; the default is kept. An unknown CUDASNAP_* name: one warning line (typos).
+ * Returns the number of problems reported. Never allocates, never aborts. */
+int cs_options_parse(const char *const *envp, cs_options_t *opts);
+
+/* Print every effective option, one cs_log_debug line each ("CUDASNAP_X=value"). */
+void cs_options_log(const cs_options_t *opts);
+
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what cudasnap needs to build and test, if it is missing. Safe to run again.
+#   scripts/setup.sh
+# Debian/Ubuntu packages come from apt-get (as root, or through sudo). The CUDA Toolkit is not
+# installed here: only its headers are needed, and they are looked up as CMake will look them up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake make gcc pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libbsd-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+if ! cmake -S cmake/probe_cuda -B "$probe" >"$probe/log" 2>&1; then
+  echo "setup: CUDA Toolkit headers (cuda.h) not found: install the CUDA Toolkit (e.g. apt-get install cuda-toolkit-13-0 from NVIDIA's repository, or nvidia-cuda-toolkit) or set CUDAToolkit_ROOT=/path/to/cuda" >&2
+  exit 1
+fi
+echo "setup: ok ($(grep -o 'cuda.h in .*' "$probe/log"))"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up, build, and run every test: the main build (all tests), then the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the concurrency tests under ThreadSanitizer.
+#   scripts/test.sh
+# Build trees: build/, build-asan/, build-tsan/ (reused between runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+scripts/setup.sh
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "build and test (RelWithDebInfo)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCS_DEBUG=2 -DCS_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j "$jobs"
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
+
