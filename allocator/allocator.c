@@ -1,0 +1,261 @@
+/* The caching allocator's public entry points: locking, the malloc and free flows, and the
+ * record-only pass-through. The algorithm itself lives in pool.c, fence.c and release.c. */
+#include "allocator/allocator.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator/internal.h"
+#include "common/cs_assert.h"
+#include "common/cs_error.h"
+
+/* Blocks a malloc may need: one for a new segment, one for the front of a split. */
+enum { CS_BLOCKS_PER_MALLOC = 2 };
+
+void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
+             uintptr_t stream, uint32_t stack_id) {
+  if (!a->observer.on_event) return;
+  cs_trace_event_t ev = {.action = action, .addr = addr, .size = size, .stream = stream,
+                         .stack_id = stack_id};
+  a->observer.on_event(a->observer.ctx, &ev);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Life cycle
+ * ----------------------------------------------------------------------------------------------*/
+
+cs_allocator_t *cs_allocator_create(const cs_alloc_conf_t *conf, const cs_backend_t *backend,
+                                    const cs_allocator_observer_t *observer) {
+  cs_allocator_t *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  if (pthread_mutex_init(&a->lock, NULL) != 0) {
+    free(a);
+    return NULL;
+  }
+  a->conf = *conf;
+  a->backend = *backend;
+  if (observer) a->observer = *observer;
+  cs_pool_init(&a->small, true);
+  cs_pool_init(&a->large, false);
+  cs_block_map_init(&a->live);
+  cs_stats_init(&a->stats, cs_alloc_conf_max_split_stat(conf));
+  return a;
+}
+
+void cs_allocator_destroy(cs_allocator_t *a) {
+  if (!a) return;
+  cs_allocator_drop_all(a, false);
+  cs_block_map_destroy(&a->live);
+  cs_block_slabs_free(a);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * malloc
+ * ----------------------------------------------------------------------------------------------*/
+
+static int cs_prepare(cs_allocator_t *a) {
+  int err = cs_block_reserve(a, CS_BLOCKS_PER_MALLOC);
+  if (!err && 2 * (a->live.count + 1) > a->live.capacity) {
+    /* Grow the live map now, while nothing has changed, so no later step can fail. */
+    cs_block_t probe = {.addr = 0};
+    err = cs_block_map_insert(&a->live, &probe);
+    if (!err) cs_block_map_remove(&a->live, 0);
+  }
+  return err;
+}
+
+/* No cached block fits: obtain a new segment, releasing cached memory step by step on failure
+ * (PyTorch's malloc, step 6). */
+static int cs_new_block(cs_allocator_t *a, const cs_request_t *r, bool capturing, cs_block_t **out) {
+  cs_release_garbage(a);
+  int rc = cs_pool_alloc_segment(a, r, false, out);
+  if (rc == -CS_ENOMEM && cs_release_available(a, r)) rc = cs_pool_alloc_segment(a, r, false, out);
+  if (rc == -CS_ENOMEM && !capturing) {
+    cs_release_cached(a);
+    rc = cs_pool_alloc_segment(a, r, true, out);
+  }
+  if (rc == -CS_ENOMEM) rc = cs_release_report_oom(a, r->requested, r->stream, r->stack_id);
+  return rc;
+}
+
+static int cs_cached_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *addr) {
+  bool capturing = cs_alloc_is_capturing(a);
+  if (!capturing) cs_fence_process(a);
+  r->size = cs_round_size(r->requested, a->conf.roundup_power2_divisions);
+  bool small = cs_size_is_small(r->size);
+  r->pool = small ? &a->small : &a->large;
+  r->segment_size = cs_segment_size(r->size, a->conf.split_large);
+
+  cs_block_t *b = cs_pool_get_free_block(a, r);
+  if (!b) {
+    int rc = cs_new_block(a, r, capturing, &b);
+    if (rc) return rc;
+  }
+  *addr = cs_pool_alloc_found_block(a, r, b)->addr;
+  return 0;
+}
+
+/* Record only (CUDASNAP_CACHE=0): one segment per allocation, released at free, so the device
+ * sees exactly the program's own calls while statistics and trace still see everything. */
+static int cs_passthrough_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *addr) {
+  r->size = cs_round_up(r->requested, CS_MIN_BLOCK_SIZE);
+  r->pool = cs_size_is_small(r->size) ? &a->small : &a->large;
+  r->segment_size = r->size;
+  cs_block_t *b;
+  int rc = cs_pool_alloc_segment(a, r, false, &b);
+  if (rc == -CS_ENOMEM) rc = cs_release_report_oom(a, r->requested, r->stream, r->stack_id);
+  if (rc) return rc;
+  *addr = cs_pool_alloc_found_block(a, r, b)->addr;
+  return 0;
+}
+
+int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32_t stack_id,
+                        uintptr_t *addr) {
+  if (size == 0) return -CS_EINVAL;
+  cs_request_t r = {.requested = size, .stream = stream, .stack_id = stack_id};
+  pthread_mutex_lock(&a->lock);
+  int rc = cs_prepare(a);
+  if (rc == 0) {
+    if (size >= CS_MAX_REQUEST) rc = cs_release_report_oom(a, size, stream, stack_id);
+    else if (a->conf.cache) rc = cs_cached_malloc(a, &r, addr);
+    else rc = cs_passthrough_malloc(a, &r, addr);
+  }
+  pthread_mutex_unlock(&a->lock);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * free
+ * ----------------------------------------------------------------------------------------------*/
+
+static int cs_passthrough_free(cs_allocator_t *a, cs_block_t *b) {
+  cs_pool_free_block(a, b);
+  return cs_pool_release_segment(a, b, true);
+}
+
+int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
+  int sync_status = 0;
+  /* Sync mode waits before taking the lock: the wait can be long (running kernels), and other
+   * threads must go on allocating meanwhile. Foreign addresses pay one extra synchronization,
+   * which the driver's own free performs anyway. */
+  if (a->conf.cache && a->conf.free_mode == CS_FREE_SYNC && !cs_alloc_is_capturing(a))
+    sync_status = a->backend.ops->synchronize(a->backend.self);
+
+  pthread_mutex_lock(&a->lock);
+  cs_block_t *b = cs_block_map_remove(&a->live, addr);
+  int rc = -CS_EINVAL;
+  if (b) {
+    cs_pool_free_request(a, b);
+    if (!a->conf.cache) rc = cs_passthrough_free(a, b);
+    else {
+      rc = sync_status > 0 ? sync_status : 0;
+      if (a->conf.free_mode == CS_FREE_STREAM) cs_pool_free_block(a, b);
+      else if (cs_alloc_is_capturing(a)) cs_fence_park(a, b);
+      else if (a->conf.free_mode == CS_FREE_SYNC) cs_pool_free_block(a, b);
+      else cs_fence_block(a, b);
+    }
+  }
+  pthread_mutex_unlock(&a->lock);
+  return rc;
+}
+
+bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
+  pthread_mutex_lock(&a->lock);
+  bool owned = cs_block_map_find(&a->live, addr) != NULL;
+  pthread_mutex_unlock(&a->lock);
+  return owned;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Cache control and state
+ * ----------------------------------------------------------------------------------------------*/
+
+int cs_allocator_empty_cache(cs_allocator_t *a) {
+  pthread_mutex_lock(&a->lock);
+  if (!cs_alloc_is_capturing(a)) cs_release_cached(a);
+  pthread_mutex_unlock(&a->lock);
+  return 0;
+}
+
+static size_t cs_cached_free_locked(const cs_allocator_t *a) {
+  int64_t cached = a->stats.reserved_bytes[CS_STAT_ALL].current -
+                   a->stats.allocated_bytes[CS_STAT_ALL].current;
+  return cached > 0 ? (size_t)cached : 0;
+}
+
+size_t cs_allocator_cached_free_bytes(cs_allocator_t *a) {
+  pthread_mutex_lock(&a->lock);
+  size_t cached = cs_cached_free_locked(a);
+  pthread_mutex_unlock(&a->lock);
+  return cached;
+}
+
+int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes) {
+  pthread_mutex_lock(&a->lock);
+  int rc = a->backend.ops->mem_info(a->backend.self, free_bytes, total_bytes);
+  size_t cached = cs_cached_free_locked(a);
+  pthread_mutex_unlock(&a->lock);
+  if (rc == 0 && adjusted && *free_bytes <= *total_bytes) {
+    size_t room = *total_bytes - *free_bytes;
+    *free_bytes += cached < room ? cached : room;
+  }
+  return rc;
+}
+
+/* Free every block the program still holds, as if it had called free, then release every
+ * segment, to the backend only while the context exists. */
+void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
+  pthread_mutex_lock(&a->lock);
+  cs_fence_drop_all(a, context_alive);
+  for (cs_segment_t *s = a->segments; s; s = s->next) {
+    for (cs_block_t *b = s->first; b; b = b->next) {
+      if (b->state != CS_BLOCK_ALLOCATED) continue;
+      cs_block_map_remove(&a->live, b->addr);
+      cs_pool_free_request(a, b);
+      cs_pool_free_block(a, b); /* may merge neighbours into b; b stays valid */
+    }
+  }
+  while (a->segments) {
+    cs_block_t *whole = a->segments->first;
+    cs_assert(whole->state == CS_BLOCK_FREE && !cs_block_is_split(whole));
+    if (cs_pool_release_segment(a, whole, context_alive) != 0)
+      (void)cs_pool_release_segment(a, whole, false); /* the context is going: forget it */
+  }
+  cs_assert(a->live.count == 0);
+  a->gc_limit = 0;
+  pthread_mutex_unlock(&a->lock);
+}
+
+void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out) {
+  pthread_mutex_lock(&a->lock);
+  *out = a->stats;
+  pthread_mutex_unlock(&a->lock);
+}
+
+void cs_allocator_reset_peak_stats(cs_allocator_t *a) {
+  pthread_mutex_lock(&a->lock);
+  cs_stats_reset_peak(&a->stats);
+  pthread_mutex_unlock(&a->lock);
+}
+
+void cs_allocator_reset_accumulated_stats(cs_allocator_t *a) {
+  pthread_mutex_lock(&a->lock);
+  cs_stats_reset_accumulated(&a->stats);
+  pthread_mutex_unlock(&a->lock);
+}
+
+void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
+  pthread_mutex_lock(&a->lock);
+  for (cs_segment_t *s = a->segments; s; s = s->next) {
+    cs_segment_info_t seg = {.addr = s->addr, .size = s->size, .stream = s->stream,
+                             .small = s->small, .stack_id = s->stack_id};
+    for (cs_block_t *b = s->first; b; b = b->next) {
+      cs_block_info_t blk = {.addr = b->addr, .size = b->size, .requested = b->requested,
+                             .state = (cs_block_state_t)b->state, .stack_id = b->stack_id};
+      visit(ctx, &seg, &blk);
+    }
+  }
+  pthread_mutex_unlock(&a->lock);
+}

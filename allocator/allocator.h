@@ -1,0 +1,132 @@
+/* cs_allocator_t: the caching allocator of one device context.
+ *
+ * PyTorch's CUDACachingAllocator algorithm (snapshot-format.md section 6) with cudasnap's
+ * policies (DESIGN.md section 3): small requests (<= 1 MiB) are carved from 2 MiB segments; large
+ * requests get a segment of their own that is reused only whole (IPC-safe default) or, with
+ * split_large, PyTorch's full large pool; best fit on (stream, size, address); split and merge;
+ * max_split_size; roundup_power2_divisions; garbage_collection_threshold; on failure release the
+ * cache and retry, then report out of memory. Statistics follow torch.cuda.memory_stats().
+ *
+ * Free modes decide when a freed block becomes reusable:
+ *   sync    after the synchronization cudaFree would have done; its error is returned by free;
+ *   fence   once events recorded at free time on every fence stream have completed;
+ *   stream  at once (PyTorch semantics: reuse is ordered on the block's own stream).
+ * While any stream capture is underway the allocator never synchronizes, records or queries an
+ * event: freed blocks are parked until the capture ends, then fenced.
+ *
+ * Thread-safety: every function may be called from any thread; one mutex per allocator. Observer
+ * callbacks run with that mutex held. No function performs I/O. The only allocations are block
+ * and table growth, amortized O(1) per call. */
+#ifndef CS_ALLOCATOR_H
+#define CS_ALLOCATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocator/backend.h"
+#include "allocator/block.h"
+#include "common/cs_alloc_conf.h"
+#include "stats/stats.h"
+
+typedef struct cs_allocator_s cs_allocator_t;
+
+/* Trace events, named after the memory_viz actions they become. */
+typedef enum cs_trace_action_e {
+  CS_TRACE_ALLOC = 0,          /* a block was handed out */
+  CS_TRACE_FREE_REQUESTED = 1, /* the program freed it */
+  CS_TRACE_FREE_COMPLETED = 2, /* it became reusable */
+  CS_TRACE_SEGMENT_ALLOC = 3,  /* a device segment was obtained */
+  CS_TRACE_SEGMENT_FREE = 4,   /* a device segment was released (reported before the release) */
+  CS_TRACE_OOM = 5,            /* an allocation failed; device_free holds the free bytes */
+} cs_trace_action_t;
+
+typedef struct cs_trace_event_s {
+  cs_trace_action_t action;
+  uintptr_t addr;     /* block or segment address; 0 for OOM */
+  size_t size;        /* requested bytes for block events, segment bytes for segment events,
+                         the request for OOM */
+  uintptr_t stream;
+  size_t device_free; /* OOM only */
+  uint32_t stack_id;  /* the allocation's stack (block and segment events), else the caller's */
+} cs_trace_event_t;
+
+/* Receives every trace event in state order. Called with the allocator's lock held: it must be
+ * quick, must not block and must not call back into this allocator. */
+typedef struct cs_allocator_observer_s {
+  void (*on_event)(void *ctx, const cs_trace_event_t *event);
+  void *ctx;
+} cs_allocator_observer_t;
+
+/* Create an allocator for one device context. conf and backend are copied; backend->self must
+ * outlive the allocator. observer may be NULL. Returns NULL when host memory is exhausted. */
+cs_allocator_t *cs_allocator_create(const cs_alloc_conf_t *conf, const cs_backend_t *backend,
+                                    const cs_allocator_observer_t *observer);
+
+/* Forget everything without calling the backend (the context is gone), then free the allocator. */
+void cs_allocator_destroy(cs_allocator_t *a);
+
+/* Allocate `size` bytes for use on `stream`. stack_id is the caller's interned stack (0 = none).
+ * Returns 0 and *addr, -CS_EINVAL for size 0, -CS_ENOMEM when the device is out of memory after
+ * releasing the cache, -CS_EHOSTMEM when cudasnap's metadata could not grow, or the backend's
+ * positive status for any other backend failure. */
+int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32_t stack_id,
+                        uintptr_t *addr);
+
+/* Free a block returned by cs_allocator_malloc. Returns 0, -CS_EINVAL when addr is not a block
+ * this allocator handed out and still holds (never allocated, or freed already: nothing changes),
+ * or in sync mode the positive status of the synchronization (the block is freed all the same,
+ * as the error belongs to earlier work). */
+int cs_allocator_free(cs_allocator_t *a, uintptr_t addr);
+
+/* Is addr the start of a block this allocator has handed out and not yet had freed? */
+bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr);
+
+/* torch.cuda.empty_cache(): wait for pending frees, then release every cached segment that holds
+ * no live block. Returns 0 or the backend's status. Does nothing while a capture is underway. */
+int cs_allocator_empty_cache(cs_allocator_t *a);
+
+/* Bytes held in cached blocks that the program does not hold (reserved - allocated): what
+ * cuMemGetInfo adds to the device's free bytes so that programs sizing work by free memory behave
+ * as without cudasnap. */
+size_t cs_allocator_cached_free_bytes(cs_allocator_t *a);
+
+/* The device's free and total bytes from the backend; with `adjusted`, cs_allocator_cached_free_bytes
+ * is counted as free (never above total). Returns 0 or the backend's status. */
+int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes);
+
+/* The context is about to be reset or destroyed. If context_alive, release the cached free
+ * segments to the backend first; then drop every block and segment, reporting live blocks as freed
+ * and segments as released, so statistics and trace stay consistent. The allocator stays usable. */
+void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive);
+
+/* Copies and resets of the statistics (memory_stats, reset_peak_memory_stats,
+ * reset_accumulated_memory_stats). */
+void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out);
+void cs_allocator_reset_peak_stats(cs_allocator_t *a);
+void cs_allocator_reset_accumulated_stats(cs_allocator_t *a);
+
+/* Walk every segment and, within it, every block in address order, under the lock (snapshots).
+ * The callback must not call back into the allocator. */
+typedef struct cs_block_info_s {
+  uintptr_t addr;
+  size_t size;
+  size_t requested;        /* 0 for free blocks */
+  cs_block_state_t state;
+  uint32_t stack_id;
+} cs_block_info_t;
+
+typedef struct cs_segment_info_s {
+  uintptr_t addr;
+  size_t size;
+  uintptr_t stream;
+  bool small;
+  uint32_t stack_id;
+} cs_segment_info_t;
+
+typedef void (*cs_allocator_visit_fn)(void *ctx, const cs_segment_info_t *segment,
+                                      const cs_block_info_t *block);
+
+void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx);
+
+#endif

@@ -1,0 +1,35 @@
+/* cs_block_map_t: device address -> block, for the blocks a program holds (free() looks them up).
+ *
+ * Open addressing with linear probing and backward-shift deletion (no tombstones), so a lookup
+ * touches one or two cache lines. The table doubles when it is half full; growing is the only
+ * allocation, amortized O(1) per insert. Not thread-safe: the owning allocator's lock protects it. */
+#ifndef CS_BLOCK_MAP_H
+#define CS_BLOCK_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocator/block.h"
+
+typedef struct cs_block_map_s {
+  cs_block_t **slots;  /* capacity entries, NULL = empty; a block's key is its addr */
+  size_t capacity;     /* a power of two, or 0 before the first insert */
+  size_t count;
+} cs_block_map_t;
+
+void cs_block_map_init(cs_block_map_t *map);
+void cs_block_map_destroy(cs_block_map_t *map);
+
+/* 0, or -CS_EHOSTMEM when the table could not grow (the map is unchanged).
+ * pre: no block with the same addr is present. */
+int cs_block_map_insert(cs_block_map_t *map, cs_block_t *block);
+
+cs_block_t *cs_block_map_find(const cs_block_map_t *map, uintptr_t addr);
+
+/* Remove and return the block at addr, or NULL if there is none. */
+cs_block_t *cs_block_map_remove(cs_block_map_t *map, uintptr_t addr);
+
+/* Forget every entry, keeping the table. */
+void cs_block_map_clear(cs_block_map_t *map);
+
+#endif

@@ -1,0 +1,118 @@
+/* Internal state of the caching allocator, shared by its .c files. Not for other layers.
+ *
+ * Locking: every field below `lock` is protected by it. Functions named cs_pool_*, cs_fence_* and
+ * cs_release_* expect the lock held. */
+#ifndef CS_ALLOCATOR_INTERNAL_H
+#define CS_ALLOCATOR_INTERNAL_H
+
+#include <bsd/sys/tree.h>
+#include <pthread.h>
+
+#include "allocator/allocator.h"
+#include "allocator/block.h"
+#include "allocator/block_map.h"
+#include "allocator/size_class.h"
+
+RB_HEAD(cs_free_set, cs_block_s);
+
+/* Free blocks of one size class (small or large), ordered by (stream, size, address): a best fit
+ * is the first block not less than (stream, request, 0). */
+typedef struct cs_pool_s {
+  struct cs_free_set free;
+  uint64_t lookups; /* free-block look-ups while GC is on: the clock for block ages */
+  bool small;
+} cs_pool_t;
+
+/* A FIFO of blocks linked through u.pending.next_pending. */
+typedef struct cs_block_queue_s {
+  cs_block_t *head;
+  cs_block_t *tail;
+} cs_block_queue_t;
+
+/* Idle backend events, reused across fences. */
+typedef struct cs_event_cache_s {
+  uintptr_t *events;
+  size_t count;
+  size_t capacity;
+} cs_event_cache_t;
+
+/* One allocation request on its way through malloc. */
+typedef struct cs_request_s {
+  size_t requested;     /* bytes asked for */
+  size_t size;          /* rounded block size */
+  size_t segment_size;  /* bytes to obtain from the backend if no cached block fits */
+  uintptr_t stream;
+  uint32_t stack_id;
+  cs_pool_t *pool;
+} cs_request_t;
+
+struct cs_allocator_s {
+  pthread_mutex_t lock;
+  cs_alloc_conf_t conf;
+  cs_backend_t backend;
+  cs_allocator_observer_t observer;
+
+  cs_pool_t small;
+  cs_pool_t large;
+  cs_block_map_t live;        /* ALLOCATED blocks by address */
+  cs_segment_t *segments;     /* every segment, newest first */
+  cs_block_queue_t fenced;    /* PENDING blocks waiting for their fence, in free order */
+  cs_block_queue_t parked;    /* PENDING blocks freed during a capture, not yet fenced */
+  cs_event_cache_t idle_events;
+  cs_stats_t stats;
+  size_t gc_limit;            /* reserved bytes above which GC runs; 0 = not computed yet */
+
+  cs_block_t *spare_blocks;   /* recycled block structs, linked through u.pending.next_pending */
+  size_t spare_count;
+  void *slabs;                /* every slab of block structs, for destroy */
+};
+
+/* ---- helpers shared by the allocator's files ---- */
+
+static inline bool cs_alloc_is_capturing(cs_allocator_t *a) {
+  return a->backend.ops->is_capturing(a->backend.self);
+}
+
+static inline cs_pool_t *cs_pool_of(cs_allocator_t *a, const cs_block_t *b) {
+  return b->small ? &a->small : &a->large;
+}
+
+void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
+             uintptr_t stream, uint32_t stack_id);
+
+/* block structs (pool.c) */
+int cs_block_reserve(cs_allocator_t *a, size_t n);
+cs_block_t *cs_block_take(cs_allocator_t *a);
+void cs_block_give(cs_allocator_t *a, cs_block_t *b);
+void cs_block_slabs_free(cs_allocator_t *a);
+
+/* pools (pool.c) */
+void cs_pool_init(cs_pool_t *pool, bool small);
+void cs_pool_insert(cs_allocator_t *a, cs_block_t *b);
+void cs_pool_remove(cs_allocator_t *a, cs_block_t *b);
+cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r);
+int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retry, cs_block_t **out);
+int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend);
+cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b);
+void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b);
+void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b);
+cs_block_t *cs_pool_first(cs_pool_t *pool);
+cs_block_t *cs_pool_last(cs_pool_t *pool);
+cs_block_t *cs_pool_next(cs_block_t *b);
+cs_block_t *cs_pool_prev(cs_block_t *b);
+cs_block_t *cs_pool_lower_bound(cs_pool_t *pool, uintptr_t stream, size_t size);
+
+/* deferred frees (fence.c) */
+void cs_fence_block(cs_allocator_t *a, cs_block_t *b);
+void cs_fence_park(cs_allocator_t *a, cs_block_t *b);
+void cs_fence_process(cs_allocator_t *a);
+void cs_fence_sync_all(cs_allocator_t *a);
+void cs_fence_drop_all(cs_allocator_t *a, bool context_alive);
+
+/* releasing memory (release.c) */
+void cs_release_cached(cs_allocator_t *a);
+bool cs_release_available(cs_allocator_t *a, const cs_request_t *r);
+void cs_release_garbage(cs_allocator_t *a);
+int cs_release_report_oom(cs_allocator_t *a, size_t requested, uintptr_t stream, uint32_t stack_id);
+
+#endif

@@ -1,0 +1,340 @@
+/* Pools, segments, split and merge: the core of PyTorch's algorithm (snapshot-format.md 6.3-6.5),
+ * with statistics updated at exactly PyTorch's points (section 5.3). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator/internal.h"
+#include "common/cs_assert.h"
+#include "common/cs_error.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * Free sets
+ * ----------------------------------------------------------------------------------------------*/
+
+static int cs_block_cmp(const cs_block_t *x, const cs_block_t *y) {
+  if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+  if (x->size != y->size) return x->size < y->size ? -1 : 1;
+  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+  return 0;
+}
+
+/* libbsd's intrusive red-black tree: ordered set with lower_bound (RB_NFIND) and no allocation. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+RB_GENERATE_INTERNAL(cs_free_set, cs_block_s, u.free_link, cs_block_cmp, static)
+#pragma GCC diagnostic pop
+
+void cs_pool_init(cs_pool_t *pool, bool small) {
+  RB_INIT(&pool->free);
+  pool->lookups = 0;
+  pool->small = small;
+}
+
+void cs_pool_insert(cs_allocator_t *a, cs_block_t *b) {
+  cs_pool_t *pool = cs_pool_of(a, b);
+  b->state = CS_BLOCK_FREE;
+  b->gc_base = pool->lookups;
+  cs_block_t *clash = RB_INSERT(cs_free_set, &pool->free, b);
+  cs_assert(clash == NULL);
+  (void)clash;
+}
+
+void cs_pool_remove(cs_allocator_t *a, cs_block_t *b) {
+  cs_assert(b->state == CS_BLOCK_FREE);
+  RB_REMOVE(cs_free_set, &cs_pool_of(a, b)->free, b);
+}
+
+/* Helpers for release.c, which walks the free sets. */
+cs_block_t *cs_pool_first(cs_pool_t *pool) { return RB_MIN(cs_free_set, &pool->free); }
+cs_block_t *cs_pool_last(cs_pool_t *pool) { return RB_MAX(cs_free_set, &pool->free); }
+cs_block_t *cs_pool_next(cs_block_t *b) { return RB_NEXT(cs_free_set, NULL, b); }
+cs_block_t *cs_pool_prev(cs_block_t *b) { return RB_PREV(cs_free_set, NULL, b); }
+cs_block_t *cs_pool_lower_bound(cs_pool_t *pool, uintptr_t stream, size_t size) {
+  cs_block_t key = {.stream = stream, .size = size, .addr = 0};
+  return RB_NFIND(cs_free_set, &pool->free, &key);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Block structs: recycled through a free list, refilled a slab at a time. Callers reserve before
+ * changing any state, so nothing fails half-way through.
+ * ----------------------------------------------------------------------------------------------*/
+
+enum { CS_BLOCKS_PER_SLAB = 128 };
+
+typedef struct cs_block_slab_s {
+  struct cs_block_slab_s *next;
+  cs_block_t blocks[CS_BLOCKS_PER_SLAB];
+} cs_block_slab_t;
+
+static CS_COLD int cs_block_refill(cs_allocator_t *a) {
+  cs_block_slab_t *slab = malloc(sizeof *slab);
+  if (!slab) return -CS_EHOSTMEM;
+  slab->next = a->slabs;
+  a->slabs = slab;
+  for (size_t i = 0; i < CS_BLOCKS_PER_SLAB; i++) cs_block_give(a, &slab->blocks[i]);
+  return 0;
+}
+
+int cs_block_reserve(cs_allocator_t *a, size_t n) {
+  while (a->spare_count < n) {
+    int err = cs_block_refill(a);
+    if (err) return err;
+  }
+  return 0;
+}
+
+cs_block_t *cs_block_take(cs_allocator_t *a) {
+  cs_block_t *b = a->spare_blocks;
+  cs_assert(b != NULL);
+  a->spare_blocks = b->u.pending.next_pending;
+  a->spare_count--;
+  memset(b, 0, sizeof *b);
+  return b;
+}
+
+void cs_block_give(cs_allocator_t *a, cs_block_t *b) {
+  b->u.pending.next_pending = a->spare_blocks;
+  a->spare_blocks = b;
+  a->spare_count++;
+}
+
+void cs_block_slabs_free(cs_allocator_t *a) {
+  cs_block_slab_t *slab = a->slabs;
+  while (slab) {
+    cs_block_slab_t *next = slab->next;
+    free(slab);
+    slab = next;
+  }
+  a->slabs = NULL;
+  a->spare_blocks = NULL;
+  a->spare_count = 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Finding a cached block (PyTorch's get_free_block)
+ * ----------------------------------------------------------------------------------------------*/
+
+static inline bool cs_gc_enabled(const cs_allocator_t *a) {
+  return a->conf.garbage_collection_threshold > 0.0;
+}
+
+cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r) {
+  cs_pool_t *pool = r->pool;
+  if (cs_gc_enabled(a)) pool->lookups++;
+  cs_block_t *b = cs_pool_lower_bound(pool, r->stream, r->size);
+  if (!b || b->stream != r->stream) return NULL;
+  size_t max_split = a->conf.max_split_size;
+  size_t excess = b->size - r->size;
+  /* Do not carve a small request out of an oversize block, nor hand a large request a block
+   * that is much larger than it (PyTorch's two rules). */
+  if (r->size < max_split && b->size >= max_split) return NULL;
+  if (r->size >= max_split && excess >= a->conf.max_non_split_rounding) return NULL;
+  /* IPC-safe large pool: whole segments only, within a bounded slack. */
+  if (!pool->small && !a->conf.split_large &&
+      excess > cs_whole_segment_slack(r->size, a->conf.max_non_split_rounding))
+    return NULL;
+  cs_pool_remove(a, b);
+  return b;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * New segments (PyTorch's alloc_block) and their release (release_block)
+ * ----------------------------------------------------------------------------------------------*/
+
+static void cs_segment_link(cs_allocator_t *a, cs_segment_t *s) {
+  s->prev = NULL;
+  s->next = a->segments;
+  if (a->segments) a->segments->prev = s;
+  a->segments = s;
+}
+
+static void cs_segment_unlink(cs_allocator_t *a, cs_segment_t *s) {
+  if (s->prev) s->prev->next = s->next;
+  else a->segments = s->next;
+  if (s->next) s->next->prev = s->prev;
+}
+
+/* Returns 0 with *out a fresh block spanning the new segment (not in any set), -CS_ENOMEM, or the
+ * backend's status. pre: a block struct is reserved. */
+int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retry, cs_block_t **out) {
+  if (is_retry) a->stats.num_alloc_retries++;
+  cs_segment_t *s = malloc(sizeof *s);
+  if (!s) return -CS_EHOSTMEM;
+  uintptr_t addr = 0;
+  int rc = a->backend.ops->segment_alloc(a->backend.self, r->segment_size, &addr);
+  if (rc) {
+    free(s);
+    return rc;
+  }
+  bool small = r->pool->small;
+  *s = (cs_segment_t){.addr = addr, .size = r->segment_size, .stream = r->stream,
+                      .stack_id = r->stack_id, .small = small};
+  cs_block_t *b = cs_block_take(a);
+  b->addr = addr;
+  b->size = r->segment_size;
+  b->stream = r->stream;
+  b->segment = s;
+  b->small = small;
+  s->first = b;
+  cs_segment_link(a, s);
+
+  int64_t size = (int64_t)r->segment_size;
+  cs_stat_array_increase(a->stats.segment, small, 1);
+  cs_stat_array_increase(a->stats.reserved_bytes, small, size);
+  if (r->segment_size >= a->conf.max_split_size) cs_stat_increase(&a->stats.oversize_segments, 1);
+  a->stats.num_device_alloc++;
+  cs_emit(a, CS_TRACE_SEGMENT_ALLOC, addr, r->segment_size, r->stream, r->stack_id);
+  *out = b;
+  return 0;
+}
+
+/* Give a whole-segment free block back to the backend (when call_backend) and forget it.
+ * Returns 0, or the backend's status with nothing changed. pre: b is FREE and not split. */
+int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend) {
+  cs_assert(b->state == CS_BLOCK_FREE && !cs_block_is_split(b));
+  cs_segment_t *s = b->segment;
+  /* Reported before the release: once released, the driver may hand the address to anyone. */
+  cs_emit(a, CS_TRACE_SEGMENT_FREE, s->addr, s->size, s->stream, s->stack_id);
+  if (call_backend) {
+    int rc = a->backend.ops->segment_free(a->backend.self, s->addr, s->size);
+    if (rc) return rc;
+  }
+  cs_pool_remove(a, b);
+  cs_stat_array_decrease(a->stats.segment, s->small, 1);
+  cs_stat_array_decrease(a->stats.reserved_bytes, s->small, (int64_t)s->size);
+  if (s->size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_segments, 1);
+  a->stats.num_device_free++;
+  cs_segment_unlink(a, s);
+  free(s);
+  cs_block_give(a, b);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Handing out a block (alloc_found_block)
+ * ----------------------------------------------------------------------------------------------*/
+
+static bool cs_should_split(const cs_allocator_t *a, const cs_block_t *b, size_t size) {
+  size_t remaining = b->size - size;
+  if (b->small) return remaining >= CS_MIN_BLOCK_SIZE;
+  if (!a->conf.split_large) return false; /* IPC-safe: a large block is its segment */
+  return size < a->conf.max_split_size && remaining > CS_SMALL_SIZE;
+}
+
+/* Hand out b, or its front part after a split; returns the block handed out.
+ * pre: b is out of every set; a block struct is reserved; the live map has room. */
+cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b) {
+  bool small = b->small;
+  bool already_split = cs_block_is_split(b);
+  if (cs_should_split(a, b, r->size)) {
+    /* The front becomes the allocation; the remainder keeps the old struct, moved up. */
+    cs_block_t *rest = b;
+    b = cs_block_take(a);
+    b->addr = rest->addr;
+    b->size = r->size;
+    b->stream = rest->stream;
+    b->segment = rest->segment;
+    b->small = small;
+    b->prev = rest->prev;
+    if (b->prev) b->prev->next = b;
+    else b->segment->first = b;
+    b->next = rest;
+    rest->prev = b;
+    rest->addr += r->size;
+    rest->size -= r->size;
+    cs_pool_insert(a, rest);
+    if (already_split) {
+      cs_stat_array_decrease(a->stats.inactive_split_bytes, small, (int64_t)b->size);
+    } else {
+      cs_stat_array_increase(a->stats.inactive_split_bytes, small, (int64_t)rest->size);
+      cs_stat_array_increase(a->stats.inactive_split, small, 1);
+    }
+  } else if (already_split) {
+    cs_stat_array_decrease(a->stats.inactive_split_bytes, small, (int64_t)b->size);
+    cs_stat_array_decrease(a->stats.inactive_split, small, 1);
+  }
+  b->state = CS_BLOCK_ALLOCATED;
+  b->requested = r->requested;
+  b->stack_id = r->stack_id;
+  int rc = cs_block_map_insert(&a->live, b);
+  cs_assert(rc == 0); /* room was reserved */
+  (void)rc;
+
+  int64_t size = (int64_t)b->size;
+  cs_stat_array_increase(a->stats.allocation, small, 1);
+  cs_stat_array_increase(a->stats.allocated_bytes, small, size);
+  cs_stat_array_increase(a->stats.active, small, 1);
+  cs_stat_array_increase(a->stats.active_bytes, small, size);
+  cs_stat_array_increase(a->stats.requested_bytes, small, (int64_t)b->requested);
+  if (b->size >= a->conf.max_split_size) cs_stat_increase(&a->stats.oversize_allocations, 1);
+  cs_emit(a, CS_TRACE_ALLOC, b->addr, b->requested, b->stream, b->stack_id);
+  return b;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Freeing: the request (free) and the completion (free_block)
+ * ----------------------------------------------------------------------------------------------*/
+
+/* The program gave the block back; it is PENDING until cs_pool_free_block. pre: b was removed
+ * from the live map. */
+void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b) {
+  cs_assert(b->state == CS_BLOCK_ALLOCATED);
+  b->state = CS_BLOCK_PENDING;
+  b->u.pending.next_pending = NULL;
+  b->u.pending.fence = NULL;
+  cs_stat_array_decrease(a->stats.allocation, b->small, 1);
+  cs_stat_array_decrease(a->stats.allocated_bytes, b->small, (int64_t)b->size);
+  cs_emit(a, CS_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream, b->stack_id);
+  if (b->size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_allocations, 1);
+}
+
+/* Merge src into dst if src is a free neighbour; returns the bytes taken over, else 0. */
+static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) {
+  if (!src || src->state != CS_BLOCK_FREE) return 0;
+  cs_pool_remove(a, src);
+  if (dst->prev == src) { /* [src dst] */
+    dst->addr = src->addr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+    else dst->segment->first = dst;
+  } else { /* [dst src] */
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  size_t taken = src->size;
+  dst->size += taken;
+  cs_block_give(a, src);
+  return taken;
+}
+
+/* The block becomes reusable: merge with free neighbours and return it to its pool. The
+ * inactive_split statistics get one net change each, as PyTorch applies them. */
+void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b) {
+  cs_assert(b->state == CS_BLOCK_PENDING);
+  cs_emit(a, CS_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream, b->stack_id);
+  int64_t original_size = (int64_t)b->size;
+  int64_t requested = (int64_t)b->requested;
+  int64_t net_blocks = 0;
+  int64_t net_bytes = 0;
+  cs_block_t *neighbours[2] = {b->prev, b->next};
+  for (int i = 0; i < 2; i++) {
+    size_t taken = cs_try_merge(a, b, neighbours[i]);
+    if (taken > 0) {
+      net_blocks -= 1;
+      net_bytes -= (int64_t)taken;
+    }
+  }
+  b->requested = 0;
+  b->stack_id = 0;
+  cs_pool_insert(a, b);
+  if (cs_block_is_split(b)) {
+    net_blocks += 1;
+    net_bytes += (int64_t)b->size;
+  }
+  bool small = b->small;
+  cs_stat_array_update(a->stats.inactive_split, small, net_blocks);
+  cs_stat_array_update(a->stats.inactive_split_bytes, small, net_bytes);
+  cs_stat_array_decrease(a->stats.active, small, 1);
+  cs_stat_array_decrease(a->stats.active_bytes, small, original_size);
+  cs_stat_array_decrease(a->stats.requested_bytes, small, requested);
+}

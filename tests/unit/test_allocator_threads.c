@@ -1,0 +1,110 @@
+/* 16 threads allocating and freeing on one allocator, each checking that its blocks are never
+ * handed to anyone else meanwhile (it writes a tag into a host shadow of each block). Built under
+ * TSan by scripts/test.sh, where a missing lock shows up as a data race. */
+#include "tests/unit/alloc_check.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/cs_error.h"
+
+#define MiB CS_MiB
+
+enum { THREADS = 16, ROUNDS = 3000, HELD = 8 };
+
+/* Who holds each 512-byte unit of the fake address space (a host shadow of the device). */
+#define SHADOW_UNITS ((size_t)(1u << 22)) /* 2 GiB of fake address space */
+static _Atomic int shadow[SHADOW_UNITS];
+static uintptr_t shadow_base;
+
+static alloc_fixture_t *fixture;
+static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t unit_of(uintptr_t addr) { return (size_t)((addr - shadow_base) / 512) % SHADOW_UNITS; }
+
+static void claim(uintptr_t p, size_t size, int tag) {
+  for (size_t u = 0; u < (size + 511) / 512; u++) {
+    int expected = 0;
+    bool free_unit = atomic_compare_exchange_strong(&shadow[(unit_of(p) + u) % SHADOW_UNITS], &expected, tag);
+    assert_true(free_unit); /* nobody else may hold this byte */
+  }
+}
+
+static void release(uintptr_t p, size_t size) {
+  for (size_t u = 0; u < (size + 511) / 512; u++) atomic_store(&shadow[(unit_of(p) + u) % SHADOW_UNITS], 0);
+}
+
+static void *worker(void *arg) {
+  int tag = (int)(intptr_t)arg;
+  uint64_t seed = 0x1234567u * (uint64_t)tag + 1;
+  uintptr_t held[HELD] = {0};
+  size_t sizes[HELD] = {0};
+  for (int round = 0; round < ROUNDS; round++) {
+    int slot = round % HELD;
+    if (held[slot]) {
+      release(held[slot], sizes[slot]);
+      assert_int_equal(cs_allocator_free(fixture->a, held[slot]), 0);
+      held[slot] = 0;
+    }
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    size_t size = (seed & 3) ? (size_t)(seed >> 16) % 65536 + 1 : (size_t)(seed >> 16) % (3 * MiB) + 1;
+    uintptr_t p = 0;
+    int rc = cs_allocator_malloc(fixture->a, size, 0, 0, &p);
+    if (rc == -CS_ENOMEM) continue;
+    assert_int_equal(rc, 0);
+    claim(p, size, tag);
+    held[slot] = p;
+    sizes[slot] = size;
+  }
+  for (int i = 0; i < HELD; i++)
+    if (held[i]) {
+      release(held[i], sizes[i]);
+      assert_int_equal(cs_allocator_free(fixture->a, held[i]), 0);
+    }
+  return NULL;
+}
+
+/* The fake backend is not thread-safe; the allocator calls synchronize outside its lock. */
+static int locked_sync(void *self) {
+  pthread_mutex_lock(&backend_lock);
+  int rc = fake_backend_as_backend(self).ops->synchronize(self);
+  pthread_mutex_unlock(&backend_lock);
+  return rc;
+}
+
+static void run_threads(cs_free_mode_t mode) {
+  fixture = fixture_new(256 * MiB);
+  fixture->conf.free_mode = mode;
+  fixture->fb.events_complete_on_record = true;
+  static cs_backend_ops_t ops;
+  cs_backend_t base = fake_backend_as_backend(&fixture->fb);
+  ops = *base.ops;
+  ops.synchronize = locked_sync;
+  cs_backend_t backend = {.ops = &ops, .self = &fixture->fb};
+  fixture->a = cs_allocator_create(&fixture->conf, &backend, NULL);
+  assert_non_null(fixture->a);
+  shadow_base = 0x7f0000000000u;
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)), 0);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  assert_int_equal(stats_of(fixture->a).allocation[CS_STAT_ALL].current, 0);
+  fixture_free(fixture);
+}
+
+static void test_threads_sync_mode(void **state) {
+  (void)state;
+  run_threads(CS_FREE_SYNC);
+}
+
+static void test_threads_fence_mode(void **state) {
+  (void)state;
+  run_threads(CS_FREE_FENCE);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_threads_sync_mode),
+      cmocka_unit_test(test_threads_fence_mode),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,225 @@
+/* The three free modes against a fake device whose events the test holds incomplete, and the
+ * stream-capture rules: no synchronization and no event while a capture is underway. */
+#include "tests/unit/alloc_check.h"
+
+#include "common/cs_error.h"
+
+#define MiB CS_MiB
+
+static alloc_fixture_t *start(cs_free_mode_t mode) {
+  alloc_fixture_t *f = fixture_new(64 * MiB);
+  f->conf.free_mode = mode;
+  fixture_start(f, NULL);
+  return f;
+}
+
+static cs_block_state_t state_of(cs_allocator_t *a, uintptr_t addr);
+
+typedef struct find_s {
+  uintptr_t addr;
+  cs_block_state_t state;
+  bool found;
+} find_t;
+
+static void find_visit(void *ctx, const cs_segment_info_t *s, const cs_block_info_t *b) {
+  (void)s;
+  find_t *f = ctx;
+  if (b->addr == f->addr) {
+    f->state = b->state;
+    f->found = true;
+  }
+}
+
+static cs_block_state_t state_of(cs_allocator_t *a, uintptr_t addr) {
+  find_t f = {.addr = addr};
+  cs_allocator_visit(a, find_visit, &f);
+  assert_true(f.found);
+  return f.state;
+}
+
+/* ---- sync ---- */
+
+static void test_sync_mode_synchronizes_like_cudafree(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start(CS_FREE_SYNC);
+  uintptr_t p = must_alloc(f->a, 4096);
+  assert_int_equal(f->fb.syncs, 0);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(f->fb.records, 0);
+  /* reusable at once: the synchronization already happened */
+  assert_int_equal(state_of(f->a, p), CS_BLOCK_FREE);
+  assert_int_equal(must_alloc(f->a, 4096), p);
+  fixture_free(f);
+}
+
+static void test_sync_mode_reports_earlier_errors_at_free(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start(CS_FREE_SYNC);
+  uintptr_t p = must_alloc(f->a, 4096);
+  f->fb.sync_status = 700; /* CUDA_ERROR_ILLEGAL_ADDRESS from an earlier kernel */
+  assert_int_equal(cs_allocator_free(f->a, p), 700);
+  /* the block is freed all the same: the error belongs to earlier work */
+  assert_int_equal(stats_of(f->a).allocation[CS_STAT_ALL].current, 0);
+  assert_false(cs_allocator_owns(f->a, p));
+  /* a pointer that is not ours is still refused as such */
+  assert_int_equal(cs_allocator_free(f->a, 0x1234000), -CS_EINVAL);
+  f->fb.sync_status = 0;
+  fixture_free(f);
+}
+
+/* ---- fence ---- */
+
+static void test_fence_mode_reuses_nothing_before_events_complete(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start(CS_FREE_FENCE);
+  f->fb.streams[1] = 0x5000; /* a live non-blocking stream beside the legacy one */
+  f->fb.stream_count = 2;
+  uintptr_t p = must_alloc(f->a, 4096);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  assert_int_equal(f->fb.syncs, 0);
+  assert_int_equal(f->fb.records, 2);               /* one event per fence stream */
+  assert_int_equal(fake_backend_incomplete_events(&f->fb), 2);
+  assert_int_equal(state_of(f->a, p), CS_BLOCK_PENDING);
+  cs_stats_t st = stats_of(f->a);
+  assert_int_equal(st.allocation[CS_STAT_ALL].current, 0);   /* at the free request */
+  assert_int_equal(st.active[CS_STAT_ALL].current, 1);       /* until the free completes */
+
+  /* the device is still busy: the same size must come from elsewhere */
+  uintptr_t q = must_alloc(f->a, 4096);
+  assert_true(q != p);
+  assert_int_equal(state_of(f->a, p), CS_BLOCK_PENDING);
+  /* one query per allocation at most while the oldest fence is incomplete */
+  int queries = f->fb.queries;
+  uintptr_t r = must_alloc(f->a, 512);
+  assert_int_equal(f->fb.queries - queries, 1);
+
+  fake_backend_complete_events(&f->fb);
+  uintptr_t s = must_alloc(f->a, 4096);
+  assert_int_equal(s, p);                           /* reused once the events completed */
+  assert_int_equal(f->fb.syncs, 0);
+  assert_int_equal(cs_allocator_free(f->a, q), 0);
+  assert_int_equal(cs_allocator_free(f->a, r), 0);
+  assert_int_equal(cs_allocator_free(f->a, s), 0);
+  fake_backend_complete_events(&f->fb);
+  must_alloc(f->a, 512);                            /* processes the completed fences */
+  /* events are reused, not created per free */
+  assert_true(f->fb.creates <= 6);
+  fixture_free(f);
+}
+
+static void test_fence_mode_synchronizes_before_oom(void **state) {
+  (void)state;
+  alloc_fixture_t *f = fixture_new(8 * MiB);
+  f->conf.free_mode = CS_FREE_FENCE;
+  fixture_start(f, NULL);
+  uintptr_t a = must_alloc(f->a, 3 * MiB);
+  uintptr_t b = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(cs_allocator_free(f->a, a), 0);
+  /* the device is full and a's fence incomplete: wait, release a's segment, retry */
+  uintptr_t c = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(f->fb.frees, 1);
+  assert_false(cs_allocator_owns(f->a, a) && a != c);
+  cs_stats_t st = stats_of(f->a);
+  assert_int_equal(st.num_sync_all_streams, 1);
+  assert_int_equal(st.num_alloc_retries, 1);
+  assert_int_equal(st.num_ooms, 0);
+  assert_int_equal(cs_allocator_free(f->a, b), 0);
+  assert_int_equal(cs_allocator_free(f->a, c), 0);
+  fixture_free(f);
+}
+
+/* ---- stream ---- */
+
+static void test_stream_mode_reuses_at_once(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start(CS_FREE_STREAM);
+  uintptr_t p = must_alloc(f->a, 4096);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  assert_int_equal(must_alloc(f->a, 4096), p);
+  assert_int_equal(f->fb.syncs, 0);
+  assert_int_equal(f->fb.records, 0);
+  fixture_free(f);
+}
+
+/* ---- stream capture ---- */
+
+static void capture_parks_then_fences(cs_free_mode_t mode) {
+  alloc_fixture_t *f = start(mode);
+  uintptr_t p = must_alloc(f->a, 4096);
+  f->fb.capturing = true;
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  assert_int_equal(state_of(f->a, p), CS_BLOCK_PENDING); /* parked */
+  uintptr_t q = must_alloc(f->a, 4096);                  /* allocation during capture works */
+  assert_true(q != p);
+  assert_int_equal(cs_allocator_empty_cache(f->a), 0);   /* a no-op while capturing */
+  assert_int_equal(f->fb.syncs + f->fb.records + f->fb.queries, 0);
+  f->fb.capturing = false;
+
+  /* the first allocation after the capture fences the parked block ... */
+  uintptr_t r = must_alloc(f->a, 512);
+  assert_int_equal(f->fb.records, 1);
+  assert_int_equal(f->fb.syncs, 0);
+  assert_int_equal(state_of(f->a, p), CS_BLOCK_PENDING);
+  /* ... which becomes reusable when the fence completes */
+  fake_backend_complete_events(&f->fb);
+  assert_int_equal(must_alloc(f->a, 4096), p);
+  assert_int_equal(cs_allocator_free(f->a, q), 0);
+  assert_int_equal(cs_allocator_free(f->a, r), 0);
+  fixture_free(f);
+}
+
+static void test_capture_in_sync_mode(void **state) {
+  (void)state;
+  capture_parks_then_fences(CS_FREE_SYNC);
+}
+
+static void test_capture_in_fence_mode(void **state) {
+  (void)state;
+  capture_parks_then_fences(CS_FREE_FENCE);
+}
+
+static void test_no_release_during_capture(void **state) {
+  (void)state;
+  alloc_fixture_t *f = fixture_new(8 * MiB);
+  fixture_start(f, NULL);
+  uintptr_t a = must_alloc(f->a, 3 * MiB);
+  uintptr_t b = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(cs_allocator_free(f->a, a), 0);
+  f->fb.capturing = true;
+  /* releasing the cache would synchronize: during a capture the request fails instead */
+  uintptr_t c = 0;
+  assert_int_equal(cs_allocator_malloc(f->a, 5 * MiB, 0, 0, &c), -CS_ENOMEM);
+  assert_int_equal(f->fb.syncs, 1); /* only the free before the capture */
+  assert_int_equal(stats_of(f->a).num_ooms, 1);
+  f->fb.capturing = false;
+  assert_int_equal(cs_allocator_free(f->a, b), 0);
+  fixture_free(f);
+}
+
+static void test_drop_all_destroys_fence_events(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start(CS_FREE_FENCE);
+  uintptr_t p = must_alloc(f->a, 4096);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  cs_allocator_drop_all(f->a, true);
+  assert_int_equal(f->fb.destroys, f->fb.creates);
+  assert_int_equal(f->fb.used, 0);
+  fixture_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sync_mode_synchronizes_like_cudafree),
+      cmocka_unit_test(test_sync_mode_reports_earlier_errors_at_free),
+      cmocka_unit_test(test_fence_mode_reuses_nothing_before_events_complete),
+      cmocka_unit_test(test_fence_mode_synchronizes_before_oom),
+      cmocka_unit_test(test_stream_mode_reuses_at_once),
+      cmocka_unit_test(test_capture_in_sync_mode),
+      cmocka_unit_test(test_capture_in_fence_mode),
+      cmocka_unit_test(test_no_release_during_capture),
+      cmocka_unit_test(test_drop_all_destroys_fence_events),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
