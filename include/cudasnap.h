@@ -1,0 +1,77 @@
+/* cudasnap.h: the optional API of libcudasnap.so, for programs that opt in.
+ *
+ * It mirrors torch.cuda.memory / torch.accelerator.memory. Every function is declared weak, so a
+ * program that calls them also links and runs without cudasnap preloaded; test for presence
+ * first:
+ *
+ *     #include <cudasnap.h>
+ *     if (cudasnap_memory_allocated)
+ *       printf("allocated: %lld\n", (long long)cudasnap_memory_allocated(-1));
+ *
+ * `device` is a CUDA device ordinal, or -1 for the calling thread's current device. A device on
+ * which the program has not allocated yet reports zeros. Every function is thread-safe, performs
+ * no CUDA call except cudasnap_get_memory_info and cudasnap_empty_cache, and never allocates
+ * device memory. */
+#ifndef CUDASNAP_H
+#define CUDASNAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CUDASNAP_BUILDING_LIBRARY)
+#define CUDASNAP_API __attribute__((visibility("default")))
+#else
+#define CUDASNAP_API __attribute__((weak))
+#endif
+
+/* Number of entries cudasnap_memory_stats reports: the 122 keys of torch.cuda.memory_stats(). */
+#define CUDASNAP_MEMORY_STATS_KEYS 122
+
+/* One entry of cudasnap_memory_stats. `key` points to storage that lives as long as the
+ * library, e.g. "allocated_bytes.all.current". */
+typedef struct cudasnap_stat {
+  const char *key;
+  int64_t value;
+} cudasnap_stat_t;
+
+/* torch.cuda.memory_stats(device): the flat key/value set, sorted by key. Writes at most `cap`
+ * entries to `out` and returns the number of keys (CUDASNAP_MEMORY_STATS_KEYS), so a first call
+ * with cap 0 sizes the buffer; -1 for a device ordinal below -1. */
+CUDASNAP_API int cudasnap_memory_stats(int device, cudasnap_stat_t *out, size_t cap);
+
+/* torch.cuda.memory_allocated / max_memory_allocated / memory_reserved / max_memory_reserved:
+ * bytes held by the program's live blocks, their peak, bytes of device memory cudasnap holds
+ * (cache included), its peak. */
+CUDASNAP_API int64_t cudasnap_memory_allocated(int device);
+CUDASNAP_API int64_t cudasnap_max_memory_allocated(int device);
+CUDASNAP_API int64_t cudasnap_memory_reserved(int device);
+CUDASNAP_API int64_t cudasnap_max_memory_reserved(int device);
+
+/* torch.cuda.reset_peak_memory_stats: every peak becomes its current value.
+ * torch.cuda.reset_accumulated_memory_stats: every accumulated allocated/freed count and the
+ * num_* counters become 0. */
+CUDASNAP_API void cudasnap_reset_peak_memory_stats(int device);
+CUDASNAP_API void cudasnap_reset_accumulated_memory_stats(int device);
+
+/* torch.cuda.empty_cache: wait for pending frees and return every cached segment that holds no
+ * live block to the driver. Returns 0, or the driver's error. */
+CUDASNAP_API int cudasnap_empty_cache(int device);
+
+/* torch.cuda.mem_get_info: the device's free and total bytes as the program's own
+ * cudaMemGetInfo would see them (cached-but-free bytes count as free unless
+ * CUDASNAP_MEMINFO=raw). Returns 0, or -1 when the program has no CUDA context on the device. */
+CUDASNAP_API int cudasnap_get_memory_info(int device, size_t *free_bytes, size_t *total_bytes);
+
+/* torch.cuda.memory_summary(device, abbreviated): the same table, byte for byte, written to buf
+ * (always NUL-terminated when len > 0). Returns the length of the whole text, as snprintf does. */
+CUDASNAP_API size_t cudasnap_memory_summary(int device, int abbreviated, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
