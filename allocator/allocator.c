@@ -192,6 +192,15 @@ size_t cs_allocator_cached_free_bytes(cs_allocator_t *a) {
   return cached;
 }
 
+bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base) {
+  pthread_mutex_lock(&a->lock);
+  cs_segment_t *s = a->segments;
+  while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
+  if (s && base) *base = s->addr;
+  pthread_mutex_unlock(&a->lock);
+  return s != NULL;
+}
+
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes) {
   pthread_mutex_lock(&a->lock);
   int rc = a->backend.ops->mem_info(a->backend.self, free_bytes, total_bytes);
@@ -226,6 +235,13 @@ void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
   cs_assert(a->live.count == 0);
   a->gc_limit = 0;
   pthread_mutex_unlock(&a->lock);
+}
+
+void cs_allocator_prefork(cs_allocator_t *a) { pthread_mutex_lock(&a->lock); }
+
+void cs_allocator_postfork(cs_allocator_t *a, bool child) {
+  if (child) pthread_mutex_init(&a->lock, NULL);
+  else pthread_mutex_unlock(&a->lock);
 }
 
 void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out) {

@@ -91,6 +91,10 @@ int cs_allocator_empty_cache(cs_allocator_t *a);
  * as without cudasnap. */
 size_t cs_allocator_cached_free_bytes(cs_allocator_t *a);
 
+/* Is addr inside one of this allocator's segments (whatever the state of its block)? Sets *base to
+ * the segment's start. O(segments): for error paths and IPC checks, not the hot path. */
+bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base);
+
 /* The device's free and total bytes from the backend; with `adjusted`, cs_allocator_cached_free_bytes
  * is counted as free (never above total). Returns 0 or the backend's status. */
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes);
@@ -99,6 +103,11 @@ int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, 
  * segments to the backend first; then drop every block and segment, reporting live blocks as freed
  * and segments as released, so statistics and trace stay consistent. The allocator stays usable. */
 void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive);
+
+/* fork: take the lock before, release it after in the parent, and make it usable in the child
+ * (where the thread that held it may not exist). */
+void cs_allocator_prefork(cs_allocator_t *a);
+void cs_allocator_postfork(cs_allocator_t *a, bool child);
 
 /* Copies and resets of the statistics (memory_stats, reset_peak_memory_stats,
  * reset_accumulated_memory_stats). */

@@ -1,0 +1,20 @@
+/* cs_backend_t over the real CUDA driver, for one context. */
+#ifndef CS_BACKEND_CUDA_H
+#define CS_BACKEND_CUDA_H
+
+#include "allocator/backend.h"
+#include "interpose/cuda_api.h"
+
+typedef struct cs_cuda_backend_s {
+  CUcontext ctx;
+  CUdevice device;
+} cs_cuda_backend_t;
+
+cs_backend_t cs_cuda_backend(cs_cuda_backend_t *b);
+
+/* CUresult <-> the allocator's return convention (allocator/backend.h). */
+static inline int cs_cuda_status(CUresult r) {
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? -1 /* -CS_ENOMEM */ : (int)r;
+}
+
+#endif

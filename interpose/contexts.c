@@ -1,0 +1,201 @@
+#include "interpose/contexts.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "common/cs_error.h"
+#include "common/cs_log.h"
+#include "interpose/backend_cuda.h"
+#include "interpose/real.h"
+#include "interpose/runtime.h"
+#include "interpose/streams.h"
+
+enum { CS_MAX_CONTEXTS = 64 };
+
+struct cs_context_s {
+  _Atomic(CUcontext) ctx;   /* NULL: free, or retired (allocator kept for its device) */
+  int device;
+  bool primary;             /* the device's primary context (cudaMalloc's) */
+  cs_allocator_t *allocator;
+  cs_cuda_backend_t backend;
+};
+
+static cs_context_t cs_contexts[CS_MAX_CONTEXTS];
+static atomic_int cs_context_count; /* slots [0, count) have been used */
+static pthread_mutex_t cs_contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The last context this thread used: most programs have one, so the lookup is one compare. */
+static CS_TLS cs_context_t *cs_context_last;
+
+cs_allocator_t *cs_context_allocator(const cs_context_t *c) { return c->allocator; }
+int cs_context_device(const cs_context_t *c) { return c->device; }
+
+/* Is ctx the primary context of device? Asked without creating one: a primary context that is
+ * not active cannot be ctx. */
+static bool cs_context_is_primary(CUcontext ctx, CUdevice device) {
+  unsigned flags = 0;
+  int active = 0;
+  if (CS_REAL_FN(cuDevicePrimaryCtxGetState, PFN_cuDevicePrimaryCtxGetState_v7000)(device, &flags, &active) !=
+          CUDA_SUCCESS ||
+      !active)
+    return false;
+  CUcontext primary = NULL;
+  if (CS_REAL_FN(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)(&primary, device) != CUDA_SUCCESS)
+    return false;
+  CS_REAL_FN(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)(device);
+  return primary == ctx;
+}
+
+static cs_context_t *cs_context_find(CUcontext ctx) {
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (atomic_load_explicit(&cs_contexts[i].ctx, memory_order_acquire) == ctx) return &cs_contexts[i];
+  return NULL;
+}
+
+/* A slot for a new context: a retired one of the same device (its allocator is empty), or a new
+ * one. pre: cs_contexts_lock held. */
+static cs_context_t *cs_context_slot(int device) {
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    if (!atomic_load(&cs_contexts[i].ctx) && cs_contexts[i].device == device) return &cs_contexts[i];
+  if (n == CS_MAX_CONTEXTS) return NULL;
+  return &cs_contexts[n];
+}
+
+static CS_COLD cs_context_t *cs_context_create(CUcontext ctx) {
+  CUdevice device = 0;
+  if (CS_REAL_FN(cuCtxGetDevice, PFN_cuCtxGetDevice_v2000)(&device) != CUDA_SUCCESS) return NULL;
+  pthread_mutex_lock(&cs_contexts_lock);
+  cs_context_t *c = cs_context_find(ctx);
+  if (!c && (c = cs_context_slot(device)) != NULL) {
+    c->device = device;
+    c->primary = cs_context_is_primary(ctx, device);
+    c->backend = (cs_cuda_backend_t){.ctx = ctx, .device = device};
+    if (!c->allocator) {
+      cs_backend_t backend = cs_cuda_backend(&c->backend);
+      c->allocator = cs_allocator_create(&cs_runtime_options()->alloc, &backend, NULL);
+      if (c->allocator && cs_runtime_add_allocator(device, c->allocator) != 0) {
+        cs_allocator_destroy(c->allocator);
+        c->allocator = NULL;
+      }
+    }
+    if (c->allocator) {
+      int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+      if (c == &cs_contexts[n]) atomic_store_explicit(&cs_context_count, n + 1, memory_order_release);
+      atomic_store_explicit(&c->ctx, ctx, memory_order_release);
+      cs_log_debug("context %p on device %d%s: caching allocator ready", (void *)ctx, device,
+                   c->primary ? " (primary)" : "");
+    } else {
+      c = NULL;
+    }
+  }
+  pthread_mutex_unlock(&cs_contexts_lock);
+  if (!c) cs_log_warn("cannot serve CUDA context %p from the cache; its allocations pass through", (void *)ctx);
+  return c;
+}
+
+cs_context_t *cs_contexts_current(void) {
+  CUcontext ctx = NULL;
+  PFN_cuCtxGetCurrent_v4000 get_current = CS_REAL_FN(cuCtxGetCurrent, PFN_cuCtxGetCurrent_v4000);
+  if (!get_current || get_current(&ctx) != CUDA_SUCCESS || !ctx) return NULL;
+  cs_context_t *c = cs_context_last;
+  if (CS_LIKELY(c && atomic_load_explicit(&c->ctx, memory_order_acquire) == ctx)) return c;
+  c = cs_context_find(ctx);
+  if (!c) c = cs_context_create(ctx);
+  cs_context_last = c;
+  return c;
+}
+
+/* ---- frees and queries across contexts ---- */
+
+int cs_contexts_free(uintptr_t addr) {
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  cs_context_t *only = NULL;
+  int live = 0;
+  for (int i = 0; i < n; i++) {
+    if (!atomic_load_explicit(&cs_contexts[i].ctx, memory_order_acquire)) continue;
+    only = &cs_contexts[i];
+    live++;
+  }
+  /* With one context, free directly (sync mode synchronizes before it knows the owner, which the
+   * driver's own free does anyway); with several, find the owner first so no other context is
+   * synchronized for nothing. */
+  if (live == 1) return cs_allocator_free(only->allocator, addr);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (atomic_load_explicit(&c->ctx, memory_order_acquire) && cs_allocator_owns(c->allocator, addr))
+      return cs_allocator_free(c->allocator, addr);
+  }
+  return -CS_EINVAL;
+}
+
+bool cs_contexts_find_segment(uintptr_t addr, uintptr_t *base) {
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (c->allocator && cs_allocator_find_segment(c->allocator, addr, base)) return true;
+  }
+  return false;
+}
+
+size_t cs_contexts_cached_free_bytes(int device) {
+  size_t cached = 0;
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (atomic_load_explicit(&c->ctx, memory_order_acquire) && c->device == device)
+      cached += cs_allocator_cached_free_bytes(c->allocator);
+  }
+  return cached;
+}
+
+/* ---- context teardown ---- */
+
+static void cs_context_retire(cs_context_t *c, bool context_alive) {
+  cs_allocator_drop_all(c->allocator, context_alive);
+  atomic_store_explicit(&c->ctx, NULL, memory_order_release);
+}
+
+void cs_contexts_drop(CUcontext ctx, bool context_alive) {
+  pthread_mutex_lock(&cs_contexts_lock);
+  cs_context_t *c = cs_context_find(ctx);
+  if (c) cs_context_retire(c, context_alive);
+  pthread_mutex_unlock(&cs_contexts_lock);
+}
+
+void cs_contexts_drop_primary(CUdevice device, bool context_alive) {
+  pthread_mutex_lock(&cs_contexts_lock);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (atomic_load(&c->ctx) && c->primary && c->device == device) cs_context_retire(c, context_alive);
+  }
+  pthread_mutex_unlock(&cs_contexts_lock);
+}
+
+/* ---- fork ---- */
+
+void cs_contexts_prefork(void) {
+  pthread_mutex_lock(&cs_contexts_lock);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    if (cs_contexts[i].allocator) cs_allocator_prefork(cs_contexts[i].allocator);
+  cs_streams_prefork();
+}
+
+void cs_contexts_postfork(bool child) {
+  cs_streams_postfork(child);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (!c->allocator) continue;
+    cs_allocator_postfork(c->allocator, child);
+    /* The parent's contexts do not exist in the child: forget their blocks without a driver
+     * call, keeping the emptied allocators for the child's own contexts. */
+    if (child) cs_context_retire(c, false);
+  }
+  if (child) pthread_mutex_init(&cs_contexts_lock, NULL);
+  else pthread_mutex_unlock(&cs_contexts_lock);
+}

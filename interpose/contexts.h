@@ -1,0 +1,45 @@
+/* One caching allocator per CUDA context, found from the calling thread's current context.
+ *
+ * Contexts are discovered at their first allocation. A context slot is never freed while the
+ * process runs (lookups read it without a lock); a destroyed context's slot, with its emptied
+ * allocator and its statistics, is reused by the next new context of the same device. */
+#ifndef CS_CONTEXTS_H
+#define CS_CONTEXTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "allocator/allocator.h"
+#include "interpose/cuda_api.h"
+
+typedef struct cs_context_s cs_context_t;
+
+/* The context current on this thread, created on first use. NULL when the thread has no current
+ * context, or cudasnap cannot serve it (then calls pass through to the driver). */
+cs_context_t *cs_contexts_current(void);
+
+cs_allocator_t *cs_context_allocator(const cs_context_t *c);
+int cs_context_device(const cs_context_t *c);
+
+/* Free addr in whichever context's allocator holds it. Returns 0, the synchronization's status
+ * (sync mode), or -CS_EINVAL when no allocator handed it out. */
+int cs_contexts_free(uintptr_t addr);
+
+/* Is addr inside any segment cudasnap holds (live, cached or pending)? Then the driver must never
+ * see it freed or treated as foreign. Sets *base to the segment's start. */
+bool cs_contexts_find_segment(uintptr_t addr, uintptr_t *base);
+
+/* Bytes cached and free in the allocators of a device (cuMemGetInfo's adjustment). */
+size_t cs_contexts_cached_free_bytes(int device);
+
+/* A context is about to be destroyed (context_alive: still usable) or is gone. */
+void cs_contexts_drop(CUcontext ctx, bool context_alive);
+
+/* The primary context of device is about to be reset, or was released for good. */
+void cs_contexts_drop_primary(CUdevice device, bool context_alive);
+
+/* fork */
+void cs_contexts_prefork(void);
+void cs_contexts_postfork(bool child);
+
+#endif

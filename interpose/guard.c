@@ -1,0 +1,3 @@
+#include "interpose/guard.h"
+
+CS_TLS int cs_guard_depth;

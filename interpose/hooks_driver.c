@@ -1,0 +1,531 @@
+/* The driver hooks (interposition.md section 6). Each is short: enter, hand the call to the cache
+ * or to the real function, record, return exactly the status the driver or the cache produced.
+ *
+ * Cache path: cuMemAlloc_v2 and cuMemFree_v2. Every other memory API passes through and is
+ * recorded in foreign.c. Life-cycle hooks keep the cache consistent with contexts, streams and
+ * captures. cudasnap's own driver calls use the real functions, never these hooks. */
+#include "common/cs_error.h"
+#include "common/cs_log.h"
+#include "interpose/contexts.h"
+#include "interpose/foreign.h"
+#include "interpose/guard.h"
+#include "interpose/hooks.h"
+#include "interpose/lifecycle.h"
+#include "interpose/real.h"
+#include "interpose/runtime.h"
+#include "interpose/streams.h"
+
+/* Call the real variant `name`, or report the driver as not initialized when it cannot be found
+ * (a program that calls the driver has it loaded, so this is a broken installation). */
+#define CS_FORWARD(result, name, pfn, ...)                                                        \
+  do {                                                                                            \
+    pfn cs_real_fn_ = CS_REAL_FN(name, pfn);                                                      \
+    if (CS_UNLIKELY(!cs_real_fn_)) return CUDA_ERROR_NOT_INITIALIZED;                             \
+    (result) = cs_real_fn_(__VA_ARGS__);                                                          \
+  } while (0)
+
+static int cs_current_device(void) {
+  CUdevice device = -1;
+  PFN_cuCtxGetDevice_v2000 get_device = CS_REAL_FN(cuCtxGetDevice, PFN_cuCtxGetDevice_v2000);
+  if (get_device && get_device(&device) != CUDA_SUCCESS) device = -1;
+  return device;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The cache path
+ * ----------------------------------------------------------------------------------------------*/
+
+static CUresult cs_status_of(int rc) {
+  switch (rc) {
+  case 0: return CUDA_SUCCESS;
+  case -CS_ENOMEM: return CUDA_ERROR_OUT_OF_MEMORY;
+  case -CS_EINVAL: return CUDA_ERROR_INVALID_VALUE;
+  default: return rc > 0 ? (CUresult)rc : CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  CUresult r;
+  cs_context_t *c = NULL;
+  if (CS_LIKELY(cs_guard_enter())) {
+    cs_lifecycle_activate();
+    c = cs_contexts_current();
+  }
+  if (CS_UNLIKELY(!c || !dptr)) {
+    /* Nested inside cudasnap, no current context, or a context cudasnap cannot serve: the
+     * driver answers, including with its own errors. */
+    CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
+    if (r == CUDA_SUCCESS && c) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c));
+    cs_guard_exit();
+    return r;
+  }
+  uintptr_t addr = 0;
+  int rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, 0, &addr);
+  if (CS_UNLIKELY(rc == -CS_EHOSTMEM)) {
+    /* cudasnap's own metadata could not grow: let the driver serve this one. */
+    CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
+    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c));
+  } else {
+    r = cs_status_of(rc);
+    if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)addr;
+  }
+  cs_guard_exit();
+  return r;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  CUresult r;
+  if (CS_UNLIKELY(!cs_guard_enter() || dptr == 0)) {
+    CS_FORWARD(r, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
+    cs_guard_exit();
+    return r;
+  }
+  int rc = cs_contexts_free((uintptr_t)dptr);
+  if (CS_LIKELY(rc != -CS_EINVAL)) {
+    r = cs_status_of(rc);
+  } else if (cs_contexts_find_segment((uintptr_t)dptr, NULL)) {
+    /* Inside a segment cudasnap holds but not a live block: freed twice, or never handed out.
+     * The driver would free the whole cached segment under the allocator, so answer as the
+     * driver answers an unknown pointer. */
+    r = CUDA_ERROR_INVALID_VALUE;
+  } else {
+    CS_FORWARD(r, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
+    if (r == CUDA_SUCCESS && !cs_foreign_remove(CS_FOREIGN_DEVICE, dptr) &&
+        !cs_foreign_remove(CS_FOREIGN_MANAGED, dptr))
+      cs_foreign_remove(CS_FOREIGN_ASYNC, dptr);
+  }
+  cs_guard_exit();
+  return r;
+}
+
+/* cudaMemGetInfo resolves this too, so one hook keeps every caller's view of free memory as it
+ * would be without the cache (interposition.md section 7.4). */
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+  CUresult r;
+  CS_FORWARD(r, cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020, free_bytes, total_bytes);
+  if (r != CUDA_SUCCESS || !free_bytes || !total_bytes) return r;
+  if (CS_LIKELY(cs_guard_enter())) {
+    cs_lifecycle_activate();
+    int device = cs_current_device();
+    if (device >= 0 && cs_runtime_options()->meminfo == CS_MEMINFO_ADJUSTED) {
+      size_t cached = cs_contexts_cached_free_bytes(device);
+      size_t room = *total_bytes > *free_bytes ? *total_bytes - *free_bytes : 0;
+      *free_bytes += cached < room ? cached : room;
+    }
+  }
+  cs_guard_exit();
+  return r;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Record-only pass-through
+ * ----------------------------------------------------------------------------------------------*/
+
+CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
+  CUresult r;
+  CS_FORWARD(r, cuMemAlloc, PFN_cuMemAlloc_v2000, dptr, bytesize);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_current_device());
+  return r;
+}
+
+CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+  CUresult r;
+  CS_FORWARD(r, cuMemFree, PFN_cuMemFree_v2000, dptr);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_DEVICE, dptr);
+  return r;
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                            unsigned int element_size) {
+  CUresult r;
+  CS_FORWARD(r, cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020, dptr, pitch, width, height, element_size);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, *pitch * height, cs_current_device());
+  return r;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemAllocManaged, PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_MANAGED, *dptr, bytesize, cs_current_device());
+  return r;
+}
+
+/* Stream-ordered allocations stay with the driver's pool, also during capture, where they become
+ * graph memory nodes. */
+#define CS_ASYNC_ALLOC_HOOK(name, pfn)                                                            \
+  CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, dptr, bytesize, stream);                                             \
+    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_ASYNC, *dptr, bytesize, cs_current_device()); \
+    return r;                                                                                     \
+  }
+CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)
+CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)
+
+#define CS_POOL_ALLOC_HOOK(name, pfn)                                                             \
+  CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream) {        \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, dptr, bytesize, pool, stream);                                       \
+    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_ASYNC, *dptr, bytesize, cs_current_device()); \
+    return r;                                                                                     \
+  }
+CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020)
+CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz)
+
+#define CS_ASYNC_FREE_HOOK(name, pfn)                                                             \
+  CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, dptr, stream);                                                       \
+    if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ASYNC, dptr);                             \
+    return r;                                                                                     \
+  }
+CS_ASYNC_FREE_HOOK(cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)
+CS_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)
+
+/* ---- virtual memory management: recorded, never cached ---- */
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
+  if (r == CUDA_SUCCESS)
+    cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size, prop ? prop->location.id : -1);
+  return r;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  CUresult r;
+  CS_FORWARD(r, cuMemRelease, PFN_cuMemRelease_v10020, handle);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_HANDLE, (uintptr_t)handle);
+  return r;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemMap, PFN_cuMemMap_v10020, ptr, size, offset, handle, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_MAPPING, ptr, size, cs_current_device());
+  return r;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  CUresult r;
+  CS_FORWARD(r, cuMemUnmap, PFN_cuMemUnmap_v10020, ptr, size);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_MAPPING, ptr);
+  return r;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemAddressReserve, PFN_cuMemAddressReserve_v10020, ptr, size, alignment, addr, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_RESERVE, *ptr, size, -1);
+  return r;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  CUresult r;
+  CS_FORWARD(r, cuMemAddressFree, PFN_cuMemAddressFree_v10020, ptr, size);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_RESERVE, ptr);
+  return r;
+}
+
+CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType type, unsigned long long flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemExportToShareableHandle, PFN_cuMemExportToShareableHandle_v10020, shareable, handle,
+             type, flags);
+  return r;
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os_handle,
+                                        CUmemAllocationHandleType type) {
+  CUresult r;
+  CS_FORWARD(r, cuMemImportFromShareableHandle, PFN_cuMemImportFromShareableHandle_v10020, handle,
+             os_handle, type);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, 0, -1);
+  return r;
+}
+
+/* ---- host memory ---- */
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1);
+  return r;
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+  CUresult r;
+  CS_FORWARD(r, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020, pp, bytesize);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1);
+  return r;
+}
+
+CUresult cuMemFreeHost(void *p) {
+  CUresult r;
+  CS_FORWARD(r, cuMemFreeHost, PFN_cuMemFreeHost_v2000, p);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST, (uintptr_t)p);
+  return r;
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050, p, bytesize, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1);
+  return r;
+}
+
+CUresult cuMemHostUnregister(void *p) {
+  CUresult r;
+  CS_FORWARD(r, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, p);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p);
+  return r;
+}
+
+/* ---- arrays: sizes are estimates (the driver pads and tiles them) ---- */
+
+static size_t cs_array_format_bytes(CUarray_format format) {
+  switch (format) {
+  case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+  case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+  default: return 4;
+  }
+}
+
+static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format,
+                             unsigned channels) {
+  return width * (height ? height : 1) * (depth ? depth : 1) * channels * cs_array_format_bytes(format);
+}
+
+CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
+  CUresult r;
+  CS_FORWARD(r, cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
+  if (r == CUDA_SUCCESS && desc)
+    cs_foreign_add(CS_FOREIGN_ARRAY, (uintptr_t)*array,
+                   cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels),
+                   cs_current_device());
+  return r;
+}
+
+CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
+  CUresult r;
+  CS_FORWARD(r, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
+  if (r == CUDA_SUCCESS && desc)
+    cs_foreign_add(CS_FOREIGN_ARRAY, (uintptr_t)*array,
+                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels),
+                   cs_current_device());
+  return r;
+}
+
+CUresult cuArrayDestroy(CUarray array) {
+  CUresult r;
+  CS_FORWARD(r, cuArrayDestroy, PFN_cuArrayDestroy_v2000, array);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array);
+  return r;
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                unsigned int levels) {
+  CUresult r;
+  CS_FORWARD(r, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
+  /* all levels together hold at most 4/3 of the first */
+  if (r == CUDA_SUCCESS && desc)
+    cs_foreign_add(CS_FOREIGN_ARRAY, (uintptr_t)*array,
+                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) / 3 * 4,
+                   cs_current_device());
+  return r;
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
+  CUresult r;
+  CS_FORWARD(r, cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, array);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array);
+  return r;
+}
+
+/* ---- graph memory nodes: the graph owns that memory; recorded when the program frees nothing
+ * of ours, so only passed through here ---- */
+
+CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                                CUDA_MEM_ALLOC_NODE_PARAMS *params) {
+  CUresult r;
+  CS_FORWARD(r, cuGraphAddMemAllocNode, PFN_cuGraphAddMemAllocNode_v11040, node, graph, deps, n, params);
+  return r;
+}
+
+CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                               CUdeviceptr dptr) {
+  CUresult r;
+  CS_FORWARD(r, cuGraphAddMemFreeNode, PFN_cuGraphAddMemFreeNode_v11040, node, graph, deps, n, dptr);
+  return r;
+}
+
+/* ---- IPC ---- */
+
+CUresult cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuIpcOpenMemHandle, PFN_cuIpcOpenMemHandle_v4010, dptr, handle, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_IPC, *dptr, 0, cs_current_device());
+  return r;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuIpcOpenMemHandle_v2, PFN_cuIpcOpenMemHandle_v11000, dptr, handle, flags);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_IPC, *dptr, 0, cs_current_device());
+  return r;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+  CUresult r;
+  CS_FORWARD(r, cuIpcCloseMemHandle, PFN_cuIpcCloseMemHandle_v4010, dptr);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_IPC, dptr);
+  return r;
+}
+
+/* A handle always names an allocation's base: the importer maps that base. A pointer inside one
+ * of cudasnap's segments at an offset would be mapped wrongly on the other side (interposition.md
+ * section 7.3), so say so loudly; the driver's answer is returned unchanged. */
+CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr) {
+  CUresult r;
+  CS_FORWARD(r, cuIpcGetMemHandle, PFN_cuIpcGetMemHandle_v4010, handle, dptr);
+  uintptr_t base = 0;
+  if (cs_contexts_find_segment((uintptr_t)dptr, &base) && base != (uintptr_t)dptr) {
+    cs_log_warn("cuIpcGetMemHandle(0x%llx): the pointer is %llu bytes into a cudasnap segment, so "
+                "the importing process will map the segment's start, not this block; allocate "
+                "shared buffers of 1 MiB or more (whole segments) or run with CUDASNAP_CACHE=0",
+                (unsigned long long)dptr, (unsigned long long)(dptr - base));
+  }
+  return r;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Contexts: drop a context's pools before it goes (no CUDA call is possible afterwards)
+ * ----------------------------------------------------------------------------------------------*/
+
+#define CS_PRIMARY_RESET_HOOK(name, pfn)                                                          \
+  CUresult name(CUdevice dev) {                                                                   \
+    CUresult r;                                                                                   \
+    cs_contexts_drop_primary(dev, true);                                                          \
+    CS_FORWARD(r, name, pfn, dev);                                                                \
+    return r;                                                                                     \
+  }
+CS_PRIMARY_RESET_HOOK(cuDevicePrimaryCtxReset, PFN_cuDevicePrimaryCtxReset_v7000)
+CS_PRIMARY_RESET_HOOK(cuDevicePrimaryCtxReset_v2, PFN_cuDevicePrimaryCtxReset_v11000)
+
+/* A release destroys the primary context only when its last reference goes: ask afterwards. */
+#define CS_PRIMARY_RELEASE_HOOK(name, pfn)                                                        \
+  CUresult name(CUdevice dev) {                                                                   \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, dev);                                                                \
+    unsigned flags = 0;                                                                           \
+    int active = 1;                                                                               \
+    PFN_cuDevicePrimaryCtxGetState_v7000 get_state =                                              \
+        CS_REAL_FN(cuDevicePrimaryCtxGetState, PFN_cuDevicePrimaryCtxGetState_v7000);              \
+    if (r == CUDA_SUCCESS && get_state && get_state(dev, &flags, &active) == CUDA_SUCCESS && !active) \
+      cs_contexts_drop_primary(dev, false);                                                       \
+    return r;                                                                                     \
+  }
+CS_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v7000)
+CS_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)
+
+#define CS_CTX_DESTROY_HOOK(name, pfn)                                                            \
+  CUresult name(CUcontext ctx) {                                                                  \
+    CUresult r;                                                                                   \
+    cs_contexts_drop(ctx, true);                                                                  \
+    CS_FORWARD(r, name, pfn, ctx);                                                                \
+    return r;                                                                                     \
+  }
+CS_CTX_DESTROY_HOOK(cuCtxDestroy, PFN_cuCtxDestroy_v2000)
+CS_CTX_DESTROY_HOOK(cuCtxDestroy_v2, PFN_cuCtxDestroy_v4000)
+
+/* ------------------------------------------------------------------------------------------------
+ * Streams and captures
+ * ----------------------------------------------------------------------------------------------*/
+
+static uintptr_t cs_current_context(void) {
+  CUcontext ctx = NULL;
+  PFN_cuCtxGetCurrent_v4000 get_current = CS_REAL_FN(cuCtxGetCurrent, PFN_cuCtxGetCurrent_v4000);
+  if (get_current) get_current(&ctx);
+  return (uintptr_t)ctx;
+}
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuStreamCreate, PFN_cuStreamCreate_v2000, stream, flags);
+  if (r == CUDA_SUCCESS) cs_streams_created((uintptr_t)*stream, cs_current_context(), flags);
+  return r;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int priority) {
+  CUresult r;
+  CS_FORWARD(r, cuStreamCreateWithPriority, PFN_cuStreamCreateWithPriority_v5050, stream, flags, priority);
+  if (r == CUDA_SUCCESS) cs_streams_created((uintptr_t)*stream, cs_current_context(), flags);
+  return r;
+}
+
+#define CS_STREAM_DESTROY_HOOK(name, pfn)                                                         \
+  CUresult name(CUstream stream) {                                                                \
+    CUresult r;                                                                                   \
+    cs_streams_destroyed((uintptr_t)stream);                                                      \
+    CS_FORWARD(r, name, pfn, stream);                                                             \
+    return r;                                                                                     \
+  }
+CS_STREAM_DESTROY_HOOK(cuStreamDestroy, PFN_cuStreamDestroy_v2000)
+CS_STREAM_DESTROY_HOOK(cuStreamDestroy_v2, PFN_cuStreamDestroy_v4000)
+
+#define CS_BEGIN_CAPTURE_HOOK(name, pfn)                                                          \
+  CUresult name(CUstream stream, CUstreamCaptureMode mode) {                                      \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, stream, mode);                                                       \
+    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream);                           \
+    return r;                                                                                     \
+  }
+CS_BEGIN_CAPTURE_HOOK(cuStreamBeginCapture_v2, PFN_cuStreamBeginCapture_v10010)
+CS_BEGIN_CAPTURE_HOOK(cuStreamBeginCapture_v2_ptsz, PFN_cuStreamBeginCapture_v10010_ptsz)
+
+/* The CUDA 10.0 form takes no mode (global capture). */
+#define CS_BEGIN_CAPTURE_V1_HOOK(name, pfn)                                                       \
+  CUresult name(CUstream stream) {                                                                \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, stream);                                                             \
+    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream);                           \
+    return r;                                                                                     \
+  }
+CS_BEGIN_CAPTURE_V1_HOOK(cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10000)
+CS_BEGIN_CAPTURE_V1_HOOK(cuStreamBeginCapture_ptsz, PFN_cuStreamBeginCapture_v10000_ptsz)
+
+#define CS_BEGIN_CAPTURE_TO_GRAPH_HOOK(name, pfn)                                                 \
+  CUresult name(CUstream stream, CUgraph graph, const CUgraphNode *deps, const CUgraphEdgeData *edges, \
+                size_t n, CUstreamCaptureMode mode) {                                             \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, stream, graph, deps, edges, n, mode);                                \
+    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream);                           \
+    return r;                                                                                     \
+  }
+CS_BEGIN_CAPTURE_TO_GRAPH_HOOK(cuStreamBeginCaptureToGraph, PFN_cuStreamBeginCaptureToGraph_v12030)
+CS_BEGIN_CAPTURE_TO_GRAPH_HOOK(cuStreamBeginCaptureToGraph_ptsz, PFN_cuStreamBeginCaptureToGraph_v12030_ptsz)
+
+/* A capture ends with the call even when the driver reports it invalidated. */
+#define CS_END_CAPTURE_HOOK(name, pfn)                                                            \
+  CUresult name(CUstream stream, CUgraph *graph) {                                                \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, stream, graph);                                                      \
+    cs_streams_capture_ended((uintptr_t)stream);                                                  \
+    return r;                                                                                     \
+  }
+CS_END_CAPTURE_HOOK(cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)
+CS_END_CAPTURE_HOOK(cuStreamEndCapture_ptsz, PFN_cuStreamEndCapture_v10000_ptsz)
+
+/* ------------------------------------------------------------------------------------------------
+ * Start
+ * ----------------------------------------------------------------------------------------------*/
+
+CUresult cuInit(unsigned int flags) {
+  CUresult r;
+  CS_FORWARD(r, cuInit, PFN_cuInit_v2000, flags);
+  cs_lifecycle_activate();
+  return r;
+}

@@ -1,0 +1,106 @@
+#include "interpose/lifecycle.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/cs_log.h"
+#include "interpose/contexts.h"
+#include "interpose/foreign.h"
+#include "interpose/preload_env.h"
+#include "interpose/real.h"
+#include "interpose/runtime.h"
+
+atomic_bool cs_lifecycle_active;
+static pthread_mutex_t cs_lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- fork: every module that owns a lock takes it before fork, in one order ---- */
+
+static void cs_lifecycle_prefork(void) {
+  cs_contexts_prefork();
+  cs_foreign_prefork();
+}
+static void cs_lifecycle_postfork_parent(void) {
+  cs_foreign_postfork(false);
+  cs_contexts_postfork(false);
+}
+
+/* The child cannot use the parent's CUDA contexts (CUDA does not survive fork); it starts with
+ * no context, as a fresh process would, and never touches the parent's device memory. */
+static void cs_lifecycle_postfork_child(void) {
+  pthread_mutex_init(&cs_lifecycle_lock, NULL);
+  cs_foreign_postfork(true);
+  cs_contexts_postfork(true);
+}
+
+void cs_lifecycle_activate_slow(void) {
+  pthread_mutex_lock(&cs_lifecycle_lock);
+  if (!atomic_load_explicit(&cs_lifecycle_active, memory_order_relaxed)) {
+    const cs_options_t *opts = cs_runtime_options();
+    (void)opts;
+    pthread_atfork(cs_lifecycle_prefork, cs_lifecycle_postfork_parent, cs_lifecycle_postfork_child);
+    cs_log_debug("active in pid %ld", (long)getpid());
+    atomic_store_explicit(&cs_lifecycle_active, true, memory_order_release);
+  }
+  pthread_mutex_unlock(&cs_lifecycle_lock);
+}
+
+/* ---- children ---- */
+
+/* CUDASNAP_CHILDREN=0: processes started from this one do not load cudasnap. Decided here, before
+ * main, because a child may be started before the first CUDA call. Any other value is checked
+ * (with a warning if bad) when the options are parsed. */
+static void cs_lifecycle_follow_children(void) {
+  const char *children = getenv("CUDASNAP_CHILDREN");
+  static const char *const off[] = {"0", "false", "no", "off"};
+  bool follow = true;
+  for (size_t i = 0; children && i < sizeof off / sizeof off[0]; i++)
+    if (strcasecmp(children, off[i]) == 0) follow = false;
+  if (follow) return;
+  const char *preload = getenv("LD_PRELOAD");
+  if (!preload) return;
+  size_t len = strlen(preload);
+  char buf[4096];
+  if (len >= sizeof buf) return;
+  memcpy(buf, preload, len + 1);
+  if (!cs_preload_env_strip(buf)) return;
+  if (buf[0]) setenv("LD_PRELOAD", buf, 1);
+  else unsetenv("LD_PRELOAD");
+}
+
+/* ---- a dlsym overrider ahead of cudasnap ---- */
+
+/* The dlsym the program's lookups reach first, when it is not cudasnap's (another preload, or one
+ * in /etc/ld.so.preload). If it does not pass lookups on, cudasnap never sees the driver: every
+ * lookup, even of cuInit, goes past it (interposition.md section 4.2, pitfall 5). */
+void cs_dlsym_entry(void);
+static void *cs_lifecycle_first_dlsym;
+
+static void cs_lifecycle_note_dlsym_order(void) {
+  void *global = cs_libc_dlsym(RTLD_DEFAULT, "dlsym");
+  if (global && global != cs_ptr_from_fn(cs_dlsym_entry)) cs_lifecycle_first_dlsym = global;
+}
+
+/* At exit, without calling CUDA: the program loaded the driver, cudasnap saw none of it, and
+ * another dlsym comes first: say so, since the profile is empty for that reason. */
+static void cs_lifecycle_report_blindness(void) {
+  if (atomic_load(&cs_lifecycle_active) || !cs_lifecycle_first_dlsym) return;
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!driver) return;
+  dlclose(driver);
+  Dl_info info;
+  const char *who = dladdr(cs_lifecycle_first_dlsym, &info) && info.dli_fname ? info.dli_fname : "another library";
+  cs_log_warn("this program used the CUDA driver, but cudasnap saw none of its calls: %s defines dlsym "
+              "ahead of cudasnap and does not pass lookups on; put libcudasnap.so first in LD_PRELOAD",
+              who);
+}
+
+__attribute__((constructor)) static void cs_lifecycle_constructor(void) {
+  cs_lifecycle_follow_children();
+  cs_lifecycle_note_dlsym_order();
+}
+
+__attribute__((destructor)) static void cs_lifecycle_destructor(void) { cs_lifecycle_report_blindness(); }
