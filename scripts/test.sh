@@ -11,8 +11,8 @@ scripts/setup.sh
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "build and test (RelWithDebInfo)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+step "build and test (RelWithDebInfo, assertions on)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCS_DEBUG=1 >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
@@ -24,4 +24,4 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
 step "concurrency tests under ThreadSanitizer"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCS_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$jobs"
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'threads'
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'threads|test_ring|test_intern'

@@ -1,0 +1,228 @@
+/* JSON bytes for the emitter: compact (no spaces), RFC 8259 strings, a final newline.
+ *
+ * Integers are formatted by hand, two digits at a time: they are most of a snapshot (addresses,
+ * sizes, times, line numbers) and snprintf would dominate the write time. Doubles are rare (one
+ * allocator setting) and go through snprintf. */
+#include <stdio.h>
+#include <string.h>
+
+#include "snapshot/emit_impl.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * Numbers
+ * ---------------------------------------------------------------------------------------------- */
+
+static const char cs_json_digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* The decimal digits of v at out (at most 20), written from the last; returns how many. */
+static size_t cs_json_u64(unsigned char *out, uint64_t v) {
+  static const uint64_t powers[] = {
+      UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000), UINT64_C(100000),
+      UINT64_C(1000000), UINT64_C(10000000), UINT64_C(100000000), UINT64_C(1000000000),
+      UINT64_C(10000000000), UINT64_C(100000000000), UINT64_C(1000000000000),
+      UINT64_C(10000000000000), UINT64_C(100000000000000), UINT64_C(1000000000000000),
+      UINT64_C(10000000000000000), UINT64_C(100000000000000000), UINT64_C(1000000000000000000),
+      UINT64_C(10000000000000000000),
+  };
+  size_t n = 1;
+  while (n < 20 && v >= powers[n - 1]) n++;
+  size_t at = n;
+  while (v >= 100) {
+    size_t pair = (size_t)(v % 100) * 2;
+    v /= 100;
+    at -= 2;
+    memcpy(out + at, cs_json_digit_pairs + pair, 2);
+  }
+  if (v >= 10)
+    memcpy(out, cs_json_digit_pairs + v * 2, 2);
+  else
+    out[0] = (unsigned char)('0' + v);
+  return n;
+}
+
+static void cs_json_int(cs_emitter_t *e, int64_t value) {
+  unsigned char *p = cs_emit_reserve(e, 20); /* "-9223372036854775808" */
+  size_t n = 0;
+  uint64_t magnitude = (uint64_t)value;
+  if (value < 0) {
+    p[n++] = '-';
+    magnitude = 0 - magnitude; /* exact for INT64_MIN too */
+  }
+  n += cs_json_u64(p + n, magnitude);
+  cs_emit_commit(e, n);
+}
+
+/* %.17g round-trips every double. Two traps: the program may have set LC_NUMERIC to a locale with
+ * another radix character (cudasnap runs inside any program), so whatever sits between the digits
+ * and is not an exponent becomes '.'; and an integral value ("2") would read back as an int, so it
+ * gets ".0" (Python's json.dumps writes 2.0 too). */
+static void cs_json_float(cs_emitter_t *e, double value) {
+  char text[40];
+  int len = snprintf(text, sizeof text, "%.17g", value);
+  unsigned char *p = cs_emit_reserve(e, sizeof text);
+  size_t n = 0;
+  bool fraction = false; /* a radix point or an exponent was written */
+  for (int i = 0; i < len; i++) {
+    char c = text[i];
+    if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == 'e') {
+      fraction |= c == 'e';
+      p[n++] = (unsigned char)c;
+    } else if (n == 0 || p[n - 1] != '.') {
+      fraction = true;
+      p[n++] = '.';
+    }
+  }
+  if (!fraction) {
+    p[n++] = '.';
+    p[n++] = '0';
+  }
+  cs_emit_commit(e, n);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Strings
+ * ---------------------------------------------------------------------------------------------- */
+
+/* For ASCII bytes: 0 = copied as is, otherwise the character after the backslash ('u': \u00XX). */
+static const unsigned char cs_json_escape[128] = {
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+    ['"'] = '"', ['\\'] = '\\',
+};
+
+static const char cs_json_hex[] = "0123456789abcdef";
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "cs_json_plain_len reads the first byte of a word from its low end"
+#endif
+
+/* How many bytes at the start of s[0..len) are copied as they are: ASCII, not a control character,
+ * '"' or '\\'. Eight bytes at a time: keys and most values are such plain runs. In each word's
+ * flags only the lowest set one is exact (a borrow can set flags above it), which is the one
+ * used. */
+static size_t cs_json_plain_len(const unsigned char *s, size_t len) {
+  const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, sizeof w);
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t flags = ((w - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~w & high;
+    flags |= w & high;
+    if (flags != 0) return i + (size_t)__builtin_ctzll(flags) / 8;
+  }
+  while (i < len && s[i] < 0x80 && cs_json_escape[s[i]] == 0) i++;
+  return i;
+}
+
+/* A quoted string, then `colon` (a key). Valid UTF-8 is copied as is; each invalid subpart
+ * becomes U+FFFD. */
+static void cs_json_quoted(cs_emitter_t *e, const char *value, size_t len, bool colon) {
+  const unsigned char *s = (const unsigned char *)value;
+  size_t i = cs_json_plain_len(s, len);
+  if (CS_LIKELY(i == len && len <= CS_EMIT_BUFSIZE - 3)) { /* the usual case: one copy */
+    unsigned char *p = cs_emit_reserve(e, len + 3);
+    p[0] = '"';
+    memcpy(p + 1, s, len);
+    p[len + 1] = '"';
+    p[len + 2] = ':';
+    cs_emit_commit(e, len + 2 + colon);
+    return;
+  }
+  cs_emit_byte(e, '"');
+  size_t run = 0; /* start of the bytes not yet written */
+  while (i < len) {
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      unsigned char escape = cs_json_escape[c];
+      if (escape == 0) {
+        i += cs_json_plain_len(s + i, len - i);
+        continue;
+      }
+      cs_emit_write(e, s + run, i - run);
+      unsigned char *p = cs_emit_reserve(e, 6);
+      p[0] = '\\';
+      p[1] = escape;
+      if (escape == 'u') {
+        p[2] = '0';
+        p[3] = '0';
+        p[4] = (unsigned char)cs_json_hex[c >> 4];
+        p[5] = (unsigned char)cs_json_hex[c & 15];
+        cs_emit_commit(e, 6);
+      } else {
+        cs_emit_commit(e, 2);
+      }
+      run = ++i;
+      continue;
+    }
+    size_t seq;
+    if (cs_utf8_seq(s + i, len - i, &seq)) {
+      i += seq;
+      continue;
+    }
+    cs_emit_write(e, s + run, i - run);
+    cs_emit_write(e, CS_UTF8_REPLACEMENT, sizeof CS_UTF8_REPLACEMENT - 1);
+    i += seq;
+    run = i;
+  }
+  cs_emit_write(e, s + run, len - run);
+  cs_emit_byte(e, '"');
+  if (colon) cs_emit_byte(e, ':');
+}
+
+static void cs_json_string(cs_emitter_t *e, const char *value, size_t len) {
+  cs_json_quoted(e, value, len, false);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The ops
+ * ---------------------------------------------------------------------------------------------- */
+
+static void cs_json_start(cs_emitter_t *e) { (void)e; }
+
+/* The newline ends the file as a text file; JSON allows trailing whitespace (section 3.2). */
+static void cs_json_finish(cs_emitter_t *e) { cs_emit_byte(e, '\n'); }
+
+static void cs_json_open(cs_emitter_t *e, cs_emit_level_t *lvl) {
+  cs_emit_byte(e, lvl->kind == CS_EMIT_KIND_DICT ? '{' : '[');
+}
+
+static void cs_json_close(cs_emitter_t *e, cs_emit_level_t *lvl) {
+  cs_emit_byte(e, lvl->kind == CS_EMIT_KIND_DICT ? '}' : ']');
+}
+
+static void cs_json_item_begin(cs_emitter_t *e, cs_emit_level_t *lvl) {
+  if (lvl->items > 0) cs_emit_byte(e, ',');
+}
+
+static void cs_json_key(cs_emitter_t *e, const char *key, size_t len) {
+  cs_json_quoted(e, key, len, true);
+}
+
+static void cs_json_bool(cs_emitter_t *e, bool value) {
+  if (value)
+    cs_emit_write(e, "true", 4);
+  else
+    cs_emit_write(e, "false", 5);
+}
+
+static void cs_json_none(cs_emitter_t *e) { cs_emit_write(e, "null", 4); }
+
+const cs_emit_ops_t cs_emit_json_ops = {
+    .start = cs_json_start,
+    .finish = cs_json_finish,
+    .open = cs_json_open,
+    .close = cs_json_close,
+    .item_begin = cs_json_item_begin,
+    .key = cs_json_key,
+    .int64 = cs_json_int,
+    .float64 = cs_json_float,
+    .str = cs_json_string,
+    .boolean = cs_json_bool,
+    .none = cs_json_none,
+    .memo_put = NULL, /* JSON cannot share: every frame list is written out (section 3.2) */
+    .memo_get = NULL,
+};

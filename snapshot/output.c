@@ -1,0 +1,116 @@
+#include "snapshot/output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int cs_output_append(char *buf, size_t len, size_t *used, const char *text) {
+  size_t n = strlen(text);
+  if (*used + n >= len) return -1;
+  memcpy(buf + *used, text, n);
+  *used += n;
+  buf[*used] = '\0';
+  return 0;
+}
+
+int cs_output_expand(const char *pattern, const cs_output_fields_t *f, char *buf, size_t len) {
+  size_t used = 0;
+  if (len == 0) return -1;
+  buf[0] = '\0';
+  for (const char *p = pattern; *p; p++) {
+    char number[32];
+    const char *piece = NULL;
+    char literal[2] = {*p, '\0'};
+    if (*p == '%' && p[1]) {
+      switch (*++p) {
+      case 'e': piece = f->executable; break;
+      case 'p': snprintf(number, sizeof number, "%ld", f->pid); piece = number; break;
+      case 'h': piece = f->host; break;
+      case 'r': piece = f->rank; break;
+      case 'n': snprintf(number, sizeof number, "%d", f->dump_number); piece = number; break;
+      case 't': piece = f->trigger; break;
+      case '%': piece = "%"; break;
+      default: literal[0] = '%'; p--; piece = literal; break;
+      }
+    } else {
+      piece = literal;
+    }
+    if (cs_output_append(buf, len, &used, piece ? piece : "") != 0) return -1;
+  }
+  return 0;
+}
+
+const char *cs_output_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return v;
+  }
+  return "0";
+}
+
+int cs_output_open(cs_output_t *out, const char *path) {
+  memset(out, 0, sizeof *out);
+  out->fd = -1;
+  int n = snprintf(out->temp_path, sizeof out->temp_path, "%s.tmp.XXXXXX", path);
+  if (n < 0 || (size_t)n >= sizeof out->temp_path) return ENAMETOOLONG;
+  out->fd = mkostemp(out->temp_path, O_CLOEXEC);
+  if (out->fd < 0) return errno;
+  (void)fchmod(out->fd, 0644); /* mkostemp makes 0600; a snapshot is an ordinary file */
+  return 0;
+}
+
+void cs_output_abort(cs_output_t *out) {
+  if (out->fd >= 0) close(out->fd);
+  out->fd = -1;
+  if (out->temp_path[0]) unlink(out->temp_path);
+}
+
+/* path with "-N" before the extension (the last '.' after the last '/'). */
+static int cs_output_numbered(const char *path, int n, char *buf, size_t len) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(path, '.');
+  if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1)) dot = path + strlen(path);
+  int written = snprintf(buf, len, "%.*s-%d%s", (int)(dot - path), path, n, dot);
+  return written < 0 || (size_t)written >= len ? -1 : 0;
+}
+
+/* Move temp to name unless name exists: renameat2(RENAME_NOREPLACE), or link + unlink where the
+ * file system lacks that flag. 0, or -1 with errno (EEXIST when the name is taken). */
+static int cs_output_place(const char *temp, const char *name) {
+  if (renameat2(AT_FDCWD, temp, AT_FDCWD, name, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+  if (link(temp, name) != 0) return -1;
+  unlink(temp);
+  return 0;
+}
+
+int cs_output_commit(cs_output_t *out, const char *path) {
+  int err = 0;
+  if (fsync(out->fd) != 0 && errno != EINVAL) err = errno;
+  if (close(out->fd) != 0 && !err) err = errno;
+  out->fd = -1;
+  if (err) {
+    cs_output_abort(out);
+    return err;
+  }
+  snprintf(out->final_path, sizeof out->final_path, "%s", path);
+  for (int n = 1; n <= 1000; n++) {
+    if (cs_output_place(out->temp_path, out->final_path) == 0) return 0;
+    if (errno != EEXIST) {
+      err = errno;
+      break;
+    }
+    if (cs_output_numbered(path, n, out->final_path, sizeof out->final_path) != 0) {
+      err = ENAMETOOLONG;
+      break;
+    }
+  }
+  if (!err) err = EEXIST;
+  cs_output_abort(out);
+  return err;
+}

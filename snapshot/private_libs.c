@@ -1,0 +1,47 @@
+#include "snapshot/private_libs.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+/* dlsym's void * as a function pointer (ISO C has no direct conversion). */
+#define CS_SYM(handle, name, out)                                                                  \
+  do {                                                                                             \
+    void *cs_sym_ = dlsym((handle), (name));                                                       \
+    memcpy(&(out), &cs_sym_, sizeof cs_sym_);                                                      \
+  } while (0)
+
+static pthread_once_t cs_unwind_once = PTHREAD_ONCE_INIT;
+static cs_unw_backtrace_fn cs_unw_backtrace;
+
+static void cs_load_unwind(void) {
+  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (h) CS_SYM(h, "unw_backtrace", cs_unw_backtrace);
+}
+
+cs_unw_backtrace_fn cs_private_unw_backtrace(void) {
+  pthread_once(&cs_unwind_once, cs_load_unwind);
+  return cs_unw_backtrace;
+}
+
+static pthread_once_t cs_dw_once = PTHREAD_ONCE_INIT;
+static cs_dw_api_t cs_dw_table;
+static const cs_dw_api_t *cs_dw;
+
+static void cs_load_dw(void) {
+  void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return;
+  bool complete = true;
+  /* a handle lookup searches libdw and its dependencies, libelf included */
+#define CS_DW_LOAD(name)                                                                            \
+  CS_SYM(h, #name, cs_dw_table.name);                                                              \
+  complete = complete && cs_dw_table.name != NULL;
+  CS_DW_FUNCTIONS(CS_DW_LOAD)
+#undef CS_DW_LOAD
+  if (complete) cs_dw = &cs_dw_table;
+}
+
+const cs_dw_api_t *cs_private_dw(void) {
+  pthread_once(&cs_dw_once, cs_load_dw);
+  return cs_dw;
+}

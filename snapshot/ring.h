@@ -1,0 +1,96 @@
+/* cs_ring_t: the bounded history of allocator events (PyTorch's TraceEntryRingBuffer), one for the
+ * process, every device's events in it in the order they happened.
+ *
+ * Fixed capacity, allocated once; when full the oldest entry is overwritten, so what remains is
+ * always a suffix of the history, and any suffix of a consistent trace replays consistently
+ * (snapshot-format.md section 8, item 5). Push is O(1) with no allocation: a short lock and a
+ * 32-byte copy. Thread-safe. */
+#ifndef CS_RING_H
+#define CS_RING_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The memory_viz actions, in one place for the ring and the writers. */
+typedef enum cs_action_e {
+  CS_ACTION_ALLOC = 0,
+  CS_ACTION_FREE_REQUESTED = 1,
+  CS_ACTION_FREE_COMPLETED = 2,
+  CS_ACTION_SEGMENT_ALLOC = 3,
+  CS_ACTION_SEGMENT_FREE = 4,
+  CS_ACTION_SEGMENT_MAP = 5,
+  CS_ACTION_SEGMENT_UNMAP = 6,
+  CS_ACTION_OOM = 7,
+  CS_ACTION_SNAPSHOT = 8,
+  CS_ACTION_COUNT
+} cs_action_t;
+
+const char *cs_action_name(cs_action_t action);
+
+enum { CS_RING_DEVICE_BITS = 8, CS_RING_ACTION_BITS = 4 };
+
+/* 32 bytes. `when` packs the time, the device and the action. */
+typedef struct cs_ring_entry_s {
+  uint64_t addr;      /* block or segment address; device free bytes for OOM */
+  uint64_t size;      /* see snapshot-format.md section 2.5 */
+  uint64_t when;      /* us since the ring's start << 12 | device << 4 | action */
+  uint32_t stack_id;  /* interned stack, 0 = none */
+  uint32_t stream;    /* index into the ring's stream table */
+} cs_ring_entry_t;
+
+_Static_assert(sizeof(cs_ring_entry_t) == 32, "ring entries are 32 bytes");
+
+static inline cs_action_t cs_ring_entry_action(const cs_ring_entry_t *e) {
+  return (cs_action_t)(e->when & ((1u << CS_RING_ACTION_BITS) - 1));
+}
+static inline int cs_ring_entry_device(const cs_ring_entry_t *e) {
+  return (int)((e->when >> CS_RING_ACTION_BITS) & ((1u << CS_RING_DEVICE_BITS) - 1));
+}
+static inline uint64_t cs_ring_entry_us(const cs_ring_entry_t *e) {
+  return e->when >> (CS_RING_ACTION_BITS + CS_RING_DEVICE_BITS);
+}
+
+enum { CS_RING_MAX_STREAMS = 1024 };
+
+typedef struct cs_ring_s {
+  pthread_mutex_t lock;
+  cs_ring_entry_t *entries;  /* capacity slots */
+  size_t capacity;           /* 0 = no history is kept */
+  uint64_t pushed;           /* entries ever pushed; the newest is at (pushed - 1) % capacity */
+  uint64_t start_us;         /* CLOCK_MONOTONIC at creation, in us */
+  uint64_t start_epoch_us;   /* the wall clock at the same moment */
+  uintptr_t streams[CS_RING_MAX_STREAMS]; /* stream handles by index; the rest share the last */
+  uint32_t stream_count;
+  bool enabled;              /* cudasnap_record_history */
+} cs_ring_t;
+
+/* capacity 0 keeps no history. Returns 0 or -CS_EHOSTMEM. */
+int cs_ring_init(cs_ring_t *r, size_t capacity);
+void cs_ring_destroy(cs_ring_t *r);
+
+/* Record one event (nothing while disabled or with capacity 0). */
+void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                  uintptr_t stream, uint32_t stack_id);
+
+/* Turn recording on or off; turning it off forgets the history, as PyTorch does (the trace must
+ * stay a suffix of what happened). */
+void cs_ring_set_enabled(cs_ring_t *r, bool enabled);
+
+/* Copy the history, oldest first, into out (room for r->capacity entries); returns the count and
+ * the number of entries dropped because the ring was full. Takes the ring's lock. */
+size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
+
+/* The handle of a stream index (under no lock: indexes only grow). */
+uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index);
+
+/* Wall-clock microseconds since the epoch of an entry. */
+static inline uint64_t cs_ring_epoch_us(const cs_ring_t *r, const cs_ring_entry_t *e) {
+  return r->start_epoch_us + cs_ring_entry_us(e);
+}
+
+/* After fork, in the child: the history is the parent's; forget it and reinitialize the lock. */
+void cs_ring_reset_in_child(cs_ring_t *r);
+
+#endif

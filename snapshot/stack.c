@@ -1,0 +1,136 @@
+/* Native stack capture: libunwind's unw_backtrace into the caller's buffer, minus cudasnap's own
+ * leading frames. See stack.h for the contract. */
+#define UNW_LOCAL_ONLY /* the local-only unwinder: no remote address spaces, faster lookups */
+
+#include <link.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "common/cs_compiler.h"
+#include "snapshot/stack.h"
+#include "snapshot/private_libs.h"
+
+/* A test seam is writable only in test builds (style.md section 14.5, jemalloc's JET_MUTABLE). */
+#ifndef CS_TEST_MUTABLE
+#ifdef CS_TESTING
+#define CS_TEST_MUTABLE
+#else
+#define CS_TEST_MUTABLE const
+#endif
+#endif
+
+/* stack.h declares this type only for tests; an identical typedef is allowed again in C11. */
+typedef size_t (*cs_stack_capture_fn)(uintptr_t *pcs, size_t max);
+
+/* ---- cudasnap's own code: leading frames in [lo, hi) are skipped ----
+ *
+ * The range is the executable segments of the object that contains this file: libcudasnap.so in
+ * production, the test executable in a unit test (where tests set it with
+ * cs_stack_set_skip_range). Only *leading* frames are skipped: cudasnap frames further out (a
+ * hook that called into the driver, which called another hook) are part of how the program got
+ * there and stay. Relaxed atomics: the range is written once by cs_stack_init, and a capture
+ * racing with it merely skips nothing. */
+static _Atomic uintptr_t cs_stack_skip_lo;
+static _Atomic uintptr_t cs_stack_skip_hi;
+static atomic_int cs_stack_initialized;
+
+/* Leading frames to unwind beyond `max`, so that `max` remain after skipping our own: the
+ * hook, the recorder, this file. Each extra frame costs ~8 ns whether skipped or not, so instead
+ * of a generous fixed margin the margin follows the most frames skipped so far (a relaxed hint,
+ * rarely written). Until it has settled, a capture from a stack deeper than max may lose an
+ * outermost frame or two. */
+enum { CS_STACK_SKIP_INITIAL = 4, CS_STACK_SKIP_MAX = 16 };
+static atomic_uint cs_stack_skip_hint = CS_STACK_SKIP_INITIAL;
+
+/* libunwind, loaded privately by cs_stack_init (private_libs.h); NULL: no stacks. */
+static _Atomic(cs_unw_backtrace_fn) cs_stack_unwinder;
+
+static size_t cs_stack_capture_unw(uintptr_t *pcs, size_t max) {
+  if (max == 0) return 0;
+  if (max > CS_STACK_MAX_DEPTH) max = CS_STACK_MAX_DEPTH;
+  const size_t margin = atomic_load_explicit(&cs_stack_skip_hint, memory_order_relaxed);
+  /* unw_backtrace wants void *[]: a local array, converted below (uintptr_t * is not void **). */
+  void *raw[CS_STACK_MAX_DEPTH + CS_STACK_SKIP_MAX];
+  cs_unw_backtrace_fn backtrace_fn = atomic_load_explicit(&cs_stack_unwinder, memory_order_relaxed);
+  if (CS_UNLIKELY(!backtrace_fn)) { /* before cs_stack_init: load it now (once) */
+    backtrace_fn = cs_private_unw_backtrace();
+    if (!backtrace_fn) return 0;
+    atomic_store_explicit(&cs_stack_unwinder, backtrace_fn, memory_order_relaxed);
+  }
+  const int got = backtrace_fn(raw, (int)(max + margin));
+  if (got <= 0) return 0;
+
+  const uintptr_t lo = atomic_load_explicit(&cs_stack_skip_lo, memory_order_relaxed);
+  const uintptr_t hi = atomic_load_explicit(&cs_stack_skip_hi, memory_order_relaxed);
+  size_t first = 0;
+  const size_t total = (size_t)got;
+  while (first < total && (uintptr_t)raw[first] - lo < hi - lo) first++; /* lo <= pc < hi */
+  if (CS_UNLIKELY(first > margin && total == max + margin))
+    atomic_store_explicit(&cs_stack_skip_hint,
+                          (unsigned)(first < CS_STACK_SKIP_MAX ? first : CS_STACK_SKIP_MAX),
+                          memory_order_relaxed);
+
+  size_t n = total - first;
+  if (n > max) n = max;
+  for (size_t i = 0; i < n; i++) pcs[i] = (uintptr_t)raw[first + i];
+  return n;
+}
+
+/* test seam: replaced by tests that need identical stacks on purpose */
+cs_stack_capture_fn CS_TEST_MUTABLE cs_stack_capture_impl = cs_stack_capture_unw;
+
+size_t cs_stack_capture(uintptr_t *pcs, size_t max) { return cs_stack_capture_impl(pcs, max); }
+
+/* ---- init ---- */
+
+typedef struct cs_stack_range_s {
+  uintptr_t probe; /* an address inside the object we look for */
+  uintptr_t lo;    /* out: lowest address of its executable segments; 0 if not found */
+  uintptr_t hi;    /* out: one past the highest */
+} cs_stack_range_t;
+
+static int cs_stack_find_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  cs_stack_range_t *r = arg;
+  bool mine = false;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    const uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    const uintptr_t end = start + (uintptr_t)ph->p_memsz;
+    if (r->probe >= start && r->probe < end) mine = true;
+    if (!(ph->p_flags & PF_X)) continue;
+    if (start < lo) lo = start;
+    if (end > hi) hi = end;
+  }
+  if (!mine || lo >= hi) return 0;
+  r->lo = lo;
+  r->hi = hi;
+  return 1; /* stop iterating */
+}
+
+void cs_stack_init(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&cs_stack_initialized, &expected, 1)) return;
+
+  atomic_store_explicit(&cs_stack_unwinder, cs_private_unw_backtrace(), memory_order_relaxed);
+  /* dl_iterate_phdr takes the loader lock: fine here, never on the hot path. */
+  cs_stack_range_t r = {.probe = (uintptr_t)&cs_stack_capture_unw, .lo = 0, .hi = 0};
+  dl_iterate_phdr(cs_stack_find_object, &r);
+  atomic_store_explicit(&cs_stack_skip_lo, r.lo, memory_order_relaxed);
+  atomic_store_explicit(&cs_stack_skip_hi, r.hi, memory_order_relaxed);
+
+  /* Warm-up: libunwind's first unwind initializes its address space, reads the unwind tables
+   * of every object on the way and sets up this thread's trace cache (mmap). Doing it here keeps
+   * that out of the first hooked call. Other threads set up their own cache on first use. */
+  uintptr_t pcs[CS_STACK_MAX_DEPTH];
+  (void)cs_stack_capture_unw(pcs, CS_STACK_MAX_DEPTH);
+}
+
+#ifdef CS_TESTING
+void cs_stack_set_skip_range(uintptr_t lo, uintptr_t hi) {
+  atomic_store_explicit(&cs_stack_skip_lo, lo, memory_order_relaxed);
+  atomic_store_explicit(&cs_stack_skip_hi, hi, memory_order_relaxed);
+}
+#endif

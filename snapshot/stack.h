@@ -1,0 +1,29 @@
+/* Native stack capture for the allocation hot path: raw program counters into a caller's fixed
+ * buffer (libunwind's unw_backtrace), innermost first, with cudasnap's own frames skipped.
+ * No allocation, no lock, no symbol lookup (that happens at dump time: symbolize.h).
+ * Thread-safe. Returns the number of PCs written (0..max). */
+#ifndef CS_STACK_H
+#define CS_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { CS_STACK_MAX_DEPTH = 256 };
+
+size_t cs_stack_capture(uintptr_t *pcs, size_t max);
+
+/* Call once, early and outside any hook (the first unwind may load libgcc_s or allocate):
+ * records the address range of cudasnap's own code (frames there are skipped) and warms up the
+ * unwinder. Idempotent. */
+void cs_stack_init(void);
+
+#ifdef CS_TESTING
+/* test seam: replace the capture function (e.g. to produce identical stacks on purpose) */
+typedef size_t (*cs_stack_capture_fn)(uintptr_t *pcs, size_t max);
+extern cs_stack_capture_fn cs_stack_capture_impl;
+/* test seam: leading frames whose PC lies in [lo, hi) are skipped. cs_stack_init sets this to the
+ * object holding stack.c, which in a unit test is the whole test executable; lo == hi skips none. */
+void cs_stack_set_skip_range(uintptr_t lo, uintptr_t hi);
+#endif
+
+#endif

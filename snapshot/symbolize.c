@@ -1,0 +1,556 @@
+/* Dump-time symbolization through elfutils libdwfl. See symbolize.h for the contract.
+ *
+ * One Dwfl session per symbolizer, reporting the modules of /proc/self/maps as they are when the
+ * symbolizer is created. Per lookup address: the module (dwfl_addrmodule), the symbol from the
+ * module's symbol table, static functions included, and file:line from DWARF
+ * (dwfl_module_getsrc, or the unit's own ranges where a module has no .debug_aranges). Results
+ * are cached per lookup address, and every string is copied once into an arena owned by the
+ * symbolizer (names and file names repeat a lot across frames).
+ *
+ * Symbols: dwfl_module_addrinfo scans the whole symbol table on every call (elfutils 0.188), about
+ * 0.1 ms per lookup in libc; a dump resolves thousands of distinct PCs. So each module's table is
+ * read once, on the first lookup in it, into an array sorted by address, and searched by
+ * bisection. The choice among symbols follows addrinfo's: the symbol whose [value, value + size)
+ * holds the address, else the nearest sizeless one below it; at one address a global name beats
+ * a weak one beats a local one. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cs_compiler.h"
+#include "common/cs_log.h"
+#include "snapshot/symbolize.h"
+#include "snapshot/private_libs.h"
+
+/* Every libdw/libelf call goes through the privately loaded table (private_libs.h). */
+static const cs_dw_api_t *cs_dw;
+#define CS_DW_CALL(name) (cs_dw->name)
+#define dwarf_getsrc_die CS_DW_CALL(dwarf_getsrc_die)
+#define dwarf_lineno CS_DW_CALL(dwarf_lineno)
+#define dwarf_linesrc CS_DW_CALL(dwarf_linesrc)
+#define dwarf_ranges CS_DW_CALL(dwarf_ranges)
+#define dwelf_elf_gnu_build_id CS_DW_CALL(dwelf_elf_gnu_build_id)
+#define dwfl_addrmodule CS_DW_CALL(dwfl_addrmodule)
+#define dwfl_begin CS_DW_CALL(dwfl_begin)
+#define dwfl_build_id_find_debuginfo CS_DW_CALL(dwfl_build_id_find_debuginfo)
+#define dwfl_end CS_DW_CALL(dwfl_end)
+#define dwfl_errmsg CS_DW_CALL(dwfl_errmsg)
+#define dwfl_lineinfo CS_DW_CALL(dwfl_lineinfo)
+#define dwfl_linux_proc_report CS_DW_CALL(dwfl_linux_proc_report)
+#define dwfl_module_addrinfo CS_DW_CALL(dwfl_module_addrinfo)
+#define dwfl_module_build_id CS_DW_CALL(dwfl_module_build_id)
+#define dwfl_module_getdwarf CS_DW_CALL(dwfl_module_getdwarf)
+#define dwfl_module_getelf CS_DW_CALL(dwfl_module_getelf)
+#define dwfl_module_getsrc CS_DW_CALL(dwfl_module_getsrc)
+#define dwfl_module_getsym_info CS_DW_CALL(dwfl_module_getsym_info)
+#define dwfl_module_getsymtab CS_DW_CALL(dwfl_module_getsymtab)
+#define dwfl_module_info CS_DW_CALL(dwfl_module_info)
+#define dwfl_module_nextcu CS_DW_CALL(dwfl_module_nextcu)
+#define dwfl_report_begin CS_DW_CALL(dwfl_report_begin)
+#define dwfl_report_end CS_DW_CALL(dwfl_report_end)
+#define elf_begin CS_DW_CALL(elf_begin)
+#define elf_end CS_DW_CALL(elf_end)
+#define elf_version CS_DW_CALL(elf_version)
+
+enum {
+  CS_SYM_ARENA_BYTES = 64 * 1024, /* string arena chunk; a longer string gets its own chunk */
+  CS_SYM_INITIAL_SLOTS = 1024,    /* frame cache and string set start here, doubling at 1/2 */
+};
+
+static const char cs_sym_unknown[] = "??";
+
+/* __cxa_demangle's signature (libstdc++, libc++abi); the result is malloc'd. */
+typedef char *(*cs_sym_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+typedef struct cs_sym_frame_slot_s {
+  uintptr_t addr;   /* lookup address: pc - 1 for return addresses */
+  bool used;        /* addr 0 is a valid key, so emptiness is a flag */
+  cs_frame_t frame; /* strings live in the arena (or are static "??") */
+} cs_sym_frame_slot_t;
+
+typedef struct cs_sym_str_slot_s {
+  uint64_t hash;
+  const char *str; /* NULL = empty */
+} cs_sym_str_slot_t;
+
+typedef struct cs_sym_symbol_s {
+  uintptr_t addr;   /* run-time address */
+  uintptr_t size;   /* bytes; 0 = unknown, reaches up to the next symbol */
+  const char *name; /* in libdwfl's copy of the string table: valid until dwfl_end */
+  int rank;         /* at equal addresses the highest rank wins: global 2, weak 1, local 0 */
+  int index;        /* then the first in the table, as dwfl_module_addrinfo picks */
+} cs_sym_symbol_t;
+
+typedef struct cs_sym_cu_s {
+  Dwarf_Addr lo, hi; /* one address range of the unit, in DWARF (unbiased) addresses */
+  Dwarf_Die die;     /* the unit's DIE: a value, valid while the Dwfl lives */
+} cs_sym_cu_t;
+
+/* What we read from one module, hung on the module's userdata slot at its first lookup. */
+typedef struct cs_sym_module_s {
+  struct cs_sym_module_s *next; /* every module read, for destroy */
+  cs_sym_symbol_t *syms;        /* sorted by addr, the best one per address */
+  size_t nsyms;
+  cs_sym_cu_t *cus; /* sorted by lo; read at the first line lookup libdwfl cannot answer */
+  size_t ncus;
+  bool cus_read;
+} cs_sym_module_t;
+
+typedef struct cs_sym_chunk_s {
+  struct cs_sym_chunk_s *next; /* older chunks */
+  size_t used, size;           /* bytes of data[] */
+  char data[];
+} cs_sym_chunk_t;
+
+struct cs_symbolizer_s {
+  Dwfl *dwfl;                  /* NULL when libdwfl could not read the module map: all "??" */
+  cs_sym_demangle_fn demangle; /* NULL without a C++ runtime in the process: names stay mangled */
+  void *demangle_lib;          /* our reference on libstdc++, held while `demangle` is used */
+
+  cs_sym_frame_slot_t *frames; /* cache: open addressing on addr */
+  size_t frames_mask, frames_used;
+
+  cs_sym_str_slot_t *strs; /* string set: one copy of each distinct string */
+  size_t strs_mask, strs_used;
+  cs_sym_chunk_t *arena;
+  cs_sym_module_t *modules; /* modules looked into so far */
+};
+
+/* For a module whose record could not be allocated: no symbols, no units, never written. */
+static cs_sym_module_t cs_sym_no_module = {.cus_read = true};
+
+/* ---- hashing ---- */
+
+static inline uint64_t cs_sym_mix64(uint64_t x) { /* murmur3's finalizer */
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  x *= UINT64_C(0xc4ceb9fe1a85ec53);
+  x ^= x >> 33;
+  return x;
+}
+
+static uint64_t cs_sym_hash_str(const char *s, size_t len) { /* FNV-1a, then mixed */
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * UINT64_C(0x100000001b3);
+  return cs_sym_mix64(h);
+}
+
+/* ---- strings: arena + set ---- */
+
+static char *cs_sym_arena_alloc(cs_symbolizer_t *s, size_t bytes) {
+  cs_sym_chunk_t *c = s->arena;
+  if (!c || c->size - c->used < bytes) {
+    size_t size = CS_SYM_ARENA_BYTES - sizeof *c;
+    if (size < bytes) size = bytes;
+    c = malloc(sizeof *c + size);
+    if (!c) return NULL;
+    c->next = s->arena;
+    c->used = 0;
+    c->size = size;
+    s->arena = c;
+  }
+  char *p = c->data + c->used;
+  c->used += bytes;
+  return p;
+}
+
+static bool cs_sym_strs_grow(cs_symbolizer_t *s) {
+  const size_t slots = (s->strs_mask + 1) * 2;
+  cs_sym_str_slot_t *n = calloc(slots, sizeof *n);
+  if (!n) return false;
+  for (size_t i = 0; i <= s->strs_mask; i++) {
+    if (!s->strs[i].str) continue;
+    size_t j = (size_t)s->strs[i].hash & (slots - 1);
+    while (n[j].str) j = (j + 1) & (slots - 1);
+    n[j] = s->strs[i];
+  }
+  free(s->strs);
+  s->strs = n;
+  s->strs_mask = slots - 1;
+  return true;
+}
+
+/* The symbolizer's copy of str[0..len); "??" when memory runs out. */
+static const char *cs_sym_intern_str(cs_symbolizer_t *s, const char *str, size_t len) {
+  const uint64_t h = cs_sym_hash_str(str, len);
+  size_t i = (size_t)h & s->strs_mask;
+  for (; s->strs[i].str; i = (i + 1) & s->strs_mask) {
+    const char *have = s->strs[i].str;
+    if (s->strs[i].hash == h && strncmp(have, str, len) == 0 && have[len] == '\0') return have;
+  }
+  if ((s->strs_used + 1) * 2 > s->strs_mask + 1) {
+    if (!cs_sym_strs_grow(s)) return cs_sym_unknown;
+    i = (size_t)h & s->strs_mask;
+    while (s->strs[i].str) i = (i + 1) & s->strs_mask;
+  }
+  char *copy = cs_sym_arena_alloc(s, len + 1);
+  if (!copy) return cs_sym_unknown;
+  memcpy(copy, str, len);
+  copy[len] = '\0';
+  s->strs[i].hash = h;
+  s->strs[i].str = copy;
+  s->strs_used++;
+  return copy;
+}
+
+static const char *cs_sym_intern_cstr(cs_symbolizer_t *s, const char *str) {
+  return cs_sym_intern_str(s, str, strlen(str));
+}
+
+/* ---- demangling ---- */
+
+/* __cxa_demangle, if the process already has a C++ runtime: cudasnap never links libstdc++
+ * (a C program must not gain it), and C++ programs have it loaded anyway. */
+static void cs_sym_find_demangler(cs_symbolizer_t *s) {
+  void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  if (!p) {
+    /* loaded, but not in the global scope (dlopen'd with RTLD_LOCAL, e.g. by Python) */
+    s->demangle_lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (s->demangle_lib) p = dlsym(s->demangle_lib, "__cxa_demangle");
+  }
+  if (p) memcpy(&s->demangle, &p, sizeof s->demangle); /* ISO C: no void * -> function cast */
+}
+
+static const char *cs_sym_name(cs_symbolizer_t *s, const char *sym) {
+  /* Versioned names ("pthread_sigmask@@GLIBC_2.32") lose the version: a frame names a function.
+   * A mangled name never contains '@'. */
+  const char *at = strchr(sym + 1, '@');
+  const size_t len = at ? (size_t)(at - sym) : strlen(sym);
+  /* "_Z" starts every Itanium-ABI mangled name; C names are left alone. */
+  if (s->demangle && sym[0] == '_' && sym[1] == 'Z' && !at) {
+    int status = -1;
+    char *d = s->demangle(sym, NULL, NULL, &status);
+    if (d && status == 0) {
+      const char *r = cs_sym_intern_cstr(s, d);
+      free(d);
+      return r;
+    }
+    free(d);
+  }
+  return cs_sym_intern_str(s, sym, len);
+}
+
+/* ---- symbol tables ---- */
+
+static int cs_sym_symbol_cmp(const void *pa, const void *pb) {
+  const cs_sym_symbol_t *a = pa, *b = pb;
+  if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+  if (a->rank != b->rank) return b->rank - a->rank;                   /* best binding first */
+  if ((a->size == 0) != (b->size == 0)) return a->size == 0 ? 1 : -1; /* then sized */
+  return a->index - b->index;                                         /* then table order */
+}
+
+static void cs_sym_read_symbols(cs_sym_module_t *m, Dwfl_Module *mod) {
+  const int count = dwfl_module_getsymtab(mod);
+  if (count <= 0) return;
+  cs_sym_symbol_t *syms = malloc((size_t)count * sizeof *syms);
+  if (!syms) return;
+  size_t n = 0;
+  for (int i = 1; i < count; i++) { /* entry 0 is the null symbol */
+    GElf_Sym sym;
+    GElf_Addr addr = 0;
+    GElf_Word shndx = 0;
+    const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+    if (!name || !name[0] || shndx == SHN_UNDEF) continue;
+    const int type = GELF_ST_TYPE(sym.st_info);
+    if (type == STT_SECTION || type == STT_FILE || type == STT_TLS) continue;
+    const int bind = GELF_ST_BIND(sym.st_info);
+    syms[n++] = (cs_sym_symbol_t){
+        .addr = (uintptr_t)addr,
+        .size = (uintptr_t)sym.st_size,
+        .name = name,
+        .rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
+        .index = i,
+    };
+  }
+  qsort(syms, n, sizeof syms[0], cs_sym_symbol_cmp);
+  size_t kept = 0; /* the best symbol at each address */
+  for (size_t i = 0; i < n; i++)
+    if (kept == 0 || syms[kept - 1].addr != syms[i].addr) syms[kept++] = syms[i];
+  m->syms = syms;
+  m->nsyms = kept;
+}
+
+static cs_sym_module_t *cs_sym_module(cs_symbolizer_t *s, Dwfl_Module *mod, void **userdata) {
+  if (*userdata) return *userdata;
+  cs_sym_module_t *m = calloc(1, sizeof *m);
+  if (!m) return &cs_sym_no_module;
+  cs_sym_read_symbols(m, mod);
+  m->next = s->modules;
+  s->modules = m;
+  *userdata = m;
+  return m;
+}
+
+/* Nested or overlapping sized symbols are rare; look this many below the nearest one. */
+enum { CS_SYM_BACKTRACK = 8 };
+
+static const char *cs_sym_lookup(const cs_sym_module_t *m, uintptr_t addr) {
+  const cs_sym_symbol_t *syms = m->syms;
+  size_t lo = 0, hi = m->nsyms; /* first symbol above addr */
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (syms[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const cs_sym_symbol_t *near = &syms[lo - 1];
+  if (near->size == 0 || addr - near->addr < near->size) return near->name;
+  for (size_t i = lo - 1; i-- > 0 && lo - 1 - i <= CS_SYM_BACKTRACK;)
+    if (syms[i].size != 0 && addr - syms[i].addr < syms[i].size) return syms[i].name;
+  return NULL; /* in padding between functions, or in a PLT */
+}
+
+/* ---- lines without .debug_aranges ----
+ *
+ * dwfl_module_getsrc finds the unit of an address through .debug_aranges, which clang does not
+ * emit by default: libdwfl 0.188 then finds no line for any address of the module. The fallback
+ * reads every unit's address ranges once, sorted, and asks the unit found by bisection. */
+
+static int cs_sym_cu_cmp(const void *pa, const void *pb) {
+  const cs_sym_cu_t *a = pa, *b = pb;
+  return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static void cs_sym_read_cus(cs_sym_module_t *m, Dwfl_Module *mod) {
+  m->cus_read = true;
+  size_t cap = 0;
+  Dwarf_Addr bias = 0;
+  for (Dwarf_Die *cu = NULL; (cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL;) {
+    Dwarf_Addr base = 0, lo = 0, hi = 0;
+    for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;) {
+      if (lo >= hi) continue;
+      if (m->ncus == cap) {
+        const size_t grown = cap ? cap * 2 : 64;
+        cs_sym_cu_t *n = realloc(m->cus, grown * sizeof *n);
+        if (!n) goto done;
+        m->cus = n;
+        cap = grown;
+      }
+      m->cus[m->ncus++] = (cs_sym_cu_t){.lo = lo, .hi = hi, .die = *cu};
+    }
+  }
+done:
+  qsort(m->cus, m->ncus, sizeof m->cus[0], cs_sym_cu_cmp);
+}
+
+static Dwarf_Line *cs_sym_line_by_units(cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr) {
+  Dwarf_Addr bias = 0;
+  if (!dwfl_module_getdwarf(mod, &bias)) return NULL; /* no DWARF at all */
+  if (!m->cus_read) cs_sym_read_cus(m, mod);
+  const Dwarf_Addr a = (Dwarf_Addr)addr - bias;
+  size_t lo = 0, hi = m->ncus; /* first unit range starting above a */
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (m->cus[mid].lo <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0 || a >= m->cus[lo - 1].hi) return NULL;
+  return dwarf_getsrc_die(&m->cus[lo - 1].die, a);
+}
+
+/* ---- one lookup ---- */
+
+static cs_frame_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr) {
+  cs_frame_t f = {.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
+  if (!s->dwfl) return f;
+  Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr);
+  if (!mod) return f;
+  Dwarf_Addr start = 0, end = 0;
+  void **userdata = NULL;
+  const char *modname = dwfl_module_info(mod, &userdata, &start, &end, NULL, NULL, NULL, NULL);
+  /* dwfl_addrmodule (0.188) can answer with the last module for an address past every module */
+  if ((Dwarf_Addr)addr < start || (Dwarf_Addr)addr >= end) return f;
+  if (!modname) modname = cs_sym_unknown;
+
+  cs_sym_module_t *m = cs_sym_module(s, mod, userdata);
+  const char *symname = cs_sym_lookup(m, addr);
+  if (symname) f.name = cs_sym_name(s, symname);
+
+  int lineno = 0;
+  const char *src = NULL;
+  Dwfl_Line *line = dwfl_module_getsrc(mod, (Dwarf_Addr)addr);
+  if (line) {
+    src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+  } else {
+    Dwarf_Line *dl = cs_sym_line_by_units(m, mod, addr);
+    if (dl) {
+      src = dwarf_linesrc(dl, NULL, NULL);
+      if (dwarf_lineno(dl, &lineno) != 0) lineno = 0;
+    }
+  }
+  if (src && src[0]) {
+    f.filename = cs_sym_intern_cstr(s, src);
+    f.line = lineno > 0 ? lineno : 0;
+  } else if (symname) {
+    f.filename = cs_sym_intern_cstr(s, modname);
+  } else {
+    /* Neither a symbol nor lines: keep what an offline tool needs, the ELF address in the
+     * module (what addr2line -e <module> takes), not the run's load address. */
+    Dwarf_Addr bias = start;
+    if (!dwfl_module_getelf(mod, &bias)) bias = start;
+    char buf[4096 + 32];
+    int len = snprintf(buf, sizeof buf, "%s+0x%" PRIxPTR, modname, addr - (uintptr_t)bias);
+    if (len > 0) f.filename = cs_sym_intern_str(s, buf, strnlen(buf, sizeof buf - 1));
+  }
+  return f;
+}
+
+/* ---- frame cache ---- */
+
+static bool cs_sym_frames_grow(cs_symbolizer_t *s) {
+  const size_t slots = (s->frames_mask + 1) * 2;
+  cs_sym_frame_slot_t *n = calloc(slots, sizeof *n);
+  if (!n) return false;
+  for (size_t i = 0; i <= s->frames_mask; i++) {
+    if (!s->frames[i].used) continue;
+    size_t j = (size_t)cs_sym_mix64(s->frames[i].addr) & (slots - 1);
+    while (n[j].used) j = (j + 1) & (slots - 1);
+    n[j] = s->frames[i];
+  }
+  free(s->frames);
+  s->frames = n;
+  s->frames_mask = slots - 1;
+  return true;
+}
+
+cs_frame_t cs_symbolize(cs_symbolizer_t *s, uintptr_t pc, int exact) {
+  /* A return address points after the call; pc - 1 lies inside the call instruction, so the
+   * frame gets the call's line and, for a noreturn call at a function's end, its function. */
+  const uintptr_t addr = exact ? pc : pc - 1;
+  if (!s) return (cs_frame_t){.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
+
+  const uint64_t h = cs_sym_mix64(addr);
+  size_t i = (size_t)h & s->frames_mask;
+  for (; s->frames[i].used; i = (i + 1) & s->frames_mask)
+    if (s->frames[i].addr == addr) return s->frames[i].frame;
+
+  const cs_frame_t f = cs_sym_resolve(s, addr);
+  if ((s->frames_used + 1) * 2 > s->frames_mask + 1) {
+    if (!cs_sym_frames_grow(s)) return f; /* uncached, still correct */
+    i = (size_t)h & s->frames_mask;
+    while (s->frames[i].used) i = (i + 1) & s->frames_mask;
+  }
+  s->frames[i] = (cs_sym_frame_slot_t){.addr = addr, .used = true, .frame = f};
+  s->frames_used++;
+  return f;
+}
+
+/* ---- finding separate debug information, locally ---- */
+
+/* Does the ELF file open at fd carry the module's build ID? */
+static bool cs_sym_same_build_id(Dwfl_Module *mod, int fd) {
+  const unsigned char *want = NULL;
+  GElf_Addr vaddr = 0;
+  const int want_len = dwfl_module_build_id(mod, &want, &vaddr);
+  if (want_len <= 0) return false;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  if (!elf) return false;
+  const void *have = NULL;
+  const ssize_t have_len = dwelf_elf_gnu_build_id(elf, &have);
+  const bool same = have_len == want_len && memcmp(have, want, (size_t)want_len) == 0;
+  elf_end(elf);
+  return same;
+}
+
+/* dwfl_standard_find_debuginfo, minus its last resort: with DEBUGINFOD_URLS set (the default in
+ * some distributions' login shells) it downloads debug files from the network, for minutes,
+ * into ~/.cache, inside the profiled program. So: the build-ID tree (/usr/lib/debug/.build-id),
+ * then the .gnu_debuglink name beside the file, in .debug/ and under /usr/lib/debug; a
+ * debuglink file counts only when its build ID matches (elfutils checks the CRC instead).
+ * libdwfl looks in the main file itself before asking. */
+static int cs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                                 GElf_Addr base, const char *file_name, const char *debuglink,
+                                 GElf_Word debuglink_crc, char **debuginfo_file_name) {
+  int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+                                        debuglink_crc, debuginfo_file_name);
+  if (fd >= 0 || !debuglink || !file_name || strchr(debuglink, '/')) return fd;
+  const char *slash = strrchr(file_name, '/'); /* /proc/self/maps gives absolute paths */
+  if (!slash) return -1;
+  const int dir_len = (int)(slash - file_name);
+  static const char *const patterns[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+  for (size_t i = 0; i < CS_ARRAY_SIZE(patterns); i++) {
+    char path[4096];
+    const int len = snprintf(path, sizeof path, patterns[i], dir_len, file_name, debuglink);
+    if (len <= 0 || (size_t)len >= sizeof path || strcmp(path, file_name) == 0) continue;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (cs_sym_same_build_id(mod, fd)) {
+      *debuginfo_file_name = strdup(path); /* libdwfl frees it; NULL only loses the name */
+      return fd;
+    }
+    close(fd);
+  }
+  return -1;
+}
+
+/* ---- lifecycle ---- */
+
+/* filled once libdw is loaded: find_elf comes from it */
+static Dwfl_Callbacks cs_sym_callbacks = {
+  .find_debuginfo = cs_sym_find_debuginfo,
+  .debuginfo_path = NULL,
+};
+
+cs_symbolizer_t *cs_symbolizer_create(void) {
+  cs_symbolizer_t *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->frames = calloc(CS_SYM_INITIAL_SLOTS, sizeof *s->frames);
+  s->strs = calloc(CS_SYM_INITIAL_SLOTS, sizeof *s->strs);
+  if (!s->frames || !s->strs) {
+    cs_symbolizer_destroy(s);
+    return NULL;
+  }
+  s->frames_mask = CS_SYM_INITIAL_SLOTS - 1;
+  s->strs_mask = CS_SYM_INITIAL_SLOTS - 1;
+
+  cs_dw = cs_private_dw();
+  if (!cs_dw) {
+    cs_log_warn("cannot load libdw.so.1 (elfutils); frames are not named");
+    cs_sym_find_demangler(s);
+    return s;
+  }
+  cs_sym_callbacks.find_elf = cs_dw->dwfl_linux_proc_find_elf;
+  (void)elf_version(EV_CURRENT); /* libelf's handshake, before our own elf_begin */
+  s->dwfl = dwfl_begin(&cs_sym_callbacks);
+  if (s->dwfl) {
+    dwfl_report_begin(s->dwfl);
+    const int rc = dwfl_linux_proc_report(s->dwfl, getpid());
+    if (rc != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
+      /* degrade: frames come out as "??", the snapshot is still written */
+      cs_log_warn("cannot read the module map for symbols: %s",
+                  rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
+      dwfl_end(s->dwfl);
+      s->dwfl = NULL;
+    }
+  } else {
+    cs_log_warn("cannot start libdwfl for symbols: %s", dwfl_errmsg(-1));
+  }
+  cs_sym_find_demangler(s);
+  return s;
+}
+
+void cs_symbolizer_destroy(cs_symbolizer_t *s) {
+  if (!s) return;
+  if (s->dwfl) dwfl_end(s->dwfl);
+  if (s->demangle_lib) dlclose(s->demangle_lib);
+  for (cs_sym_module_t *m = s->modules, *next; m; m = next) {
+    next = m->next;
+    free(m->syms);
+    free(m->cus);
+    free(m);
+  }
+  for (cs_sym_chunk_t *c = s->arena, *next; c; c = next) {
+    next = c->next;
+    free(c);
+  }
+  free(s->frames);
+  free(s->strs);
+  free(s);
+}

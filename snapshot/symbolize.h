@@ -1,0 +1,30 @@
+/* Dump-time symbolization: a program counter -> function name, file and line.
+ *
+ * Function names come from the symbol tables (static functions included), file and line from
+ * DWARF through elfutils libdw, C++ names are demangled; without debug information the frame is
+ * "module+0xoffset" with the module's path as filename and line 0. Each distinct PC is looked up
+ * once (cached); return addresses are looked up at pc - 1 so a call is attributed to its own line.
+ * Never used on the hot path; not thread-safe (one symbolizer per dump). */
+#ifndef CS_SYMBOLIZE_H
+#define CS_SYMBOLIZE_H
+
+#include <stdint.h>
+
+typedef struct cs_frame_s {
+  const char *name;     /* function, demangled; "??" when unknown */
+  const char *filename; /* source file, else the module's path, else "??" */
+  int line;             /* 0 when unknown */
+} cs_frame_t;
+
+typedef struct cs_symbolizer_s cs_symbolizer_t;
+
+/* NULL without host memory. Reads the process's current module map. */
+cs_symbolizer_t *cs_symbolizer_create(void);
+void cs_symbolizer_destroy(cs_symbolizer_t *s);
+
+/* The frame of a return address (or the exact PC when `exact`, for the innermost frame of a
+ * signal context; cudasnap's captured stacks are all return addresses). The strings live as long
+ * as the symbolizer. Never fails: unknown parts are "??" / 0. */
+cs_frame_t cs_symbolize(cs_symbolizer_t *s, uintptr_t pc, int exact);
+
+#endif

@@ -1,0 +1,50 @@
+/* The memory_viz viewer's rules, checked on a snapshot (the logic behind `cudasnap check`).
+ *
+ * ERRORS are what breaks the viewer (an exception at load, or in a view, or on hover); WARNINGS are
+ * what renders wrongly but silently (snapshot-format.md sections 3.2-3.9). Includes the backward
+ * replay of each device's trace from the final state, as the Allocator State History view does
+ * (section 3.7): every block alive at any point lies in a segment alive at that point, and an
+ * unpaired free_requested refers to a block that exists. Byte-level rules (JSON strictness, the
+ * pickle opcode subset, APPENDS batch sizes) are checked on the file's bytes.
+ *
+ * Verdict: clean (no error) means the viewer loads and renders the file; the fixtures in
+ * ../shared/fixtures/MANIFEST.tsv say PASS for exactly the clean ones. */
+#ifndef CS_VALIDATE_H
+#define CS_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+typedef enum cs_finding_level_e {
+  CS_FINDING_ERROR = 0,
+  CS_FINDING_WARNING = 1,
+} cs_finding_level_t;
+
+typedef struct cs_finding_s {
+  cs_finding_level_t level;
+  char where[96];     /* e.g. "device_traces[0][17]" or "byte 1234" */
+  char message[192];  /* one line */
+} cs_finding_t;
+
+typedef struct cs_report_s {
+  cs_finding_t *findings; /* malloc'ed, count entries */
+  size_t count;
+  size_t capacity;
+  size_t errors;
+  size_t warnings;
+  size_t dropped;     /* findings beyond the cap (the first ones are kept) */
+} cs_report_t;
+
+void cs_report_init(cs_report_t *r);
+void cs_report_free(cs_report_t *r);
+
+/* Check the bytes of a file and, if it parses, its content. Adds findings; returns true when
+ * there is no error. */
+bool cs_validate_bytes(const void *data, size_t len, cs_report_t *r);
+
+/* Check a parsed snapshot's content only. */
+bool cs_validate_tree(const cJSON *snapshot, cs_report_t *r);
+
+#endif

@@ -1,0 +1,253 @@
+/* Symbolization of PCs in this executable (built with -g: names, files and lines), in libc
+ * (names; lines only where its debug information is installed), of garbage, and of a C++-mangled
+ * symbol, which comes back demangled when the process has __cxa_demangle. */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "snapshot/stack.h"
+#include "snapshot/symbolize.h"
+
+/* noclone: GCC must not rename these to "x.constprop.0" clones; and a call followed by
+ * KEEP_FRAME is not a tail call, so the return address stays in the caller. */
+#ifdef __clang__
+#define TEST_FRAME __attribute__((noinline))
+#else
+#define TEST_FRAME __attribute__((noinline, noclone))
+#endif
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+TEST_FRAME static uintptr_t return_address(void) {
+  uintptr_t r = (uintptr_t)__builtin_return_address(0);
+  KEEP_FRAME();
+  return r;
+}
+
+/* *line is the line of the call to return_address: what pc - 1 must give. */
+TEST_FRAME static uintptr_t static_target(int *line) {
+  *line = __LINE__ + 1; /* the call's line */
+  uintptr_t pc = return_address();
+  KEEP_FRAME();
+  return pc;
+}
+
+TEST_FRAME uintptr_t cs_test_extern_target(int *line);
+TEST_FRAME uintptr_t cs_test_extern_target(int *line) {
+  *line = __LINE__ + 1; /* the call's line */
+  uintptr_t pc = return_address();
+  KEEP_FRAME();
+  return pc;
+}
+
+/* A C function under a C++ symbol name: what a C++ frame looks like to the symbolizer. */
+int cs_test_mangled(int x) __asm__("_ZN3foo3barEi");
+TEST_FRAME int cs_test_mangled(int x) {
+  KEEP_FRAME();
+  return x + 1;
+}
+
+static void test_static_function(void **state) {
+  (void)state;
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  int line = 0;
+  uintptr_t pc = static_target(&line);
+  cs_frame_t f = cs_symbolize(s, pc, 0);
+  assert_string_equal(f.name, "static_target");
+  assert_true(ends_with(f.filename, "test_symbolize.c"));
+  assert_int_equal(f.line, line);
+  cs_symbolizer_destroy(s);
+}
+
+static void test_extern_function(void **state) {
+  (void)state;
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  int line = 0;
+  uintptr_t pc = cs_test_extern_target(&line);
+  cs_frame_t f = cs_symbolize(s, pc, 0);
+  assert_string_equal(f.name, "cs_test_extern_target");
+  assert_true(ends_with(f.filename, "test_symbolize.c"));
+  assert_int_equal(f.line, line);
+
+  /* cached: the same strings again */
+  cs_frame_t again = cs_symbolize(s, pc, 0);
+  assert_ptr_equal(again.name, f.name);
+  assert_ptr_equal(again.filename, f.filename);
+  assert_int_equal(again.line, f.line);
+
+  /* exact: a function's own address is that function (pc - 1 would be whatever precedes it) */
+  cs_frame_t entry = cs_symbolize(s, (uintptr_t)&cs_test_extern_target, 1);
+  assert_string_equal(entry.name, "cs_test_extern_target");
+  assert_true(entry.line > 0 && entry.line < line);
+  cs_symbolizer_destroy(s);
+}
+
+/* The frames cudasnap really captures: the capture's own caller is found by name and line. */
+TEST_FRAME static size_t capture_here(uintptr_t *pcs, size_t max, int *line) {
+  *line = __LINE__ + 1; /* the call's line */
+  size_t n = cs_stack_capture(pcs, max);
+  KEEP_FRAME();
+  return n;
+}
+
+static void test_captured_stack(void **state) {
+  (void)state;
+  cs_stack_init();
+  cs_stack_set_skip_range(0, 0); /* this executable is "cudasnap's own code" in a unit test */
+  uintptr_t pcs[CS_STACK_MAX_DEPTH];
+  int line = 0;
+  size_t n = capture_here(pcs, CS_STACK_MAX_DEPTH, &line);
+  assert_true(n > 2);
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  bool found = false;
+  for (size_t i = 0; i < n; i++) {
+    cs_frame_t f = cs_symbolize(s, pcs[i], 0);
+    assert_non_null(f.name);
+    assert_non_null(f.filename);
+    if (strcmp(f.name, "capture_here") == 0) {
+      assert_true(ends_with(f.filename, "test_symbolize.c"));
+      assert_int_equal(f.line, line);
+      /* the next frame out is this test */
+      assert_true(i + 1 < n);
+      assert_string_equal(cs_symbolize(s, pcs[i + 1], 0).name, "test_captured_stack");
+      found = true;
+    }
+  }
+  assert_true(found);
+  cs_symbolizer_destroy(s);
+}
+
+static void *libc_symbol(const char *name) {
+  /* through libc's own handle: RTLD_DEFAULT could give a sanitizer's interceptor instead */
+  void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  assert_non_null(libc);
+  void *p = dlsym(libc, name);
+  dlclose(libc);
+  assert_non_null(p);
+  return p;
+}
+
+static void test_libc(void **state) {
+  (void)state;
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  const uintptr_t fn = (uintptr_t)libc_symbol("getpid");
+  /* the entry exactly, and as if returning to one byte past it */
+  cs_frame_t exact = cs_symbolize(s, fn, 1);
+  cs_frame_t ret = cs_symbolize(s, fn + 1, 0);
+  assert_non_null(strstr(exact.name, "getpid")); /* getpid or its alias __getpid */
+  assert_string_equal(ret.name, exact.name);
+  assert_true(exact.line >= 0);
+  /* without libc's debug information: the module as file, line 0; with it: a source line */
+  if (exact.line == 0) assert_non_null(strstr(exact.filename, "libc"));
+  else assert_string_not_equal(exact.filename, "??");
+  cs_symbolizer_destroy(s);
+}
+
+/* The ELF header of libc: in the module, but no symbol and no line there. */
+static void test_module_without_symbol(void **state) {
+  (void)state;
+  Dl_info info;
+  assert_true(dladdr(libc_symbol("getpid"), &info));
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  cs_frame_t f = cs_symbolize(s, (uintptr_t)info.dli_fbase, 1);
+  assert_string_equal(f.name, "??");
+  assert_non_null(strstr(f.filename, "libc"));
+  assert_true(ends_with(f.filename, "+0x0"));
+  assert_int_equal(f.line, 0);
+  cs_symbolizer_destroy(s);
+}
+
+static void test_garbage(void **state) {
+  (void)state;
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  const uintptr_t garbage[] = {0x10, 0, 1, UINTPTR_MAX, (uintptr_t)0xdead00000000u};
+  for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++)
+    for (int exact = 0; exact <= 1; exact++) {
+      cs_frame_t f = cs_symbolize(s, garbage[i], exact);
+      assert_string_equal(f.name, "??");
+      assert_string_equal(f.filename, "??");
+      assert_int_equal(f.line, 0);
+    }
+  cs_symbolizer_destroy(s);
+  cs_symbolizer_destroy(NULL);
+  cs_frame_t f = cs_symbolize(NULL, 0x1234, 0);
+  assert_string_equal(f.name, "??");
+}
+
+/* Many distinct PCs: the cache and the string arena grow; earlier strings stay valid. */
+static void test_many_pcs(void **state) {
+  (void)state;
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  const uintptr_t base = (uintptr_t)libc_symbol("getpid");
+  int line = 0;
+  const uintptr_t mine = cs_test_extern_target(&line);
+  cs_frame_t first = cs_symbolize(s, mine, 0);
+  for (uintptr_t i = 0; i < 5000; i++) {
+    cs_frame_t f = cs_symbolize(s, base + i * 7, 0);
+    assert_non_null(f.name);
+    assert_non_null(f.filename);
+  }
+  assert_string_equal(first.name, "cs_test_extern_target");
+  assert_int_equal(cs_symbolize(s, mine, 0).line, line);
+  cs_symbolizer_destroy(s);
+}
+
+static void test_demangle(void **state) {
+  (void)state;
+  const bool had_runtime = dlsym(RTLD_DEFAULT, "__cxa_demangle") != NULL;
+  if (!had_runtime) {
+    /* no C++ runtime loaded yet: the mangled name is kept as it is */
+    void *loaded = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (!loaded) {
+      cs_symbolizer_t *s = cs_symbolizer_create();
+      assert_non_null(s);
+      assert_string_equal(cs_symbolize(s, (uintptr_t)&cs_test_mangled, 1).name, "_ZN3foo3barEi");
+      cs_symbolizer_destroy(s);
+    } else {
+      dlclose(loaded);
+    }
+  }
+  /* Load a C++ runtime the way a Python extension would (not global): the symbolizer must still
+   * find __cxa_demangle. */
+  void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+  if (!cxx) skip(); /* no libstdc++ on this machine */
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  cs_frame_t f = cs_symbolize(s, (uintptr_t)&cs_test_mangled, 1);
+  assert_string_equal(f.name, "foo::bar(int)");
+  assert_true(ends_with(f.filename, "test_symbolize.c"));
+  cs_symbolizer_destroy(s);
+  dlclose(cxx);
+  assert_int_equal(cs_test_mangled(1), 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_static_function),
+      cmocka_unit_test(test_extern_function),
+      cmocka_unit_test(test_captured_stack),
+      cmocka_unit_test(test_libc),
+      cmocka_unit_test(test_module_without_symbol),
+      cmocka_unit_test(test_garbage),
+      cmocka_unit_test(test_many_pcs),
+      cmocka_unit_test(test_demangle),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
