@@ -262,8 +262,12 @@ void cs_allocator_reset_accumulated_stats(cs_allocator_t *a) {
   pthread_mutex_unlock(&a->lock);
 }
 
-void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
-  pthread_mutex_lock(&a->lock);
+void cs_allocator_lock(cs_allocator_t *a) { pthread_mutex_lock(&a->lock); }
+void cs_allocator_unlock(cs_allocator_t *a) { pthread_mutex_unlock(&a->lock); }
+
+void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out) { *out = a->stats; }
+
+void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
   for (cs_segment_t *s = a->segments; s; s = s->next) {
     cs_segment_info_t seg = {.addr = s->addr, .size = s->size, .stream = s->stream,
                              .small = s->small, .stack_id = s->stack_id};
@@ -273,5 +277,10 @@ void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ct
       visit(ctx, &seg, &blk);
     }
   }
+}
+
+void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
+  pthread_mutex_lock(&a->lock);
+  cs_allocator_visit_locked(a, visit, ctx);
   pthread_mutex_unlock(&a->lock);
 }

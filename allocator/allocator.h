@@ -138,4 +138,13 @@ typedef void (*cs_allocator_visit_fn)(void *ctx, const cs_segment_info_t *segmen
 
 void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx);
 
+/* For snapshots that must be consistent across several allocators and the event history: hold
+ * every allocator's lock (cs_allocator_lock, in one fixed order), copy, release. While held, the
+ * allocator neither changes nor emits events. cs_allocator_visit_locked is cs_allocator_visit with
+ * the lock already held, and cs_allocator_get_stats_locked likewise. */
+void cs_allocator_lock(cs_allocator_t *a);
+void cs_allocator_unlock(cs_allocator_t *a);
+void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx);
+void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out);
+
 #endif

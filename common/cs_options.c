@@ -224,6 +224,8 @@ static void cs_option_show_signal(const cs_options_t *opts, char *buf, size_t si
 /* -- CUDASNAP_ALLOC_CONF -- */
 
 static int cs_option_parse_alloc_conf(const char *value, cs_options_t *opts) {
+  /* kept as given for the snapshot's allocator_settings.PYTORCH_CUDA_ALLOC_CONF */
+  snprintf(opts->alloc_conf_text, sizeof opts->alloc_conf_text, "%s", value);
   return cs_alloc_conf_parse(value, "CUDASNAP_ALLOC_CONF", &opts->alloc);
 }
 

@@ -49,6 +49,7 @@ typedef struct cs_options_s {
   uint32_t dump_on;                /* CUDASNAP_DUMP_ON, CS_DUMP_ON_* bits */
   int signal;                      /* CUDASNAP_SIGNAL, 0 = none */
   cs_alloc_conf_t alloc;           /* CUDASNAP_ALLOC_CONF, CUDASNAP_FREE, CUDASNAP_CACHE */
+  char alloc_conf_text[CS_OPTION_PATH_MAX]; /* CUDASNAP_ALLOC_CONF as given, "" if unset */
   cs_meminfo_t meminfo;            /* CUDASNAP_MEMINFO */
   bool children;                   /* CUDASNAP_CHILDREN */
   cs_log_level_t log;              /* CUDASNAP_LOG */

@@ -70,6 +70,17 @@ CUDASNAP_API int cudasnap_get_memory_info(int device, size_t *free_bytes, size_t
  * (always NUL-terminated when len > 0). Returns the length of the whole text, as snprintf does. */
 CUDASNAP_API size_t cudasnap_memory_summary(int device, int abbreviated, char *buf, size_t len);
 
+/* torch.cuda.memory._record_memory_history: switch the event history on (nonzero) or off (0).
+ * Off also forgets the history recorded so far, as PyTorch does; the state (segments, blocks and
+ * their stacks) is always kept. On by default unless CUDASNAP_MAX_ENTRIES=0. */
+CUDASNAP_API void cudasnap_record_history(int enabled);
+
+/* torch.cuda.memory._dump_snapshot: write a snapshot now, to `path` (its extension picks the
+ * format unless CUDASNAP_FORMAT is set), or when path is NULL to the name CUDASNAP_OUTPUT gives
+ * with the trigger "api". An existing file is never replaced ("-1" is added to the name instead).
+ * Returns 0 when a file was written, -1 otherwise (the reason is on stderr). */
+CUDASNAP_API int cudasnap_dump(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
-/* The opt-in API of include/cudasnap.h, over the allocators registered in runtime.c. Each call
- * combines the allocators of one device (one per CUDA context on it). */
+/* The statistics part of the opt-in API of include/cudasnap.h (api_dump.c has the snapshots),
+ * over the allocators registered in runtime.c. Each call combines the allocators of one device
+ * (one per CUDA context on it). */
 #define CUDASNAP_BUILDING_LIBRARY 1
 #include "include/cudasnap.h"
 

@@ -8,6 +8,7 @@
 #include "common/cs_log.h"
 #include "interpose/backend_cuda.h"
 #include "interpose/real.h"
+#include "interpose/record.h"
 #include "interpose/runtime.h"
 #include "interpose/streams.h"
 
@@ -64,9 +65,18 @@ static cs_context_t *cs_context_slot(int device) {
   return &cs_contexts[n];
 }
 
+/* Devices the driver reports, asked once (snapshots have one trace list per device). */
+static atomic_int cs_device_count;
+
+int cs_contexts_device_count(void) { return atomic_load_explicit(&cs_device_count, memory_order_relaxed); }
+
 static CS_COLD cs_context_t *cs_context_create(CUcontext ctx) {
   CUdevice device = 0;
   if (CS_REAL_FN(cuCtxGetDevice, PFN_cuCtxGetDevice_v2000)(&device) != CUDA_SUCCESS) return NULL;
+  int count = 0;
+  PFN_cuDeviceGetCount_v2000 get_count = CS_REAL_FN(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000);
+  if (get_count && get_count(&count) == CUDA_SUCCESS && count > cs_contexts_device_count())
+    atomic_store_explicit(&cs_device_count, count, memory_order_relaxed);
   pthread_mutex_lock(&cs_contexts_lock);
   cs_context_t *c = cs_context_find(ctx);
   if (!c && (c = cs_context_slot(device)) != NULL) {
@@ -75,7 +85,8 @@ static CS_COLD cs_context_t *cs_context_create(CUcontext ctx) {
     c->backend = (cs_cuda_backend_t){.ctx = ctx, .device = device};
     if (!c->allocator) {
       cs_backend_t backend = cs_cuda_backend(&c->backend);
-      c->allocator = cs_allocator_create(&cs_runtime_options()->alloc, &backend, NULL);
+      cs_allocator_observer_t observer = cs_record_observer(&c->device);
+      c->allocator = cs_allocator_create(&cs_runtime_options()->alloc, &backend, &observer);
       if (c->allocator && cs_runtime_add_allocator(device, c->allocator) != 0) {
         cs_allocator_destroy(c->allocator);
         c->allocator = NULL;
@@ -172,6 +183,26 @@ void cs_contexts_drop_primary(CUdevice device, bool context_alive) {
     cs_context_t *c = &cs_contexts[i];
     if (atomic_load(&c->ctx) && c->primary && c->device == device) cs_context_retire(c, context_alive);
   }
+  pthread_mutex_unlock(&cs_contexts_lock);
+}
+
+/* ---- snapshots ---- */
+
+/* Registry lock first (no context comes or goes), then each allocator's lock in slot order (the
+ * only place that holds several), then the ring's inside cs_snap_state_add_history. While all are
+ * held no allocator changes or emits, so the state and the history agree. */
+void cs_contexts_snapshot(cs_snap_state_t *state, cs_ring_t *ring) {
+  pthread_mutex_lock(&cs_contexts_lock);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    if (cs_contexts[i].allocator) cs_allocator_lock(cs_contexts[i].allocator);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (c->allocator && atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
+  }
+  if (ring) cs_snap_state_add_history(state, ring);
+  for (int i = n - 1; i >= 0; i--)
+    if (cs_contexts[i].allocator) cs_allocator_unlock(cs_contexts[i].allocator);
   pthread_mutex_unlock(&cs_contexts_lock);
 }
 

@@ -11,6 +11,7 @@
 
 #include "allocator/allocator.h"
 #include "interpose/cuda_api.h"
+#include "snapshot/snapshot.h"
 
 typedef struct cs_context_s cs_context_t;
 
@@ -37,6 +38,12 @@ void cs_contexts_drop(CUcontext ctx, bool context_alive);
 
 /* The primary context of device is about to be reset, or was released for good. */
 void cs_contexts_drop_primary(CUdevice device, bool context_alive);
+
+/* Copy every live context's allocator state and the history, consistently (see contexts.c). */
+void cs_contexts_snapshot(cs_snap_state_t *state, cs_ring_t *ring);
+
+/* The driver's device count, as seen at the first context (0 before). */
+int cs_contexts_device_count(void);
 
 /* fork */
 void cs_contexts_prefork(void);

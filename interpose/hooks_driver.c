@@ -7,11 +7,13 @@
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/dump.h"
 #include "interpose/foreign.h"
 #include "interpose/guard.h"
 #include "interpose/hooks.h"
 #include "interpose/lifecycle.h"
 #include "interpose/real.h"
+#include "interpose/record.h"
 #include "interpose/runtime.h"
 #include "interpose/streams.h"
 
@@ -60,7 +62,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
     return r;
   }
   uintptr_t addr = 0;
-  int rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, 0, &addr);
+  uint32_t stack = cs_record_stack(); /* before the allocator's lock: unwinding takes a while */
+  int rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, stack, &addr);
   if (CS_UNLIKELY(rc == -CS_EHOSTMEM)) {
     /* cudasnap's own metadata could not grow: let the driver serve this one. */
     CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
@@ -68,6 +71,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   } else {
     r = cs_status_of(rc);
     if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)addr;
+    /* the snapshot is written before the program sees the error */
+    else if (r == CUDA_ERROR_OUT_OF_MEMORY) cs_dump_on_oom();
   }
   cs_guard_exit();
   return r;

@@ -9,9 +9,11 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/dump.h"
 #include "interpose/foreign.h"
 #include "interpose/preload_env.h"
 #include "interpose/real.h"
+#include "interpose/record.h"
 #include "interpose/runtime.h"
 
 atomic_bool cs_lifecycle_active;
@@ -21,10 +23,12 @@ static pthread_mutex_t cs_lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cs_lifecycle_prefork(void) {
   cs_contexts_prefork();
+  cs_record_prefork();
   cs_foreign_prefork();
 }
 static void cs_lifecycle_postfork_parent(void) {
   cs_foreign_postfork(false);
+  cs_record_postfork(false);
   cs_contexts_postfork(false);
 }
 
@@ -33,15 +37,22 @@ static void cs_lifecycle_postfork_parent(void) {
 static void cs_lifecycle_postfork_child(void) {
   pthread_mutex_init(&cs_lifecycle_lock, NULL);
   cs_foreign_postfork(true);
+  cs_record_postfork(true);
   cs_contexts_postfork(true);
+  cs_dump_postfork_child();
+  /* The child activates anew at its own first CUDA call: its snapshots are its own. */
+  atomic_store(&cs_lifecycle_active, false);
 }
 
 void cs_lifecycle_activate_slow(void) {
   pthread_mutex_lock(&cs_lifecycle_lock);
   if (!atomic_load_explicit(&cs_lifecycle_active, memory_order_relaxed)) {
     const cs_options_t *opts = cs_runtime_options();
-    (void)opts;
-    pthread_atfork(cs_lifecycle_prefork, cs_lifecycle_postfork_parent, cs_lifecycle_postfork_child);
+    static bool fork_handlers; /* inherited by a child, which activates again */
+    if (!fork_handlers) pthread_atfork(cs_lifecycle_prefork, cs_lifecycle_postfork_parent, cs_lifecycle_postfork_child);
+    fork_handlers = true;
+    cs_record_start(opts);
+    cs_dump_start();
     cs_log_debug("active in pid %ld", (long)getpid());
     atomic_store_explicit(&cs_lifecycle_active, true, memory_order_release);
   }

@@ -1,0 +1,19 @@
+/* The snapshot part of the opt-in API of include/cudasnap.h: torch.cuda.memory's
+ * _record_memory_history and _dump_snapshot. */
+#define CUDASNAP_BUILDING_LIBRARY 1
+#include "include/cudasnap.h"
+
+#include "interpose/dump.h"
+#include "interpose/lifecycle.h"
+#include "interpose/record.h"
+
+void cudasnap_record_history(int enabled) {
+  cs_lifecycle_activate();
+  cs_ring_t *ring = cs_record_ring();
+  if (ring) cs_ring_set_enabled(ring, enabled != 0);
+}
+
+int cudasnap_dump(const char *path) {
+  cs_lifecycle_activate();
+  return cs_dump_write(CS_TRIGGER_API, path);
+}

@@ -1,0 +1,306 @@
+#include "snapshot/snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * The frozen copy
+ * ----------------------------------------------------------------------------------------------*/
+
+int cs_snap_state_init(cs_snap_state_t *s, const cs_ring_t *ring, int device_count) {
+  memset(s, 0, sizeof *s);
+  s->device_count = device_count < CS_SNAP_MAX_DEVICES ? device_count : CS_SNAP_MAX_DEVICES;
+  for (int d = 0; d < CS_SNAP_MAX_DEVICES; d++) cs_stats_init(&s->stats[d], -1);
+  if (ring && ring->capacity > 0) {
+    s->entries = malloc(ring->capacity * sizeof *s->entries);
+    if (!s->entries) return s->error = -CS_EHOSTMEM;
+  }
+  return 0;
+}
+
+void cs_snap_state_free(cs_snap_state_t *s) {
+  free(s->segments);
+  free(s->blocks);
+  free(s->entries);
+  memset(s, 0, sizeof *s);
+}
+
+static bool cs_snap_grow(void **items, size_t *capacity, size_t need, size_t item_size) {
+  if (need <= *capacity) return true;
+  size_t grown = *capacity ? *capacity * 2 : 256;
+  while (grown < need) grown *= 2;
+  void *p = realloc(*items, grown * item_size);
+  if (!p) return false;
+  *items = p;
+  *capacity = grown;
+  return true;
+}
+
+typedef struct cs_snap_copy_s {
+  cs_snap_state_t *state;
+  int device;
+} cs_snap_copy_t;
+
+static void cs_snap_copy_block(void *ctx, const cs_segment_info_t *seg, const cs_block_info_t *blk) {
+  cs_snap_copy_t *c = ctx;
+  cs_snap_state_t *s = c->state;
+  if (s->error) return;
+  if (!cs_snap_grow((void **)&s->blocks, &s->block_capacity, s->block_count + 1, sizeof *s->blocks)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  /* A segment's blocks come together, starting at the segment's address. */
+  if (blk->addr == seg->addr) {
+    if (!cs_snap_grow((void **)&s->segments, &s->segment_capacity, s->segment_count + 1, sizeof *s->segments)) {
+      s->error = -CS_EHOSTMEM;
+      return;
+    }
+    s->segments[s->segment_count++] = (cs_snap_segment_t){
+        .device = c->device, .addr = seg->addr, .size = seg->size, .stream = seg->stream,
+        .small = seg->small, .stack_id = seg->stack_id, .first_block = s->block_count};
+  }
+  s->segments[s->segment_count - 1].block_count++;
+  s->blocks[s->block_count++] = (cs_snap_block_t){.size = blk->size, .requested = blk->requested,
+                                                  .state = blk->state, .stack_id = blk->stack_id};
+}
+
+void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t *a) {
+  if (device < 0 || device >= CS_SNAP_MAX_DEVICES) return;
+  cs_snap_copy_t c = {.state = s, .device = device};
+  cs_allocator_visit_locked(a, cs_snap_copy_block, &c);
+  cs_stats_t one;
+  cs_allocator_get_stats_locked(a, &one);
+  cs_stats_merge(&s->stats[device], &one);
+  if (device >= s->device_count) s->device_count = device + 1;
+}
+
+void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
+  if (!s->entries) return;
+  s->entry_count = cs_ring_copy(ring, s->entries, &s->dropped);
+  for (size_t i = 0; i < s->entry_count; i++) {
+    int device = cs_ring_entry_device(&s->entries[i]);
+    if (device >= s->device_count) s->device_count = device + 1;
+  }
+}
+
+static int cs_snap_segment_cmp(const void *x, const void *y) {
+  const cs_snap_segment_t *a = x, *b = y;
+  if (a->device != b->device) return a->device < b->device ? -1 : 1;
+  return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+void cs_snap_state_finish(cs_snap_state_t *s) {
+  qsort(s->segments, s->segment_count, sizeof *s->segments, cs_snap_segment_cmp);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Writing
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef struct cs_snap_writer_s {
+  const cs_snap_state_t *state;
+  const cs_ring_t *ring;
+  const cs_intern_t *intern;
+  cs_symbolizer_t *sym;
+  cs_emitter_t *e;
+} cs_snap_writer_t;
+
+static void cs_emit_kv_int(cs_emitter_t *e, const char *key, int64_t value) {
+  cs_emit_key(e, key);
+  cs_emit_int(e, value);
+}
+
+static void cs_emit_kv_str(cs_emitter_t *e, const char *key, const char *value) {
+  cs_emit_key(e, key);
+  cs_emit_str(e, value);
+}
+
+static void cs_emit_kv_bool(cs_emitter_t *e, const char *key, bool value) {
+  cs_emit_key(e, key);
+  cs_emit_bool(e, value);
+}
+
+/* A stack as a frame list, innermost first; written once and referenced afterwards (pickle). */
+static void cs_snap_write_frames(cs_snap_writer_t *w, uint32_t stack_id) {
+  cs_emitter_t *e = w->e;
+  size_t n = 0;
+  const uintptr_t *pcs = stack_id && w->intern ? cs_intern_get(w->intern, stack_id, &n) : NULL;
+  if (pcs && cs_emit_frames_ref(e, stack_id)) return;
+  cs_emit_list_begin(e);
+  for (size_t i = 0; pcs && w->sym && i < n; i++) {
+    cs_frame_t f = cs_symbolize(w->sym, pcs[i], 0);
+    cs_emit_dict_begin(e);
+    cs_emit_kv_str(e, "filename", f.filename);
+    cs_emit_kv_int(e, "line", f.line);
+    cs_emit_kv_str(e, "name", f.name);
+    cs_emit_dict_end(e);
+  }
+  cs_emit_list_end(e);
+  if (pcs) cs_emit_frames_done(e, stack_id);
+}
+
+static const char *cs_snap_state_name(cs_block_state_t state) {
+  switch (state) {
+  case CS_BLOCK_ALLOCATED: return "active_allocated";
+  case CS_BLOCK_PENDING: return "active_pending_free";
+  default: return "inactive";
+  }
+}
+
+static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *seg) {
+  cs_emitter_t *e = w->e;
+  const cs_snap_block_t *blocks = w->state->blocks + seg->first_block;
+  int64_t allocated = 0, active = 0, requested = 0;
+  for (size_t i = 0; i < seg->block_count; i++) {
+    if (blocks[i].state == CS_BLOCK_FREE) continue;
+    active += (int64_t)blocks[i].size;
+    requested += (int64_t)blocks[i].requested;
+    if (blocks[i].state == CS_BLOCK_ALLOCATED) allocated += (int64_t)blocks[i].size;
+  }
+  cs_emit_dict_begin(e);
+  cs_emit_kv_int(e, "device", seg->device);
+  cs_emit_kv_int(e, "address", (int64_t)seg->addr);
+  cs_emit_kv_int(e, "total_size", (int64_t)seg->size);
+  cs_emit_kv_int(e, "allocated_size", allocated);
+  cs_emit_kv_int(e, "active_size", active);
+  cs_emit_kv_int(e, "requested_size", requested);
+  cs_emit_kv_int(e, "stream", (int64_t)seg->stream);
+  cs_emit_kv_str(e, "segment_type", seg->small ? "small" : "large");
+  cs_emit_key(e, "segment_pool_id");
+  cs_emit_tuple_begin(e);
+  cs_emit_int(e, 0);
+  cs_emit_int(e, 0);
+  cs_emit_tuple_end(e);
+  cs_emit_kv_bool(e, "is_expandable", false);
+  cs_emit_key(e, "frames");
+  cs_snap_write_frames(w, seg->stack_id);
+  cs_emit_key(e, "blocks");
+  cs_emit_list_begin(e);
+  uintptr_t addr = seg->addr;
+  for (size_t i = 0; i < seg->block_count; i++) {
+    const cs_snap_block_t *b = &blocks[i];
+    cs_emit_dict_begin(e);
+    cs_emit_kv_int(e, "address", (int64_t)addr);
+    cs_emit_kv_int(e, "size", (int64_t)b->size);
+    cs_emit_kv_int(e, "requested_size", (int64_t)b->requested);
+    cs_emit_kv_str(e, "state", cs_snap_state_name(b->state));
+    cs_emit_key(e, "frames");
+    cs_snap_write_frames(w, b->state == CS_BLOCK_FREE ? 0 : b->stack_id);
+    cs_emit_dict_end(e);
+    addr += b->size;
+  }
+  cs_emit_list_end(e);
+  cs_emit_dict_end(e);
+}
+
+static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entry) {
+  cs_emitter_t *e = w->e;
+  cs_action_t action = cs_ring_entry_action(entry);
+  cs_emit_dict_begin(e);
+  cs_emit_kv_str(e, "action", cs_action_name(action));
+  cs_emit_kv_int(e, action == CS_ACTION_OOM ? "device_free" : "addr", (int64_t)entry->addr);
+  cs_emit_kv_int(e, "size", (int64_t)entry->size);
+  cs_emit_kv_int(e, "stream", (int64_t)cs_ring_stream(w->ring, entry->stream));
+  cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_epoch_us(w->ring, entry));
+  if (entry->stack_id) {
+    cs_emit_key(e, "frames");
+    cs_snap_write_frames(w, entry->stack_id);
+  }
+  cs_emit_kv_str(e, "compile_context", "");
+  cs_emit_kv_str(e, "user_metadata", "");
+  cs_emit_dict_end(e);
+}
+
+/* PyTorch's keys (snapshot-format.md section 2.7), then cudasnap's own. */
+static void cs_snap_write_settings(cs_snap_writer_t *w, const cs_snapshot_meta_t *meta) {
+  cs_emitter_t *e = w->e;
+  const cs_alloc_conf_t *conf = &meta->options->alloc;
+  static const char *const free_modes[] = {"sync", "fence", "stream"};
+  cs_emit_dict_begin(e);
+  cs_emit_kv_str(e, "PYTORCH_CUDA_ALLOC_CONF", meta->alloc_conf_text ? meta->alloc_conf_text : "");
+  cs_emit_kv_int(e, "max_split_size", cs_alloc_conf_max_split_stat(conf));
+  cs_emit_key(e, "garbage_collection_threshold");
+  cs_emit_float(e, conf->garbage_collection_threshold);
+  cs_emit_kv_bool(e, "expandable_segments", false);
+  cs_emit_kv_int(e, "pinned_num_register_threads", 1);
+  cs_emit_kv_bool(e, "release_lock_on_cudamalloc", false);
+  cs_emit_kv_bool(e, "pinned_use_cuda_host_register", false);
+  cs_emit_key(e, "roundup_power2_divisions");
+  cs_emit_dict_begin(e);
+  for (int i = 0; i < CS_ROUNDUP_INTERVALS; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "%u", 1u << i);
+    cs_emit_kv_int(e, key, conf->roundup_power2_divisions[i]);
+  }
+  cs_emit_dict_end(e);
+  cs_emit_kv_bool(e, "split_large", conf->split_large);
+  cs_emit_kv_str(e, "free_mode", free_modes[conf->free_mode]);
+  cs_emit_kv_bool(e, "cache", conf->cache);
+  cs_emit_kv_int(e, "trace_alloc_max_entries", (int64_t)meta->options->max_entries);
+  cs_emit_kv_bool(e, "trace_alloc_overflowed", w->state->dropped > 0);
+  cs_emit_dict_end(e);
+}
+
+static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t *meta) {
+  cs_emitter_t *e = w->e;
+  const cs_snap_state_t *s = w->state;
+  cs_emit_dict_begin(e);
+  cs_emit_kv_str(e, "version", meta->version);
+  cs_emit_kv_int(e, "pid", meta->pid);
+  cs_emit_key(e, "argv");
+  cs_emit_list_begin(e);
+  for (const char *const *a = meta->argv; a && *a; a++) cs_emit_str(e, *a);
+  cs_emit_list_end(e);
+  cs_emit_kv_str(e, "host", meta->host ? meta->host : "");
+  cs_emit_kv_str(e, "trigger", meta->trigger);
+  cs_emit_kv_int(e, "dump_number", meta->dump_number);
+  cs_emit_kv_int(e, "time_us", (int64_t)meta->time_us);
+  cs_emit_kv_str(e, "stacks", meta->options->stacks == CS_STACKS_NATIVE ? "native" : "none");
+  cs_emit_kv_int(e, "dropped_events", (int64_t)s->dropped);
+  cs_emit_key(e, "memory_stats");
+  cs_emit_list_begin(e);
+  for (int d = 0; d < s->device_count; d++) {
+    cs_stat_kv_t kv[CS_STATS_KEY_COUNT];
+    cs_stats_t stats = s->stats[d];
+    stats.max_split_size = cs_alloc_conf_max_split_stat(&meta->options->alloc);
+    size_t n = cs_stats_flatten(&stats, kv, CS_STATS_KEY_COUNT);
+    cs_emit_dict_begin(e);
+    for (size_t i = 0; i < n; i++) cs_emit_kv_int(e, kv[i].key, kv[i].value);
+    cs_emit_dict_end(e);
+  }
+  cs_emit_list_end(e);
+  cs_emit_dict_end(e);
+}
+
+int cs_snapshot_write(const cs_snap_state_t *s, const cs_ring_t *ring, const cs_intern_t *intern,
+                      cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta, cs_emitter_t *e) {
+  cs_snap_writer_t w = {.state = s, .ring = ring, .intern = intern, .sym = sym, .e = e};
+  cs_emit_dict_begin(e);
+  cs_emit_key(e, "segments");
+  cs_emit_list_begin(e);
+  for (size_t i = 0; i < s->segment_count; i++) cs_snap_write_segment(&w, &s->segments[i]);
+  cs_emit_list_end(e);
+
+  cs_emit_key(e, "device_traces");
+  cs_emit_list_begin(e);
+  for (int d = 0; d < s->device_count; d++) {
+    cs_emit_list_begin(e);
+    for (size_t i = 0; i < s->entry_count; i++)
+      if (cs_ring_entry_device(&s->entries[i]) == d) cs_snap_write_entry(&w, &s->entries[i]);
+    cs_emit_list_end(e);
+  }
+  cs_emit_list_end(e);
+
+  cs_emit_key(e, "allocator_settings");
+  cs_snap_write_settings(&w, meta);
+  cs_emit_key(e, "external_annotations");
+  cs_emit_list_begin(e);
+  cs_emit_list_end(e);
+  cs_emit_key(e, "cudasnap");
+  cs_snap_write_cudasnap(&w, meta);
+  cs_emit_dict_end(e);
+  return cs_emit_finish(e);
+}

@@ -1,0 +1,96 @@
+/* Snapshots: a frozen copy of the allocators' state and history (cs_snap_state_t), and the writer
+ * that turns it into the memory_viz object (DESIGN.md section 4; snapshot-format.md sections 2
+ * and 8) through an emitter, JSON or pickle.
+ *
+ * The copy is taken while every allocator's lock is held (the caller's job), so the final state and
+ * the trace agree: the trace replays backwards from the state. Writing happens afterwards, with no
+ * lock held, symbolizing each distinct stack once. */
+#ifndef CS_SNAPSHOT_H
+#define CS_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocator/allocator.h"
+#include "common/cs_options.h"
+#include "snapshot/emit.h"
+#include "snapshot/intern.h"
+#include "snapshot/ring.h"
+#include "snapshot/symbolize.h"
+#include "stats/stats.h"
+
+enum { CS_SNAP_MAX_DEVICES = 64 };
+
+typedef struct cs_snap_segment_s {
+  int device;
+  uintptr_t addr;
+  size_t size;
+  uintptr_t stream;
+  bool small;
+  uint32_t stack_id;
+  size_t first_block;  /* index into blocks */
+  size_t block_count;
+} cs_snap_segment_t;
+
+typedef struct cs_snap_block_s {
+  size_t size;
+  size_t requested;
+  cs_block_state_t state;
+  uint32_t stack_id;
+} cs_snap_block_t;
+
+typedef struct cs_snap_state_s {
+  cs_snap_segment_t *segments;
+  size_t segment_count, segment_capacity;
+  cs_snap_block_t *blocks;
+  size_t block_count, block_capacity;
+  cs_ring_entry_t *entries;   /* the history, oldest first */
+  size_t entry_count;
+  uint64_t dropped;           /* history entries the ring had to drop */
+  cs_stats_t stats[CS_SNAP_MAX_DEVICES];
+  int device_count;           /* device_traces has this many lists */
+  int error;                  /* -CS_EHOSTMEM when a copy could not grow */
+} cs_snap_state_t;
+
+/* Empty state; `entries` gets room for the ring's capacity. */
+int cs_snap_state_init(cs_snap_state_t *s, const cs_ring_t *ring, int device_count);
+void cs_snap_state_free(cs_snap_state_t *s);
+
+/* Copy one allocator of `device`. pre: its lock is held (cs_allocator_lock). */
+void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t *a);
+
+/* Copy the history. pre: every allocator's lock is held, so no event is half-way. */
+void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring);
+
+/* Sort segments by (device, address), as PyTorch lists them. Call after the copies. */
+void cs_snap_state_finish(cs_snap_state_t *s);
+
+/* Who wrote the snapshot, and why: the `cudasnap` key and `allocator_settings`. */
+typedef struct cs_snapshot_meta_s {
+  const char *version;
+  long pid;
+  const char *const *argv;    /* NULL-terminated, may be NULL */
+  const char *host;
+  const char *trigger;        /* exit, signal, oom, api */
+  int dump_number;
+  uint64_t time_us;           /* wall clock, us since the epoch */
+  const cs_options_t *options;
+  const char *alloc_conf_text; /* CUDASNAP_ALLOC_CONF as given ("" if unset) */
+} cs_snapshot_meta_t;
+
+/* Write the snapshot object and finish the emitter (which is freed). Returns the emitter's status
+ * (0 or an errno). Symbolizes through sym (NULL: frame lists are left empty). */
+int cs_snapshot_write(const cs_snap_state_t *s, const cs_ring_t *ring, const cs_intern_t *intern,
+                      cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta, cs_emitter_t *e);
+
+/* Number of history entries and of live blocks, for the one-line report. */
+static inline size_t cs_snap_state_events(const cs_snap_state_t *s) { return s->entry_count; }
+
+/* True when there is nothing to show (no segment, no history): the viewer cannot open such a file
+ * (snapshot-format.md section 3.6). */
+static inline bool cs_snap_state_empty(const cs_snap_state_t *s) {
+  return s->segment_count == 0 && s->entry_count == 0;
+}
+
+#endif

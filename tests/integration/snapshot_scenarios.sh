@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# snapshot_scenarios.sh SCENARIO BIN_DIR CUDASNAP_LIB
+#
+# Issue #4's snapshot scenarios: a program runs under cudasnap with snapshots on, in an empty
+# directory, and every snapshot it leaves must satisfy the viewer's rules (snapshot_check) plus
+# the scenario's own expectations. BIN_DIR holds the test programs and snapshot_check.
+set -u
+scenario=$1 bin=$2 lib=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
+check() { "$bin/snapshot_check" "$@" || fail "snapshot_check $*"; }
+one() { # the single file matching a pattern
+  local files=("$dir"/$1)
+  [[ ${#files[@]} -eq 1 && -f ${files[0]} ]] || fail "expected one $1, found: $(ls "$dir")"
+  echo "${files[0]}"
+}
+run() { # run a program under cudasnap in $dir; stderr kept in $dir/err
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit,signal,oom "$@" >"$dir/out" 2>"$dir/err") ||
+    fail "$* exited $?: $(head -c 2000 "$dir/err")"
+}
+
+case $scenario in
+cache_on | cache_off)
+  cache=1
+  [[ $scenario == cache_off ]] && cache=0
+  run env CUDASNAP_CACHE=$cache CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" "$bin/it_loader_linked" 300
+  f=$(one 'snap-*-exit.json')
+  check "$f" --action alloc --action free_completed --action segment_alloc --devices 2
+  grep -q "^cudasnap: wrote $f (" "$dir/err" || fail "no report line for $f: $(cat "$dir/err")"
+  [[ $(grep -c '^cudasnap: ' "$dir/err") -eq 1 ]] || fail "expected one cudasnap line: $(cat "$dir/err")"
+  ;;
+two_devices)
+  run env CUDASNAP_OUTPUT="$dir/two.pickle" "$bin/it_two_devices"
+  f=$(one 'two.pickle')
+  check "$f" --devices 2 --action alloc
+  python3 - "$f" <<'PY' || fail "not both devices"
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+assert {seg["device"] for seg in s["segments"]} == {0, 1}, s["segments"]
+assert all(len(t) > 0 for t in s["device_traces"])
+PY
+  ;;
+oom)
+  run env FAKE_CUDA_CAPACITY=$((64 << 20)) CUDASNAP_OUTPUT="$dir/snap-%t.json" "$bin/it_oom"
+  check "$(one 'snap-oom.json')" --action oom
+  check "$(one 'snap-exit.json')" --action oom
+  ;;
+signal)
+  run env CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" "$bin/it_snapshot_signal" "$dir"
+  check "$(one 'snap-*-signal.json')" --action alloc
+  check "$(one 'snap-*-exit.json')" --action snapshot # the signal dump's mark, as PyTorch records it
+  without=$(env -u LD_PRELOAD "$bin/it_snapshot_signal" "$dir" 2>/dev/null | grep checksum=) ||
+    fail "the program failed without cudasnap"
+  grep -qx "$without" "$dir/out" || fail "checksum differs with cudasnap: $(cat "$dir/out") vs $without"
+  ;;
+small_ring)
+  run env CUDASNAP_MAX_ENTRIES=50 CUDASNAP_OUTPUT="$dir/small.json" "$bin/it_loader_linked" 300
+  f=$(one 'small.json')
+  check "$f" --dropped --action alloc
+  grep -q "events, oldest dropped" "$dir/err" || fail "the report does not say entries were dropped"
+  ;;
+unwritable)
+  run env CUDASNAP_OUTPUT=/nonexistent-dir/snap.json "$bin/it_loader_linked" 100
+  [[ $(grep '^cudasnap:' "$dir/err") == "cudasnap: error: cannot write snapshot /nonexistent-dir/snap.json: No such file or directory" ]] ||
+    fail "expected exactly one cudasnap line, the error, got: $(cat "$dir/err")"
+  grep -q '^checksum=' "$dir/out" || fail "the program did not finish"
+  ;;
+api_and_leaks)
+  run env CUDASNAP_DUMP_ON=none "$bin/it_snapshot_api" "$dir/api.json" "$dir/api.pickle"
+  read -r _ line < <(grep '^frame=allocate_weights' "$dir/out") || fail "no frame line on stdout"
+  check "$dir/api.json" --frame allocate_weights prog_snapshot_api.c "$line"
+  check "$dir/api.pickle" --frame allocate_weights prog_snapshot_api.c "$line"
+  python3 "$(dirname "$0")/pickle_check.py" "$dir/api.pickle" "$dir/api.json" >/dev/null || fail "pickle_check"
+  grep -q '^cudasnap: 1 block (3.0 MiB) never freed; top allocation sites by bytes:$' "$dir/err" ||
+    fail "no leak report: $(cat "$dir/err")"
+  grep -qE "^cudasnap:   3\.0 MiB in 1 block: allocate_weights \(.*prog_snapshot_api\.c:$line\)$" "$dir/err" ||
+    fail "the leak report does not name allocate_weights at line $line: $(cat "$dir/err")"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+echo "ok [$scenario]"

@@ -1,0 +1,199 @@
+/* Snapshots end to end, without CUDA: an allocator over the fake backend reports to a ring, the
+ * state and history are copied as the library copies them, written as JSON and as pickle, read
+ * back, and checked against the viewer's rules (validate.h), including the backward replay.
+ * Frames must name this file's functions with the right lines. */
+#include "tests/unit/alloc_check.h"
+
+#include "common/cs_error.h"
+#include "snapshot/emit.h"
+#include "snapshot/intern.h"
+#include "snapshot/reader.h"
+#include "snapshot/ring.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/symbolize.h"
+#include "snapshot/validate.h"
+
+#define MiB CS_MiB
+
+static cs_ring_t ring;
+static cs_intern_t *intern;
+static int device0 = 0;
+static int alloc_line; /* the line of the call whose return address the stacks hold */
+
+static const cs_action_t actions[] = {
+    [CS_TRACE_ALLOC] = CS_ACTION_ALLOC, [CS_TRACE_FREE_REQUESTED] = CS_ACTION_FREE_REQUESTED,
+    [CS_TRACE_FREE_COMPLETED] = CS_ACTION_FREE_COMPLETED, [CS_TRACE_SEGMENT_ALLOC] = CS_ACTION_SEGMENT_ALLOC,
+    [CS_TRACE_SEGMENT_FREE] = CS_ACTION_SEGMENT_FREE, [CS_TRACE_OOM] = CS_ACTION_OOM};
+
+static void observe(void *ctx, const cs_trace_event_t *ev) {
+  cs_ring_push(&ring, actions[ev->action], *(int *)ctx, ev->action == CS_TRACE_OOM ? ev->device_free : ev->addr,
+               ev->size, ev->stream, ev->stack_id);
+}
+
+/* A stack of real return addresses in this file: taken inside a noinline function. */
+static __attribute__((noinline)) uint32_t stack_here(void) {
+  uintptr_t pcs[2] = {(uintptr_t)__builtin_return_address(0), 0};
+  return cs_intern_stack(intern, pcs, 1);
+}
+
+static __attribute__((noinline)) uint32_t stack_of_model_forward(void) {
+  alloc_line = __LINE__ + 1;
+  uint32_t id = stack_here();
+  __asm__ volatile("" ::: "memory"); /* keep the call from being a tail call */
+  return id;
+}
+
+static uintptr_t traced_alloc(cs_allocator_t *a, size_t size) {
+  uintptr_t p = 0;
+  assert_int_equal(cs_allocator_malloc(a, size, 0, stack_of_model_forward(), &p), 0);
+  return p;
+}
+
+/* Run a small program's worth of allocator activity on a fresh allocator. */
+static alloc_fixture_t *run_program(cs_free_mode_t mode, size_t ring_capacity) {
+  assert_int_equal(cs_ring_init(&ring, ring_capacity), 0);
+  alloc_fixture_t *f = fixture_new(64 * MiB);
+  f->conf.free_mode = mode;
+  cs_allocator_observer_t obs = {.on_event = observe, .ctx = &device0};
+  fixture_start(f, &obs);
+  uintptr_t keep = traced_alloc(f->a, 1000);
+  uintptr_t big = traced_alloc(f->a, 5 * MiB);
+  for (int i = 0; i < 20; i++) {
+    uintptr_t p = traced_alloc(f->a, (size_t)(i + 1) * 4096);
+    uintptr_t q = traced_alloc(f->a, 3 * MiB);
+    assert_int_equal(cs_allocator_free(f->a, p), 0);
+    assert_int_equal(cs_allocator_free(f->a, q), 0);
+  }
+  assert_int_equal(cs_allocator_free(f->a, big), 0);
+  assert_int_equal(cs_allocator_empty_cache(f->a), 0);
+  uintptr_t fail = 0;
+  assert_int_equal(cs_allocator_malloc(f->a, 100 * MiB, 0, 0, &fail), -CS_ENOMEM);
+  uintptr_t pending = traced_alloc(f->a, 2048);
+  assert_int_equal(cs_allocator_free(f->a, pending), 0); /* pending in fence mode */
+  (void)keep;
+  return f;
+}
+
+static char *write_snapshot(alloc_fixture_t *f, cs_emit_format_t format, size_t *len) {
+  cs_snap_state_t s;
+  assert_int_equal(cs_snap_state_init(&s, &ring, 1), 0);
+  cs_allocator_lock(f->a);
+  cs_snap_state_add_allocator(&s, 0, f->a);
+  cs_snap_state_add_history(&s, &ring);
+  cs_allocator_unlock(f->a);
+  cs_snap_state_finish(&s);
+  cs_options_t opts;
+  cs_options_init(&opts);
+  const char *argv[] = {"test_snapshot", NULL};
+  cs_snapshot_meta_t meta = {.version = "test", .pid = 1, .argv = argv, .host = "h", .trigger = "api",
+                             .dump_number = 1, .time_us = 1, .options = &opts, .alloc_conf_text = ""};
+  cs_mem_sink_t sink;
+  cs_mem_sink_init(&sink);
+  cs_emitter_t *e = cs_emitter_create(format, cs_mem_sink(&sink), 2);
+  assert_non_null(e);
+  cs_symbolizer_t *sym = cs_symbolizer_create();
+  assert_int_equal(cs_snapshot_write(&s, &ring, intern, sym, &meta, e), 0);
+  cs_symbolizer_destroy(sym);
+  cs_snap_state_free(&s);
+  *len = sink.len;
+  return sink.data; /* freed by the caller */
+}
+
+static void finish_program(alloc_fixture_t *f) {
+  /* the fence-mode pending block must not be left for fixture_free's consistency walk */
+  f->fb.events_complete_on_record = true;
+  fake_backend_complete_events(&f->fb);
+  cs_allocator_empty_cache(f->a);
+  fixture_free(f);
+  cs_ring_destroy(&ring);
+}
+
+static void assert_clean(const void *data, size_t len) {
+  cs_report_t r;
+  cs_report_init(&r);
+  bool clean = cs_validate_bytes(data, len, &r);
+  for (size_t i = 0; i < r.count; i++)
+    if (r.findings[i].level == CS_FINDING_ERROR)
+      print_error("error at %s: %s\n", r.findings[i].where, r.findings[i].message);
+  assert_true(clean);
+  cs_report_free(&r);
+}
+
+static void test_json_and_pickle_agree_and_validate(void **state) {
+  (void)state;
+  alloc_fixture_t *f = run_program(CS_FREE_FENCE, 100000);
+  size_t jlen = 0, plen = 0;
+  char *json = write_snapshot(f, CS_EMIT_JSON, &jlen);
+  char *pickle = write_snapshot(f, CS_EMIT_PICKLE, &plen);
+  assert_clean(json, jlen);
+  assert_clean(pickle, plen);
+  cs_read_error_t err;
+  cs_snapshot_format_t fmt;
+  cJSON *a = cs_read_snapshot(json, jlen, &fmt, &err);
+  assert_non_null(a);
+  assert_int_equal(fmt, CS_SNAPSHOT_JSON);
+  cJSON *b = cs_read_snapshot(pickle, plen, &fmt, &err);
+  assert_non_null(b);
+  assert_int_equal(fmt, CS_SNAPSHOT_PICKLE);
+  assert_true(cJSON_Compare(a, b, true));
+  assert_true(plen < jlen); /* frame lists are shared in the pickle */
+
+  /* what a user looks for: the allocation's frames name this function at the call's line */
+  const cJSON *trace = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "device_traces"), 0);
+  const cJSON *first = cJSON_GetArrayItem(trace, 0);
+  assert_string_equal(cJSON_GetObjectItem(first, "action")->valuestring, "segment_alloc");
+  bool found = false;
+  const cJSON *entry;
+  cJSON_ArrayForEach(entry, trace) {
+    if (strcmp(cJSON_GetObjectItem(entry, "action")->valuestring, "alloc") != 0) continue;
+    const cJSON *frame = cJSON_GetArrayItem(cJSON_GetObjectItem(entry, "frames"), 0);
+    assert_non_null(frame);
+    assert_string_equal(cJSON_GetObjectItem(frame, "name")->valuestring, "stack_of_model_forward");
+    assert_non_null(strstr(cJSON_GetObjectItem(frame, "filename")->valuestring, "test_snapshot.c"));
+    assert_int_equal(cJSON_GetObjectItem(frame, "line")->valueint, alloc_line);
+    found = true;
+    break;
+  }
+  assert_true(found);
+  /* one pending block (fence mode) and its unpaired free_requested */
+  assert_non_null(strstr(json, "\"active_pending_free\""));
+  assert_non_null(strstr(json, "\"action\":\"oom\""));
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  free(json);
+  free(pickle);
+  finish_program(f);
+}
+
+/* The ring drops the oldest entries; whatever remains must still replay. */
+static void test_every_ring_size_replays(void **state) {
+  (void)state;
+  for (size_t capacity = 1; capacity <= 200; capacity += 7) {
+    alloc_fixture_t *f = run_program(capacity % 2 ? CS_FREE_SYNC : CS_FREE_FENCE, capacity);
+    size_t len = 0;
+    char *json = write_snapshot(f, CS_EMIT_JSON, &len);
+    assert_clean(json, len);
+    free(json);
+    finish_program(f);
+  }
+}
+
+static int setup(void **state) {
+  (void)state;
+  intern = cs_intern_create(1024);
+  return intern ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  cs_intern_destroy(intern);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_json_and_pickle_agree_and_validate),
+      cmocka_unit_test(test_every_ring_size_replays),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
