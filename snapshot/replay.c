@@ -41,7 +41,16 @@ typedef struct cs_replay_s {
   uint8_t *live;
   int32_t *bit; /* 1-based, nkeys + 1 */
   cs_replay_result_t *out;
+  uint64_t work; /* elements touched by whole-list passes (views, re-sorts, full re-checks) */
 } cs_replay_t;
+
+/* Whole-list passes cost O(segments) per segment event (the viewer's own algorithm); 2e7 element
+ * visits is a fraction of a second, and far above what real traces need (hundreds of segments times
+ * thousands of segment events); crafted traces that keep thousands of segments unsorted or
+ * overlapping exceed it. */
+#ifndef CS_REPLAY_WORK_BUDGET /* the fuzz build, 40 times slower under sanitizers, sets less */
+#define CS_REPLAY_WORK_BUDGET ((uint64_t)20 * 1000 * 1000)
+#endif
 
 /* ---------------------------------------------------------------------------------------------
  * Helpers
@@ -130,12 +139,14 @@ static int cs_replay_cmp_seg(const void *a, const void *b) {
 
 /* Rebuilds segments_by_addr after the list changed, and whether any two segments overlap. */
 static int cs_replay_view(cs_replay_t *r) {
+  r->work += r->nl; /* the order check and the overlap scan below */
   bool sorted = true;
   for (size_t i = 1; i < r->nl && sorted; i++)
     if (cs_replay_cmp_seg(&r->l[i - 1], &r->l[i]) > 0) sorted = false;
   if (sorted) {
     r->v = r->l;
   } else {
+    r->work += r->nl * (uint64_t)(1 + log2((double)r->nl + 1)); /* a qsort */
     free(r->vbuf);
     r->vbuf = malloc((r->nl ? r->nl : 1) * sizeof *r->vbuf);
     if (r->vbuf == NULL) return -CS_EHOSTMEM;
@@ -208,7 +219,8 @@ static size_t cs_replay_check_range(const cs_replay_t *r, double lo, double hi) 
   return SIZE_MAX;
 }
 
-static size_t cs_replay_check_all(const cs_replay_t *r) {
+static size_t cs_replay_check_all(cs_replay_t *r) {
+  r->work += r->nkeys;
   for (size_t k = 0; k < r->nkeys; k++)
     if (r->live[k] && !cs_replay_find_segment(r, r->keys[k])) return k;
   return SIZE_MAX;
@@ -524,6 +536,11 @@ int cs_replay_device(const cs_replay_input_t *in, cs_replay_result_t *out) {
 
   /* Undo events n-1 .. 1; after each, the state of the previous event must place. */
   for (size_t i = nev > 0 ? nev - 1 : 0; i >= 1; i--) {
+    if (r.work > CS_REPLAY_WORK_BUDGET) {
+      out->budget_exhausted = true;
+      out->stopped_at = ev[i].raw;
+      break;
+    }
     int st = cs_replay_undo(&r, &ev[i]);
     if (st < 0) goto done;
     out->steps++;

@@ -76,6 +76,11 @@ typedef struct cs_replay_result_s {
   size_t first_segment_alloc_unmatched;
   bool overlap; /* segments overlapped at some step */
   size_t first_overlap;
+  /* Traces that keep the segment list unsorted or overlapping make every step cost the whole
+   * list (the viewer's own algorithm); past a work budget the replay stops, so a check stays
+   * bounded on hostile input. Events before `stopped_at` (raw index) were not checked. */
+  bool budget_exhausted;
+  size_t stopped_at;
 } cs_replay_result_t;
 
 /* Replays one device. Returns 0, or -CS_EHOSTMEM (result not valid) without host memory. */

@@ -639,6 +639,12 @@ static void cs_validate_replay(cs_vctx_t *c, size_t d, const cs_vseg_t *vsegs, s
                     "segment instead",
                     res.segment_alloc_unmatched);
     }
+    if (res.budget_exhausted) {
+      cs_where_t w = cs_where("device_traces[%zu][%zu]", d, res.stopped_at);
+      cs_report_add(c->r, CS_FINDING_WARNING, w.s,
+                    "replay stopped here: this trace keeps the segments out of order or overlapping, "
+                    "which makes the history view's replay quadratic; earlier events were not checked");
+    }
     if (res.overlap) {
       cs_where_t w = res.first_overlap == SIZE_MAX ? cs_where("segments (device %zu)", d)
                                                    : cs_where("device_traces[%zu][%zu]", d, res.first_overlap);
