@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# cudasnap's benchmarks (bench/README.md): builds them in their own Release tree and prints one
+# machine-readable line per figure on stdout,
+#     BENCH <name> <value> <unit>
+# and progress on stderr. No GPU is needed: the hot path runs on the fake CUDA driver of
+# tests/fakes; everything else drives cudasnap's layers directly.
+#
+#   bench/run.sh [--quick]
+#
+#   --quick   fewer rounds and iterations, no 1,000,000-event dumps, same-size pattern only for the
+#             thread scaling: under a minute on a 2-core machine, including a fresh build.
+#
+# Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
+# snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
+# skipped with a message when the directory is absent). Inherited CUDASNAP_* variables and
+# LD_PRELOAD are cleared: every run sets exactly what it measures.
+set -euo pipefail
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+quick=0
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) printf 'bench/run.sh: unknown argument "%s"\n\n' "$arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${CS_BENCH_BUILD_DIR:-$root/build-bench}
+traces=${CS_BENCH_TRACES:-$root/../shared/traces/pytorch_snapshots}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+log() { printf 'bench: [%3ds] %s\n' "$SECONDS" "$*" >&2; }
+die() { printf 'bench/run.sh: %s\n' "$*" >&2; exit 1; }
+
+unset LD_PRELOAD
+while IFS= read -r name; do unset "$name"; done < <(compgen -e | grep '^CUDASNAP_' || true)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cudasnap-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- machine ----------------------------------------------------------------------------------
+model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1 || true)
+log "$(date -u '+%Y-%m-%d %H:%M UTC'); ${model:-unknown CPU}, $jobs CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+log "mode: $([[ $quick == 1 ]] && echo quick || echo full)"
+
+# ---- build ------------------------------------------------------------------------------------
+log "building in $build (Release, CS_DEBUG=0)"
+# Configure once; later builds re-run cmake by themselves when a CMakeLists.txt changes.
+cache=$build/CMakeCache.txt
+if ! [[ -f $cache ]] || ! grep -qx 'CMAKE_BUILD_TYPE:STRING=Release' "$cache" ||
+  ! grep -qx 'CS_DEBUG:STRING=0' "$cache"; then
+  if ! out=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCS_DEBUG=0 2>&1); then
+    printf '%s\n' "$out" >&2
+    die "cmake configuration failed"
+  fi
+fi
+targets=(bench_allocator bench_snapshot bench_memory bench_frag bench_hotpath cudasnap fake_cuda fake_cudart)
+have_cub=0
+if [[ -d $build/bench/CMakeFiles/bench_cub.dir ]]; then
+  targets+=(bench_cub)
+  have_cub=1
+else
+  log "bench_cub is not configured (no C++ compiler or no cub/util_allocator.cuh): CUB figures are missing"
+fi
+if ! out=$(cmake --build "$build" -j "$jobs" --target "${targets[@]}" 2>&1); then
+  printf '%s\n' "$out" >&2
+  die "build failed"
+fi
+
+bin=$build/bench
+lib=$build/interpose/libcudasnap.so
+fakes=$build/tests/fakes
+for f in "$bin/bench_hotpath" "$lib" "$fakes/libcuda.so.1" "$fakes/libcudart.so.13"; do
+  [[ -e $f ]] || die "missing $f after the build"
+done
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+# median FILE: the median of the numbers in FILE, one per line
+median() {
+  sort -g "$1" | awk '{ v[NR] = $1 } END {
+    if (NR == 0) exit 1
+    if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# run LOGNAME CMD...: run a benchmark program, its stdout to ours; stderr shown only on failure
+run() {
+  local name=$1
+  shift
+  if ! "$@" 2>"$tmp/$name.err"; then
+    cat "$tmp/$name.err" >&2
+    die "$name failed: $*"
+  fi
+}
+
+# One hot-path measurement: hot CONFIG PATTERN PAIRS THREADS SAMPLES -> ns per pair on stdout.
+# Every run: the fake driver on the library path, no snapshot at all (CUDASNAP_DUMP_ON=none), and a
+# stack 40 frames deep below the allocating loop (DEPTH), so that 8 and 32-frame captures are full.
+depth=40
+hot() {
+  local config=$1 pattern=$2 pairs=$3 threads=$4 samples=$5
+  local -a env=(env "LD_LIBRARY_PATH=$fakes" CUDASNAP_DUMP_ON=none)
+  local -a preload=("LD_PRELOAD=$lib" BENCH_EXPECT_PRELOAD=1)
+  local -a cmd=("$bin/bench_hotpath" "$pattern" "$pairs" "$threads" "$samples" "$depth")
+  case $config in
+    fake_driver) env+=(BENCH_EXPECT_PRELOAD=0) ;;
+    ctx_calls) env+=(BENCH_EXPECT_PRELOAD=0); cmd[1]=ctxcalls ;;
+    cudasnap_nostacks) env+=("${preload[@]}" CUDASNAP_STACKS=none) ;;
+    cudasnap_stacks8) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=8) ;;
+    cudasnap_stacks32) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32) ;;
+    cudasnap_nohistory) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0) ;;
+    cudasnap_nohistory_streamfree)
+      env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_FREE=stream) ;;
+    cub) cmd[0]=$bin/bench_cub ;;
+    *) die "unknown configuration $config" ;;
+  esac
+  run "hot-$config-$pattern" "${env[@]}" "${cmd[@]}"
+}
+
+# ---- 1. hot path ------------------------------------------------------------------------------
+if [[ $quick == 1 ]]; then
+  rounds=3 pairs=20000 floor_pairs=1000 samples=3
+  thread_rounds=3 thread_pairs=4000 thread_patterns=(same)
+else
+  rounds=9 pairs=200000 floor_pairs=10000 samples=5
+  thread_rounds=5 thread_pairs=50000 thread_patterns=(same random64)
+fi
+configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32)
+if [[ $have_cub == 1 ]]; then configs+=(cub); fi
+if [[ $quick == 0 ]]; then configs+=(cudasnap_nohistory cudasnap_nohistory_streamfree); fi
+
+log "hot path: ${#configs[@]} configurations x 2 patterns, $rounds interleaved rounds"
+for ((r = 1; r <= rounds; r++)); do
+  for pattern in same random64; do
+    for config in "${configs[@]}"; do
+      n=$pairs
+      if [[ $config == fake_driver ]]; then n=$floor_pairs; fi
+      hot "$config" "$pattern" "$n" 1 "$samples" >>"$tmp/hot.$pattern.$config"
+    done
+    if [[ $have_cub == 1 ]]; then
+      # the ratio of the two adjacent runs of this round
+      a=$(tail -n1 "$tmp/hot.$pattern.cudasnap_nostacks")
+      b=$(tail -n1 "$tmp/hot.$pattern.cub")
+      awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f\n", a / b }' >>"$tmp/hot.$pattern.ratio"
+    fi
+  done
+  if [[ $quick == 0 ]]; then hot ctx_calls same "$pairs" 1 "$samples" >>"$tmp/hot.ctx_calls"; fi
+  run clock "$bin/bench_hotpath" clock 200000 >>"$tmp/hot.clock"
+done
+for pattern in same random64; do
+  for config in "${configs[@]}"; do
+    echo "BENCH hotpath_${pattern}_$config $(median "$tmp/hot.$pattern.$config") ns"
+  done
+  if [[ $have_cub == 1 ]]; then
+    echo "BENCH hotpath_${pattern}_cudasnap_over_cub $(median "$tmp/hot.$pattern.ratio") ratio"
+  else
+    log "hotpath_${pattern}_cub: missing (bench_cub not built)"
+  fi
+done
+if [[ $quick == 0 ]]; then echo "BENCH hotpath_fake_driver_ctx_calls $(median "$tmp/hot.ctx_calls") ns"; fi
+echo "BENCH clock_gettime_monotonic $(median "$tmp/hot.clock") ns"
+
+# ---- 1b. threads: total throughput of all threads (pairs per second of wall time) --------------
+thread_configs=(cudasnap_nostacks)
+if [[ $have_cub == 1 ]]; then thread_configs+=(cub); fi
+log "threads: 1-16 threads, ${thread_patterns[*]}, $thread_rounds interleaved rounds"
+for ((r = 1; r <= thread_rounds; r++)); do
+  for pattern in "${thread_patterns[@]}"; do
+    for t in 1 2 4 8 16; do
+      for config in "${thread_configs[@]}"; do
+        hot "$config" "$pattern" "$thread_pairs" "$t" 3 >>"$tmp/thr.$pattern.$t.$config"
+      done
+    done
+  done
+done
+for pattern in "${thread_patterns[@]}"; do
+  for t in 1 2 4 8 16; do
+    for config in "${thread_configs[@]}"; do
+      ns=$(median "$tmp/thr.$pattern.$t.$config")
+      echo "BENCH threads_${pattern}_${config}_t$t $(awk -v ns="$ns" 'BEGIN { printf "%.2f", 1000 / ns }') Mpairs/s"
+    done
+  done
+done
+
+# ---- 1c. the allocator alone, over the simulated device ----------------------------------------
+log "allocator over the simulated device"
+if [[ $quick == 1 ]]; then run allocator "$bin/bench_allocator" 200000 3; else run allocator "$bin/bench_allocator" 2000000 9; fi
+
+# ---- 2. dumps and symbolization -----------------------------------------------------------------
+log "snapshot writing"
+if [[ $quick == 1 ]]; then
+  run dump-100k "$bin/bench_snapshot" dump 100000 3 "$tmp"
+else
+  run dump-100k "$bin/bench_snapshot" dump 100000 5 "$tmp"
+  run dump-1m "$bin/bench_snapshot" dump 1000000 3 "$tmp"
+  run dump-1m-devnull "$bin/bench_snapshot" dump 1000000 3 /dev/null
+fi
+log "symbolization"
+run symbolize "$bin/bench_snapshot" symbolize 10000 "$([[ $quick == 1 ]] && echo 3 || echo 7)"
+
+# ---- 3. fragmentation on PyTorch traces ---------------------------------------------------------
+shopt -s nullglob
+trace_files=("$traces"/*.pickle "$traces"/*.pkl "$traces"/*.json)
+shopt -u nullglob
+if [[ ! -d $traces ]]; then
+  log "skipping fragmentation: no trace directory $traces (set CS_BENCH_TRACES)"
+elif [[ ${#trace_files[@]} == 0 ]]; then
+  log "skipping fragmentation: no .pickle/.pkl/.json snapshot in $traces"
+else
+  log "fragmentation: ${#trace_files[@]} snapshots from $traces"
+  run frag "$bin/bench_frag" "${trace_files[@]}"
+  cat "$tmp/frag.err" >&2 # what was replayed, and what was skipped
+fi
+
+# ---- 4. host memory -----------------------------------------------------------------------------
+log "host memory"
+run memory-100k "$bin/bench_memory" 100000
+if [[ $quick == 0 ]]; then run memory-1m "$bin/bench_memory" 1000000 | grep -v '_sizeof '; fi
+log "done"
