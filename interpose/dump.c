@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cs_log.h"
@@ -68,6 +69,29 @@ static void cs_dump_size_text(uint64_t bytes, char *buf, size_t len) {
   else snprintf(buf, len, "%llu B", (unsigned long long)bytes);
 }
 
+/* Progress of a long dump, on stderr when it is a terminal: nothing for the first second, then
+ * one line rewritten in place, ended when the dump is done. */
+typedef struct cs_dump_progress_s {
+  struct timespec start;
+  bool shown;
+} cs_dump_progress_t;
+
+static double cs_dump_elapsed(const struct timespec *start) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static void cs_dump_show_progress(void *ctx, size_t done, size_t total) {
+  cs_dump_progress_t *p = ctx;
+  if (cs_dump_elapsed(&p->start) < 1.0 || cs_log_get_level() == CS_LOG_QUIET) return;
+  char line[96];
+  int n = snprintf(line, sizeof line, "\rcudasnap: writing snapshot: %3d%% (%zu of %zu items)",
+                   total ? (int)(100.0 * (double)done / (double)total) : 100, done, total);
+  if (n > 0) (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  p->shown = true;
+}
+
 /* Serialize the state to path. Returns 0 or an errno. */
 static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_t *meta, const char *path,
                            cs_output_t *out, uint64_t *bytes) {
@@ -81,7 +105,15 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
     return ENOMEM;
   }
   cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-  err = cs_snapshot_write(state, cs_record_ring(), cs_record_intern(), sym, meta, e);
+  cs_dump_progress_t progress = {.shown = false};
+  clock_gettime(CLOCK_MONOTONIC, &progress.start);
+  cs_snapshot_meta_t with_progress = *meta;
+  if (isatty(STDERR_FILENO)) {
+    with_progress.progress = cs_dump_show_progress;
+    with_progress.progress_ctx = &progress;
+  }
+  err = cs_snapshot_write(state, cs_record_ring(), cs_record_intern(), sym, &with_progress, e);
+  if (progress.shown) (void)!write(STDERR_FILENO, "\n", 1);
   if (sym) cs_symbolizer_destroy(sym);
   int flushed = cs_fd_sink_flush(&sink);
   if (!err) err = flushed;

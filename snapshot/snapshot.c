@@ -275,21 +275,35 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_dict_end(e);
 }
 
+/* Items between progress calls: cheap to count, frequent enough for a once-a-second display. */
+enum { CS_SNAP_PROGRESS_EVERY = 4096 };
+
+static void cs_snap_progress(const cs_snapshot_meta_t *meta, size_t done, size_t total) {
+  if (meta->progress && done % CS_SNAP_PROGRESS_EVERY == 0) meta->progress(meta->progress_ctx, done, total);
+}
+
 int cs_snapshot_write(const cs_snap_state_t *s, const cs_ring_t *ring, const cs_intern_t *intern,
                       cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta, cs_emitter_t *e) {
   cs_snap_writer_t w = {.state = s, .ring = ring, .intern = intern, .sym = sym, .e = e};
+  size_t total = s->segment_count + s->entry_count * (size_t)(s->device_count > 0 ? s->device_count : 1);
+  size_t done = 0;
   cs_emit_dict_begin(e);
   cs_emit_key(e, "segments");
   cs_emit_list_begin(e);
-  for (size_t i = 0; i < s->segment_count; i++) cs_snap_write_segment(&w, &s->segments[i]);
+  for (size_t i = 0; i < s->segment_count; i++) {
+    cs_snap_write_segment(&w, &s->segments[i]);
+    cs_snap_progress(meta, ++done, total);
+  }
   cs_emit_list_end(e);
 
   cs_emit_key(e, "device_traces");
   cs_emit_list_begin(e);
   for (int d = 0; d < s->device_count; d++) {
     cs_emit_list_begin(e);
-    for (size_t i = 0; i < s->entry_count; i++)
+    for (size_t i = 0; i < s->entry_count; i++) {
       if (cs_ring_entry_device(&s->entries[i]) == d) cs_snap_write_entry(&w, &s->entries[i]);
+      cs_snap_progress(meta, ++done, total);
+    }
     cs_emit_list_end(e);
   }
   cs_emit_list_end(e);

@@ -77,6 +77,9 @@ typedef struct cs_snapshot_meta_s {
   uint64_t time_us;           /* wall clock, us since the epoch */
   const cs_options_t *options;
   const char *alloc_conf_text; /* CUDASNAP_ALLOC_CONF as given ("" if unset) */
+  /* Called now and then while writing (NULL: not), with the items written and their total. */
+  void (*progress)(void *ctx, size_t done, size_t total);
+  void *progress_ctx;
 } cs_snapshot_meta_t;
 
 /* Write the snapshot object and finish the emitter (which is freed). Returns the emitter's status

@@ -1,0 +1,59 @@
+/* Option and operand checks shared by the subcommands (contract in cli/cli.h). */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/cs_parse.h"
+
+void cs_cli_error(const char *subcommand, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "cudasnap %s: ", subcommand);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* getopt_long has already stepped past the rejected option, so argv[optind - 1] is the word that
+ * held it: that names a long option as the user spelled it. A short one may sit inside a group
+ * ("-xq"), so it is named by optopt. */
+int cs_cli_bad_option(const char *subcommand, int rc, char **argv) {
+  const char *word = optind > 0 ? argv[optind - 1] : "";
+  char name[64];
+  if (strncmp(word, "--", 2) == 0) {
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(word, "="), word);
+  } else {
+    snprintf(name, sizeof name, "-%c", optopt > 0x20 && optopt < 0x7f ? optopt : '?');
+  }
+  if (rc == ':') {
+    cs_cli_error(subcommand, "option %s needs a value (cudasnap %s --help)", name, subcommand);
+  } else {
+    cs_cli_error(subcommand, "unknown option %s (cudasnap %s --help)", name, subcommand);
+  }
+  return CS_CLI_USAGE;
+}
+
+bool cs_cli_operands(const char *subcommand, int argc, char **argv, int want, const char *names) {
+  int have = argc - optind;
+  if (have == want) return true;
+  if (have < want) {
+    cs_cli_error(subcommand, "expected %s (cudasnap %s --help)", names, subcommand);
+  } else {
+    cs_cli_error(subcommand, "unexpected argument '%s' after %s", argv[optind + want], names);
+  }
+  return false;
+}
+
+bool cs_cli_parse_count(const char *subcommand, const char *option, const char *text, uint64_t min,
+                        uint64_t max, uint64_t *out) {
+  uint64_t value;
+  if (!cs_parse_u64(text, &value) || value < min || value > max) {
+    cs_cli_error(subcommand, "%s %s is not accepted: an integer from %llu to %llu", option, text,
+                 (unsigned long long)min, (unsigned long long)max);
+    return false;
+  }
+  *out = value;
+  return true;
+}

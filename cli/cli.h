@@ -1,0 +1,51 @@
+/* The cudasnap tool (DESIGN.md section 6): one entry point per subcommand, dispatched by main.c,
+ * and the conventions they share.
+ *
+ * Output: results on stdout; every problem is one line on stderr. A file that cannot be read or
+ * parsed is reported as "FILE: byte N: problem" (load.h); anything else as
+ * "cudasnap SUBCOMMAND: problem". Exit statuses are the CS_CLI_* values below; `run` passes the
+ * program's own status through. */
+#ifndef CS_CLI_H
+#define CS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cs_compiler.h"
+
+enum {
+  CS_CLI_OK = 0,
+  CS_CLI_FAIL = 1,      /* the input was bad, a check found problems, no snapshot came */
+  CS_CLI_USAGE = 2,     /* an unknown option, a bad option value, a missing argument */
+  CS_CLI_NO_EXEC = 127, /* run: the program could not be started (the shell's status for it) */
+};
+
+/* Each takes the subcommand's own argv: argv[0] is the subcommand's name. */
+int cs_cli_run(int argc, char **argv);
+int cs_cli_dump(int argc, char **argv);
+int cs_cli_summary(int argc, char **argv);
+int cs_cli_convert(int argc, char **argv);
+int cs_cli_check(int argc, char **argv);
+int cs_cli_diff(int argc, char **argv);
+
+/* "cudasnap SUBCOMMAND: ..." and a newline on stderr. */
+CS_PRINTF(2, 3) void cs_cli_error(const char *subcommand, const char *fmt, ...);
+
+/* ------------------------------------------------------------------------------------------------
+ * Option parsing (args.c), around getopt_long. Every subcommand's option string starts with ':'
+ * (getopt then reports a missing value as ':' instead of printing its own message).
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Report what getopt_long just rejected ('?': unknown option, ':': missing value) as one line
+ * naming the option; returns CS_CLI_USAGE. */
+int cs_cli_bad_option(const char *subcommand, int rc, char **argv);
+
+/* Exactly `want` operands must remain after the options (argv[optind...]); otherwise one line
+ * saying what is missing or extra. `names` describes them for that line ("FILE", "IN OUT"). */
+bool cs_cli_operands(const char *subcommand, int argc, char **argv, int want, const char *names);
+
+/* A decimal count for option `option` in [min, max]; otherwise one line saying what is accepted. */
+bool cs_cli_parse_count(const char *subcommand, const char *option, const char *text, uint64_t min,
+                        uint64_t max, uint64_t *out);
+
+#endif

@@ -1,0 +1,174 @@
+/* `cudasnap diff A B`: live bytes and blocks per allocation site in two snapshots, largest change
+ * first. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "cli/format.h"
+#include "cli/load.h"
+#include "cli/sites.h"
+#include "cli/snapview.h"
+
+static const char cs_diff_help[] =
+    "usage: cudasnap diff [--top N] A B\n"
+    "\n"
+    "Compare the live memory of two snapshots (JSON or pickle) by allocation site: the\n"
+    "requested bytes and the number of active_allocated blocks each site holds, over all\n"
+    "devices. A site is the first frame of a block's stack outside the CUDA runtime, the\n"
+    "driver and cudasnap (function file:line), or \"(no stack)\". Output, on stdout:\n"
+    "  A -> B: live bytes by allocation site, largest change first:\n"
+    "    CHANGE: BYTES_A -> BYTES_B, N_A -> N_B blocks: FUNCTION FILE:LINE\n"
+    "    ... (at most --top lines; sites that did not change are left out)\n"
+    "    (K more changed sites)                     when --top cut the list\n"
+    "  total: CHANGE: BYTES_A -> BYTES_B, N_A -> N_B blocks\n"
+    "CHANGE reads \"+9437184 B (9.0 MiB)\" or \"-512 B\"; BYTES reads \"9437184 B (9.0 MiB)\".\n"
+    "Rows are ordered by the absolute change in bytes, then in blocks, then by site.\n"
+    "\n"
+    "options:\n"
+    "  --top N     rows listed (default 20)\n"
+    "  -h, --help  this text\n";
+
+enum { CS_DIFF_TOP_DEFAULT = 20, CS_DIFF_TOP_MAX = 1000000 };
+
+static const char cs_diff_name[] = "diff";
+
+/* A site's totals in A and B. */
+typedef struct cs_diff_row_s {
+  cs_site_t site;
+  uint64_t bytes[2];
+  uint64_t blocks[2];
+} cs_diff_row_t;
+
+static int cs_diff_live(const cJSON *root, cs_sites_t *sites) {
+  const cJSON *segment;
+  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
+    cs_view_blocks_t it;
+    cs_view_block_t b;
+    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
+      if (b.state != CS_VIEW_ALLOCATED) continue;
+      cs_site_t site = cs_site_of(b.frames);
+      if (cs_sites_add(sites, &site, (uint64_t)b.requested) != 0) return -1;
+    }
+  }
+  return 0;
+}
+
+static uint64_t cs_diff_distance(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+static int cs_diff_row_compare(const void *x, const void *y) {
+  const cs_diff_row_t *a = x, *b = y;
+  uint64_t da = cs_diff_distance(a->bytes[0], a->bytes[1]), db = cs_diff_distance(b->bytes[0], b->bytes[1]);
+  if (da != db) return da > db ? -1 : 1;
+  da = cs_diff_distance(a->blocks[0], a->blocks[1]);
+  db = cs_diff_distance(b->blocks[0], b->blocks[1]);
+  if (da != db) return da > db ? -1 : 1;
+  return cs_site_compare(&a->site, &b->site);
+}
+
+/* "+9437184 B (9.0 MiB)", "-512 B", "+0 B". */
+static void cs_diff_format_change(uint64_t from, uint64_t to, char *buf, size_t len) {
+  char bytes[64];
+  cs_format_bytes(cs_diff_distance(from, to), bytes, sizeof bytes);
+  snprintf(buf, len, "%c%s", to < from ? '-' : '+', bytes);
+}
+
+static void cs_diff_print_counts(const uint64_t bytes[2], const uint64_t blocks[2]) {
+  char change[80], a[64], b[64];
+  cs_diff_format_change(bytes[0], bytes[1], change, sizeof change);
+  cs_format_bytes(bytes[0], a, sizeof a);
+  cs_format_bytes(bytes[1], b, sizeof b);
+  printf("%s: %s -> %s, %llu -> %llu blocks", change, a, b, (unsigned long long)blocks[0],
+         (unsigned long long)blocks[1]);
+}
+
+/* The union of both tables' sites, changed ones only. Returns the row count, or -1. */
+static long cs_diff_rows(const cs_sites_t sites[2], cs_diff_row_t **out) {
+  cs_diff_row_t *rows = calloc(sites[0].count + sites[1].count + 1, sizeof *rows);
+  if (rows == NULL) return -1;
+  size_t n = 0;
+  for (int side = 0; side < 2; side++) {
+    for (size_t i = 0; i < sites[side].count; i++) {
+      const cs_site_total_t *t = &sites[side].totals[i];
+      const cs_site_total_t *other = cs_sites_find(&sites[1 - side], &t->site);
+      if (side == 1 && other != NULL) continue; /* already a row, from A */
+      cs_diff_row_t row = {.site = t->site};
+      row.bytes[side] = t->bytes;
+      row.blocks[side] = t->blocks;
+      if (other != NULL) {
+        row.bytes[1 - side] = other->bytes;
+        row.blocks[1 - side] = other->blocks;
+      }
+      if (row.bytes[0] != row.bytes[1] || row.blocks[0] != row.blocks[1]) rows[n++] = row;
+    }
+  }
+  qsort(rows, n, sizeof *rows, cs_diff_row_compare);
+  *out = rows;
+  return (long)n;
+}
+
+static int cs_diff_print(const char *a, const char *b, const cs_sites_t sites[2], uint64_t top) {
+  cs_diff_row_t *rows;
+  long n = cs_diff_rows(sites, &rows);
+  if (n < 0) return -1;
+  printf("%s -> %s: live bytes by allocation site, largest change first:\n", a, b);
+  uint64_t shown = (uint64_t)n < top ? (uint64_t)n : top;
+  for (uint64_t i = 0; i < shown; i++) {
+    char site[1024];
+    cs_site_format(&rows[i].site, site, sizeof site);
+    printf("  ");
+    cs_diff_print_counts(rows[i].bytes, rows[i].blocks);
+    printf(": %s\n", site);
+  }
+  if ((uint64_t)n > shown) printf("  (%llu more changed sites)\n", (unsigned long long)((uint64_t)n - shown));
+  uint64_t bytes[2] = {0, 0}, blocks[2] = {0, 0};
+  for (int side = 0; side < 2; side++) {
+    for (size_t i = 0; i < sites[side].count; i++) {
+      bytes[side] += sites[side].totals[i].bytes;
+      blocks[side] += sites[side].totals[i].blocks;
+    }
+  }
+  printf("total: ");
+  cs_diff_print_counts(bytes, blocks);
+  printf("\n");
+  free(rows);
+  return 0;
+}
+
+int cs_cli_diff(int argc, char **argv) {
+  static const struct option options[] = {
+      {"top", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  uint64_t top = CS_DIFF_TOP_DEFAULT;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(cs_diff_help, stdout); return CS_CLI_OK;
+    case 't':
+      if (!cs_cli_parse_count(cs_diff_name, "--top", optarg, 1, CS_DIFF_TOP_MAX, &top)) return CS_CLI_USAGE;
+      break;
+    default: return cs_cli_bad_option(cs_diff_name, c, argv);
+    }
+  }
+  if (!cs_cli_operands(cs_diff_name, argc, argv, 2, "A B")) return CS_CLI_USAGE;
+  const char *paths[2] = {argv[optind], argv[optind + 1]};
+  cJSON *roots[2] = {NULL, NULL};
+  cs_sites_t sites[2];
+  cs_sites_init(&sites[0]);
+  cs_sites_init(&sites[1]);
+  int rc = CS_CLI_OK;
+  for (int side = 0; side < 2 && rc == CS_CLI_OK; side++) {
+    roots[side] = cs_load_snapshot(paths[side], NULL);
+    if (roots[side] == NULL) rc = CS_CLI_FAIL;
+    else if (cs_diff_live(roots[side], &sites[side]) != 0) rc = -1;
+  }
+  if (rc == CS_CLI_OK && cs_diff_print(paths[0], paths[1], sites, top) != 0) rc = -1;
+  if (rc == -1) {
+    cs_cli_error(cs_diff_name, "out of host memory");
+    rc = CS_CLI_FAIL;
+  }
+  for (int side = 0; side < 2; side++) {
+    cs_sites_free(&sites[side]);
+    cJSON_Delete(roots[side]);
+  }
+  return rc;
+}

@@ -1,0 +1,14 @@
+/* Text helpers for the subcommands' output. */
+#ifndef CS_CLI_FORMAT_H
+#define CS_CLI_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "12582912 B (12.0 MiB)": exact, then readable; just "512 B" below 1 KiB. */
+void cs_format_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* "s" unless n is 1, for "1 block" / "2 blocks". */
+const char *cs_plural(uint64_t n);
+
+#endif

@@ -1,0 +1,40 @@
+/* The blocks live at one moment of a trace replay: address -> (bytes, frames). Open addressing
+ * with linear probing and backward-shift deletion, so a long trace of allocs and frees leaves no
+ * tombstones behind. */
+#ifndef CS_CLI_LIVE_MAP_H
+#define CS_CLI_LIVE_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+typedef struct cs_live_s {
+  int64_t addr;
+  uint64_t bytes;
+  const cJSON *frames; /* the allocation's stack; NULL when none was recorded */
+  bool used;
+} cs_live_t;
+
+typedef struct cs_live_map_s {
+  cs_live_t *slots;
+  size_t nslots;  /* a power of two, kept above twice count */
+  size_t count;
+  uint64_t bytes; /* the sum over the live blocks */
+} cs_live_map_t;
+
+void cs_live_map_init(cs_live_map_t *m);
+void cs_live_map_free(cs_live_map_t *m);
+
+/* Make addr live with `bytes` (replacing what was live there). Returns 0, or -1 without host
+ * memory. */
+int cs_live_map_put(cs_live_map_t *m, int64_t addr, uint64_t bytes, const cJSON *frames);
+
+/* addr is no longer live; false when it was not. */
+bool cs_live_map_remove(cs_live_map_t *m, int64_t addr);
+
+/* The entry for addr, or NULL. */
+const cs_live_t *cs_live_map_get(const cs_live_map_t *m, int64_t addr);
+
+#endif

@@ -1,0 +1,62 @@
+/* cudasnap: launch a program under libcudasnap.so, ask a running one for a snapshot, and read,
+ * check, convert and compare snapshot files. main() only picks the subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct cs_cli_command_s {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *synopsis;
+} cs_cli_command_t;
+
+static const cs_cli_command_t cs_cli_commands[] = {
+    {"run", cs_cli_run, "run [OPTIONS] -- PROGRAM [ARGS...]      run a program with cudasnap preloaded"},
+    {"dump", cs_cli_dump, "dump [--timeout S] PID                  ask a running program for a snapshot"},
+    {"summary", cs_cli_summary, "summary [--top N] FILE                  memory table, top sites, leaks"},
+    {"convert", cs_cli_convert, "convert [--format F] [--force] IN OUT   JSON <-> pickle"},
+    {"check", cs_cli_check, "check FILE                              does the viewer load and render it?"},
+    {"diff", cs_cli_diff, "diff [--top N] A B                      live bytes per allocation site, A -> B"},
+};
+
+static void cs_cli_usage(FILE *out) {
+  fputs("usage: cudasnap COMMAND [ARGS...]\n"
+        "\n"
+        "cudasnap shows where the GPU memory of a CUDA program goes. Snapshots open at\n"
+        "https://pytorch.org/memory_viz; this tool reads and writes them too (JSON or pickle).\n"
+        "\n"
+        "commands:\n",
+        out);
+  for (size_t i = 0; i < CS_ARRAY_SIZE(cs_cli_commands); i++) fprintf(out, "  %s\n", cs_cli_commands[i].synopsis);
+  fputs("\n"
+        "`cudasnap COMMAND --help` describes each one and its output.\n"
+        "\n"
+        "exit status: 0 success; 1 failure (unreadable input, a check that is not clean, no\n"
+        "snapshot); 2 usage error (unknown option, bad value, missing argument); `run` exits with\n"
+        "the program's status, or 127 when the program cannot be started.\n"
+        "\n"
+        "options: -h, --help   this text;   --version   print the version\n",
+        out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    cs_cli_usage(stderr);
+    return CS_CLI_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
+    cs_cli_usage(stdout);
+    return CS_CLI_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("cudasnap %s\n", CS_VERSION_STRING);
+    return CS_CLI_OK;
+  }
+  for (size_t i = 0; i < CS_ARRAY_SIZE(cs_cli_commands); i++) {
+    if (strcmp(name, cs_cli_commands[i].name) == 0) return cs_cli_commands[i].fn(argc - 1, argv + 1);
+  }
+  fprintf(stderr, "cudasnap: unknown command '%s' (cudasnap --help lists them)\n", name);
+  return CS_CLI_USAGE;
+}

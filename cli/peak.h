@@ -1,0 +1,29 @@
+/* The moment a device's allocated bytes peaked during its trace, and the blocks live then.
+ *
+ * The trace is replayed forward from its start: `alloc` makes a block live, `free_completed` (or a
+ * legacy `free`) ends it; `free_requested` does not, since the block stays active until its free
+ * completes. Bytes are requested bytes, the sizes trace entries carry. Blocks live before the
+ * trace began count from the start: those freed in the trace before any alloc at their address,
+ * and the active blocks of the final state whose address the trace never touches (the viewer's
+ * "initially allocated" and pre-existing blocks). */
+#ifndef CS_CLI_PEAK_H
+#define CS_CLI_PEAK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/sites.h"
+
+typedef struct cs_peak_s {
+  uint64_t bytes; /* live at the peak */
+  size_t after;   /* trace entries applied when the peak was first reached; 0 = at the start */
+  size_t events;  /* entries in the device's trace */
+} cs_peak_t;
+
+/* Find the peak of `device` and add the blocks live at it to `sites`. Returns 0, or -1 without
+ * host memory. */
+int cs_peak_find(const cJSON *root, int device, cs_peak_t *peak, cs_sites_t *sites);
+
+#endif

@@ -1,0 +1,152 @@
+/* Allocation sites and their totals (contract in cli/sites.h). */
+#include "cli/sites.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snapshot/leaks.h"
+#include "snapshot/reader.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * The site of a frame list
+ * ---------------------------------------------------------------------------------------------- */
+
+static const char cs_site_unknown[] = "??";
+
+static cs_site_t cs_site_of_frame(const cJSON *frame) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(frame, "name");
+  const cJSON *filename = cJSON_GetObjectItemCaseSensitive(frame, "filename");
+  int64_t line = 0;
+  if (!cs_reader_int_exact(cJSON_GetObjectItemCaseSensitive(frame, "line"), &line)) line = 0;
+  return (cs_site_t){.name = cJSON_IsString(name) ? name->valuestring : cs_site_unknown,
+                     .filename = cJSON_IsString(filename) ? filename->valuestring : cs_site_unknown,
+                     .line = line};
+}
+
+cs_site_t cs_site_of(const cJSON *frames) {
+  cs_site_t site = {.name = NULL, .filename = NULL, .line = 0};
+  const cJSON *list = cJSON_IsArray(frames) ? frames : NULL;
+  const cJSON *frame;
+  cJSON_ArrayForEach(frame, list) {
+    site = cs_site_of_frame(frame);
+    /* The leak report's rule takes an int line; only name and filename matter to it. */
+    cs_frame_t f = {.name = site.name, .filename = site.filename, .line = 0};
+    if (!cs_leak_frame_is_cuda(&f)) return site;
+  }
+  return site; /* the outermost frame, or no site */
+}
+
+void cs_site_format(const cs_site_t *site, char *buf, size_t len) {
+  if (site->name == NULL) {
+    snprintf(buf, len, "(no stack)");
+  } else {
+    snprintf(buf, len, "%s %s:%lld", site->name, site->filename, (long long)site->line);
+  }
+}
+
+static int cs_site_strcmp(const char *a, const char *b) {
+  return strcmp(a != NULL ? a : "", b != NULL ? b : "");
+}
+
+int cs_site_compare(const cs_site_t *a, const cs_site_t *b) {
+  if ((a->name == NULL) != (b->name == NULL)) return a->name == NULL ? 1 : -1; /* no stack last */
+  int c = cs_site_strcmp(a->name, b->name);
+  if (c == 0) c = cs_site_strcmp(a->filename, b->filename);
+  if (c == 0) c = (a->line > b->line) - (a->line < b->line);
+  return c;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The table
+ * ---------------------------------------------------------------------------------------------- */
+
+static uint64_t cs_site_hash_bytes(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ull; /* FNV-1a */
+  return h;
+}
+
+static uint64_t cs_site_hash(const cs_site_t *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  if (s->name == NULL) return h;
+  h = cs_site_hash_bytes(h, s->name, strlen(s->name) + 1);
+  h = cs_site_hash_bytes(h, s->filename, strlen(s->filename) + 1);
+  return cs_site_hash_bytes(h, &s->line, sizeof s->line);
+}
+
+void cs_sites_init(cs_sites_t *t) { memset(t, 0, sizeof *t); }
+
+void cs_sites_free(cs_sites_t *t) {
+  free(t->totals);
+  free(t->slots);
+  cs_sites_init(t);
+}
+
+/* The slot holding site, or the empty slot where it would go. pre: nslots > 0. */
+static size_t cs_sites_slot(const cs_sites_t *t, const cs_site_t *site) {
+  size_t mask = t->nslots - 1;
+  for (size_t i = (size_t)cs_site_hash(site) & mask;; i = (i + 1) & mask) {
+    uint32_t s = t->slots[i];
+    if (s == 0 || cs_site_compare(&t->totals[s - 1].site, site) == 0) return i;
+  }
+}
+
+static int cs_sites_grow(cs_sites_t *t) {
+  if (t->count == t->capacity) {
+    size_t capacity = t->capacity ? t->capacity * 2 : 64;
+    if (capacity > UINT32_MAX - 1) return -1;
+    cs_site_total_t *totals = realloc(t->totals, capacity * sizeof *totals);
+    if (totals == NULL) return -1;
+    t->totals = totals;
+    t->capacity = capacity;
+  }
+  if (2 * (t->count + 1) <= t->nslots) return 0;
+  size_t nslots = t->nslots ? t->nslots * 2 : 128;
+  uint32_t *old = t->slots;
+  size_t old_n = t->nslots;
+  t->slots = calloc(nslots, sizeof *t->slots);
+  if (t->slots == NULL) {
+    t->slots = old;
+    return -1;
+  }
+  t->nslots = nslots;
+  for (size_t i = 0; i < old_n; i++) {
+    if (old[i] != 0) t->slots[cs_sites_slot(t, &t->totals[old[i] - 1].site)] = old[i];
+  }
+  free(old);
+  return 0;
+}
+
+int cs_sites_add(cs_sites_t *t, const cs_site_t *site, uint64_t bytes) {
+  if (cs_sites_grow(t) != 0) return -1;
+  size_t slot = cs_sites_slot(t, site);
+  if (t->slots[slot] == 0) {
+    t->totals[t->count] = (cs_site_total_t){.site = *site, .bytes = 0, .blocks = 0};
+    t->slots[slot] = (uint32_t)++t->count;
+  }
+  cs_site_total_t *total = &t->totals[t->slots[slot] - 1];
+  total->bytes += bytes;
+  total->blocks++;
+  return 0;
+}
+
+const cs_site_total_t *cs_sites_find(const cs_sites_t *t, const cs_site_t *site) {
+  if (t->nslots == 0) return NULL;
+  uint32_t s = t->slots[cs_sites_slot(t, site)];
+  return s != 0 ? &t->totals[s - 1] : NULL;
+}
+
+static int cs_site_total_compare(const void *x, const void *y) {
+  const cs_site_total_t *a = x, *b = y;
+  if (a->bytes != b->bytes) return a->bytes > b->bytes ? -1 : 1;
+  if (a->blocks != b->blocks) return a->blocks > b->blocks ? -1 : 1;
+  return cs_site_compare(&a->site, &b->site);
+}
+
+void cs_sites_sort(cs_sites_t *t) {
+  if (t->count > 1) qsort(t->totals, t->count, sizeof *t->totals, cs_site_total_compare);
+  free(t->slots);
+  t->slots = NULL;
+  t->nslots = 0;
+}

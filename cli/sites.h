@@ -1,0 +1,60 @@
+/* Allocation sites: the one frame that says where a block was allocated, and totals of bytes and
+ * blocks per site (summary and diff).
+ *
+ * A site's strings point into the snapshot tree its frames came from: a table must not outlive the
+ * trees whose sites it holds. */
+#ifndef CS_CLI_SITES_H
+#define CS_CLI_SITES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+typedef struct cs_site_s {
+  const char *name;     /* function; NULL = no stack was recorded */
+  const char *filename;
+  int64_t line;
+} cs_site_t;
+
+/* The site of a frame list (innermost frame first): the first frame outside CUDA's runtime and
+ * driver and outside cudasnap, by the rule of the exit leak report (cs_leak_frame_is_cuda), so
+ * static and dynamic cudart programs both point at the program's own call; the outermost frame
+ * when every frame is CUDA's; no site for a missing or empty list. A frame whose name or filename
+ * is not a string reads as "??". */
+cs_site_t cs_site_of(const cJSON *frames);
+
+/* "function file:line", or "(no stack)". */
+void cs_site_format(const cs_site_t *site, char *buf, size_t len);
+
+typedef struct cs_site_total_s {
+  cs_site_t site;
+  uint64_t bytes;
+  uint64_t blocks;
+} cs_site_total_t;
+
+/* Totals by site: an array in insertion order plus an open-addressing index into it. */
+typedef struct cs_sites_s {
+  cs_site_total_t *totals;
+  size_t count, capacity;
+  uint32_t *slots;  /* index + 1 into totals; 0 = empty */
+  size_t nslots;    /* a power of two, kept above twice count */
+} cs_sites_t;
+
+void cs_sites_init(cs_sites_t *t);
+void cs_sites_free(cs_sites_t *t);
+
+/* Count one block of `bytes` at site. Returns 0, or -1 without host memory. */
+int cs_sites_add(cs_sites_t *t, const cs_site_t *site, uint64_t bytes);
+
+/* The totals of site, or NULL when it has none. */
+const cs_site_total_t *cs_sites_find(const cs_sites_t *t, const cs_site_t *site);
+
+/* Most bytes first; ties by more blocks, then by function, file and line, so that output is the
+ * same from run to run. Invalidates the index: no cs_sites_add or cs_sites_find afterwards. */
+void cs_sites_sort(cs_sites_t *t);
+
+/* The total order used by cs_sites_sort for equal counts (also for diff's rows). */
+int cs_site_compare(const cs_site_t *a, const cs_site_t *b);
+
+#endif

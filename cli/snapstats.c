@@ -1,0 +1,129 @@
+/* memory_stats counters from a snapshot (contract in cli/snapstats.h). */
+#include "cli/snapstats.h"
+
+#include <string.h>
+
+#include "cli/snapview.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * From cudasnap.memory_stats
+ * ---------------------------------------------------------------------------------------------- */
+
+/* cs_stats_t is the 122 int64 counters and nothing else (stats.c asserts it), and
+ * cs_stats_flatten names them in memory_stats() order. Flattening a struct whose i-th counter
+ * holds i therefore tells, for each key, which counter it names: stats.def stays the only list of
+ * keys. */
+_Static_assert(sizeof(cs_stats_t) == CS_STATS_KEY_COUNT * sizeof(int64_t), "cs_stats_t is not 122 counters");
+
+int cs_snapstats_from_cudasnap(const cJSON *root, int device, cs_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  const cJSON *cudasnap = cJSON_GetObjectItemCaseSensitive(root, "cudasnap");
+  const cJSON *all = cJSON_GetObjectItemCaseSensitive(cudasnap, "memory_stats");
+  const cJSON *dict = cJSON_IsArray(all) ? cJSON_GetArrayItem(all, device) : NULL;
+  if (!cJSON_IsObject(dict)) return -1;
+
+  int64_t counters[CS_STATS_KEY_COUNT];
+  for (size_t i = 0; i < CS_STATS_KEY_COUNT; i++) counters[i] = (int64_t)i;
+  cs_stats_t numbered;
+  memcpy(&numbered, counters, sizeof numbered);
+  cs_stat_kv_t keys[CS_STATS_KEY_COUNT];
+  cs_stats_flatten(&numbered, keys, CS_STATS_KEY_COUNT);
+
+  memset(counters, 0, sizeof counters);
+  int found = 0;
+  for (size_t i = 0; i < CS_STATS_KEY_COUNT; i++) {
+    if (cs_view_int(dict, keys[i].key, &counters[keys[i].value])) found++;
+  }
+  memcpy(out, counters, sizeof *out);
+  return found;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * From the segments
+ * ---------------------------------------------------------------------------------------------- */
+
+static void cs_snapstats_add(cs_stat_t pools[CS_STAT_POOLS], bool small, int64_t n) {
+  pools[CS_STAT_ALL].current += n;
+  pools[small ? CS_STAT_SMALL_POOL : CS_STAT_LARGE_POOL].current += n;
+}
+
+void cs_snapstats_from_segments(const cJSON *root, int device, cs_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  const cJSON *settings = cJSON_GetObjectItemCaseSensitive(root, "allocator_settings");
+  int64_t max_split = -1; /* PyTorch writes -1 for unlimited */
+  if (!cs_view_int(settings, "max_split_size", &max_split) || max_split <= 0) max_split = -1;
+  out->max_split_size = max_split;
+
+  const cJSON *segment;
+  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
+    if (cs_view_segment_device(segment) != device) continue;
+    const char *type = cs_view_str(segment, "segment_type");
+    bool small = type != NULL && strcmp(type, "small") == 0;
+    int64_t total = 0;
+    if (!cs_view_int(segment, "total_size", &total) || total < 0) total = 0;
+    cs_snapstats_add(out->reserved_bytes, small, total);
+    cs_snapstats_add(out->segment, small, 1);
+    if (max_split > 0 && total >= max_split) out->oversize_segments.current++;
+
+    cs_view_blocks_t it;
+    cs_view_block_t b;
+    int blocks = 0;
+    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) blocks++;
+    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
+      if (b.state == CS_VIEW_INACTIVE) {
+        /* Free memory sharing its segment with other blocks: empty_cache cannot return it. */
+        if (blocks > 1) {
+          cs_snapstats_add(out->inactive_split, small, 1);
+          cs_snapstats_add(out->inactive_split_bytes, small, b.size);
+        }
+        continue;
+      }
+      cs_snapstats_add(out->active, small, 1);
+      cs_snapstats_add(out->active_bytes, small, b.size);
+      cs_snapstats_add(out->requested_bytes, small, b.requested);
+      if (b.state != CS_VIEW_ALLOCATED) continue;
+      cs_snapstats_add(out->allocation, small, 1);
+      cs_snapstats_add(out->allocated_bytes, small, b.size);
+      if (max_split > 0 && b.size >= max_split) out->oversize_allocations.current++;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Marking the unknown columns
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Column positions in a line of the table, counted from its leading '|' (section 5.5: " label:21 |
+ * value:10 | value:10 | value:10 | value:10 "). */
+enum {
+  CS_ROW_BAR = 24,     /* the '|' after the label */
+  CS_ROW_PEAK = 39,    /* first character of the Peak Usage value; Tot Alloc and Tot Freed follow */
+  CS_ROW_STEP = 13,    /* from one value to the next: 10 characters and " | " */
+  CS_ROW_VALUE = 10,
+};
+
+/* A value of 0 reads "     0 B  " or "      0   ": keep its place, show "?" instead. */
+static void cs_snapstats_unknown_value(char *field) {
+  for (size_t i = 0; i < CS_ROW_VALUE; i++) field[i] = field[i] == '0' ? '?' : ' ';
+}
+
+static void cs_snapstats_unknown_after(char *text, const char *label) {
+  char *at = strstr(text, label);
+  if (at != NULL && at[strlen(label)] == '0') at[strlen(label)] = '?';
+}
+
+void cs_snapstats_mark_unknown(char *text) {
+  cs_snapstats_unknown_after(text, "CUDA OOMs: ");
+  cs_snapstats_unknown_after(text, "cudaMalloc retries: ");
+  for (char *line = text; *line != '\0';) {
+    char *end = strchr(line, '\n');
+    size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+    bool header = len > 15 && memcmp(line + 9, "Metric", 6) == 0;
+    if (!header && len > CS_ROW_PEAK + 2 * CS_ROW_STEP + CS_ROW_VALUE && line[CS_ROW_BAR] == '|') {
+      for (int column = 0; column < 3; column++) {
+        cs_snapstats_unknown_value(line + CS_ROW_PEAK + column * CS_ROW_STEP);
+      }
+    }
+    line += len + (end != NULL);
+  }
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# check_install.sh BUILD_DIR SOURCE_DIR
+# `cmake --install` into a temporary prefix gives a working layout: the tool finds the library
+# relative to itself, the header and pkg-config file work, and a program using the weak API runs
+# with and without the library.
+set -euo pipefail
+build=$1 src=$2
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for f in bin/cudasnap lib/libcudasnap.so include/cudasnap.h lib/pkgconfig/cudasnap.pc; do
+  [[ -e $prefix/$f ]] || fail "$f not installed"
+done
+"$prefix/bin/cudasnap" run -- /bin/true || fail "the installed tool cannot run a program"
+read -r cflags < <(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags cudasnap) # read trims the trailing space
+include=$(realpath -m "${cflags#-I}")
+[[ $include == "$(realpath "$prefix/include")" ]] || fail "pkg-config --cflags gave '$cflags'"
+cat >"$prefix/weak.c" <<'C'
+#include <cudasnap.h>
+#include <stdio.h>
+int main(void) {
+  if (!cudasnap_memory_allocated) { puts("without cudasnap"); return 0; }
+  printf("with cudasnap: %lld bytes allocated\n", (long long)cudasnap_memory_allocated(0));
+  return 0;
+}
+C
+cc $cflags "$prefix/weak.c" -o "$prefix/weak"
+[[ $("$prefix/weak") == "without cudasnap" ]] || fail "the weak API is not optional"
+[[ $(LD_PRELOAD=$prefix/lib/libcudasnap.so "$prefix/weak") == "with cudasnap: 0 bytes allocated" ]] ||
+  fail "the weak API is not found under the preload"
+echo "install ok"
