@@ -55,15 +55,10 @@ void cs_allocator_destroy(cs_allocator_t *a) {
  * malloc
  * ----------------------------------------------------------------------------------------------*/
 
+/* Everything a malloc may need, obtained before anything changes, so no later step can fail. */
 static int cs_prepare(cs_allocator_t *a) {
   int err = cs_block_reserve(a, CS_BLOCKS_PER_MALLOC);
-  if (!err && 2 * (a->live.count + 1) > a->live.capacity) {
-    /* Grow the live map now, while nothing has changed, so no later step can fail. */
-    cs_block_t probe = {.addr = 0};
-    err = cs_block_map_insert(&a->live, &probe);
-    if (!err) cs_block_map_remove(&a->live, 0);
-  }
-  return err;
+  return err ? err : cs_block_map_reserve(&a->live, a->live.count + 1);
 }
 
 /* No cached block fits: obtain a new segment, releasing cached memory step by step on failure

@@ -44,11 +44,17 @@ static CS_COLD int cs_block_map_grow(cs_block_map_t *map) {
   return 0;
 }
 
-int cs_block_map_insert(cs_block_map_t *map, cs_block_t *block) {
-  if (CS_UNLIKELY(2 * (map->count + 1) > map->capacity)) {
+int cs_block_map_reserve(cs_block_map_t *map, size_t count) {
+  while (CS_UNLIKELY(2 * count > map->capacity)) {
     int err = cs_block_map_grow(map);
     if (err) return err;
   }
+  return 0;
+}
+
+int cs_block_map_insert(cs_block_map_t *map, cs_block_t *block) {
+  int err = cs_block_map_reserve(map, map->count + 1);
+  if (err) return err;
   cs_assert(cs_block_map_find(map, block->addr) == NULL);
   cs_block_map_place(map, block);
   map->count++;

@@ -20,6 +20,10 @@ typedef struct cs_block_map_s {
 void cs_block_map_init(cs_block_map_t *map);
 void cs_block_map_destroy(cs_block_map_t *map);
 
+/* Make room for `count` entries, so that inserts up to that count cannot fail. 0, or
+ * -CS_EHOSTMEM (the map is unchanged). */
+int cs_block_map_reserve(cs_block_map_t *map, size_t count);
+
 /* 0, or -CS_EHOSTMEM when the table could not grow (the map is unchanged).
  * pre: no block with the same addr is present. */
 int cs_block_map_insert(cs_block_map_t *map, cs_block_t *block);

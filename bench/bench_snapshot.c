@@ -124,20 +124,9 @@ static void bench_make_sites(cs_intern_t *intern, const bench_ranges_t *r, bench
   }
 }
 
-/* ---- the recorder: allocator events into the ring, as interpose/record.c does ---- */
+/* ---- the recorder: allocator events into the ring, as interpose/record.c does (device 0) ---- */
 
-static void bench_record(void *ctx, const cs_trace_event_t *ev) {
-  static const cs_action_t actions[] = {
-      [CS_TRACE_ALLOC] = CS_ACTION_ALLOC,
-      [CS_TRACE_FREE_REQUESTED] = CS_ACTION_FREE_REQUESTED,
-      [CS_TRACE_FREE_COMPLETED] = CS_ACTION_FREE_COMPLETED,
-      [CS_TRACE_SEGMENT_ALLOC] = CS_ACTION_SEGMENT_ALLOC,
-      [CS_TRACE_SEGMENT_FREE] = CS_ACTION_SEGMENT_FREE,
-      [CS_TRACE_OOM] = CS_ACTION_OOM,
-  };
-  uint64_t addr = ev->action == CS_TRACE_OOM ? ev->device_free : ev->addr;
-  cs_ring_push(ctx, actions[ev->action], 0, addr, ev->size, ev->stream, ev->stack_id);
-}
+static void bench_record(void *ctx, const cs_trace_event_t *ev) { cs_snap_record_event(ctx, 0, ev); }
 
 /* Mostly small tensors, some up to 1 MiB, a few large ones from a few size classes. */
 static size_t bench_size(void) {

@@ -132,6 +132,13 @@ static void cs_dump_mark(const cs_snap_state_t *state) {
     cs_ring_push(ring, CS_ACTION_SNAPSHOT, d, 0, (uint64_t)state->stats[d].active_bytes[CS_STAT_ALL].current, 0, 0);
 }
 
+/* The exit leak report, with frames named when stacks were recorded. */
+static void cs_dump_report_leaks(const cs_snap_state_t *state) {
+  cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
+  cs_leak_report(state, cs_record_intern(), sym);
+  if (sym) cs_symbolizer_destroy(sym);
+}
+
 int cs_dump_write(cs_trigger_t trigger, const char *path) {
   const cs_options_t *opts = cs_runtime_options();
   pthread_mutex_lock(&cs_dump_lock);
@@ -182,11 +189,7 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
     }
     cs_dump_mark(&state);
   }
-  if (trigger == CS_TRIGGER_EXIT && !state.error) {
-    cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-    cs_leak_report(&state, cs_record_intern(), sym);
-    if (sym) cs_symbolizer_destroy(sym);
-  }
+  if (trigger == CS_TRIGGER_EXIT && !state.error) cs_dump_report_leaks(&state);
   cs_snap_state_free(&state);
   pthread_mutex_unlock(&cs_dump_lock);
   return rc;
@@ -210,9 +213,7 @@ static void cs_dump_at_exit(void) {
   cs_snap_state_t state;
   if (cs_snap_state_init(&state, NULL, cs_contexts_device_count()) == 0) {
     cs_contexts_snapshot(&state, NULL);
-    cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-    cs_leak_report(&state, cs_record_intern(), sym);
-    if (sym) cs_symbolizer_destroy(sym);
+    cs_dump_report_leaks(&state);
   }
   cs_snap_state_free(&state);
 }

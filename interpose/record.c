@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 
 #include "common/cs_log.h"
+#include "snapshot/snapshot.h"
 #include "snapshot/stack.h"
 
 /* Distinct stacks kept at most; a program with more gets "no stack" for the rest instead of an
@@ -38,21 +39,9 @@ uint32_t cs_record_stack(void) {
   return cs_intern_stack(t, pcs, n);
 }
 
-/* allocator events -> ring entries: the actions correspond one to one */
-static const cs_action_t cs_record_actions[] = {
-    [CS_TRACE_ALLOC] = CS_ACTION_ALLOC,
-    [CS_TRACE_FREE_REQUESTED] = CS_ACTION_FREE_REQUESTED,
-    [CS_TRACE_FREE_COMPLETED] = CS_ACTION_FREE_COMPLETED,
-    [CS_TRACE_SEGMENT_ALLOC] = CS_ACTION_SEGMENT_ALLOC,
-    [CS_TRACE_SEGMENT_FREE] = CS_ACTION_SEGMENT_FREE,
-    [CS_TRACE_OOM] = CS_ACTION_OOM,
-};
-
 static void cs_record_event(void *ctx, const cs_trace_event_t *ev) {
   if (!atomic_load_explicit(&cs_ring_ready, memory_order_acquire)) return;
-  int device = *(const int *)ctx;
-  uint64_t addr = ev->action == CS_TRACE_OOM ? ev->device_free : ev->addr;
-  cs_ring_push(&cs_ring, cs_record_actions[ev->action], device, addr, ev->size, ev->stream, ev->stack_id);
+  cs_snap_record_event(&cs_ring, *(const int *)ctx, ev);
 }
 
 cs_allocator_observer_t cs_record_observer(const int *device) {

@@ -97,6 +97,24 @@ void cs_snap_state_finish(cs_snap_state_t *s) {
 }
 
 /* ------------------------------------------------------------------------------------------------
+ * Recording: allocator events become ring entries, the actions one to one
+ * ----------------------------------------------------------------------------------------------*/
+
+void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
+  static const cs_action_t actions[] = {
+      [CS_TRACE_ALLOC] = CS_ACTION_ALLOC,
+      [CS_TRACE_FREE_REQUESTED] = CS_ACTION_FREE_REQUESTED,
+      [CS_TRACE_FREE_COMPLETED] = CS_ACTION_FREE_COMPLETED,
+      [CS_TRACE_SEGMENT_ALLOC] = CS_ACTION_SEGMENT_ALLOC,
+      [CS_TRACE_SEGMENT_FREE] = CS_ACTION_SEGMENT_FREE,
+      [CS_TRACE_OOM] = CS_ACTION_OOM,
+  };
+  /* an OOM has no address: its slot carries the device's free bytes */
+  uint64_t addr = event->action == CS_TRACE_OOM ? event->device_free : event->addr;
+  cs_ring_push(ring, actions[event->action], device, addr, event->size, event->stream, event->stack_id);
+}
+
+/* ------------------------------------------------------------------------------------------------
  * Writing
  * ----------------------------------------------------------------------------------------------*/
 

@@ -87,6 +87,9 @@ typedef struct cs_snapshot_meta_s {
 int cs_snapshot_write(const cs_snap_state_t *s, const cs_ring_t *ring, const cs_intern_t *intern,
                       cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta, cs_emitter_t *e);
 
+/* Record one allocator event of `device` in the ring (what an allocator observer does). */
+void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event);
+
 /* Number of history entries and of live blocks, for the one-line report. */
 static inline size_t cs_snap_state_events(const cs_snap_state_t *s) { return s->entry_count; }
 

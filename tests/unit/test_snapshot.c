@@ -20,15 +20,7 @@ static cs_intern_t *intern;
 static int device0 = 0;
 static int alloc_line; /* the line of the call whose return address the stacks hold */
 
-static const cs_action_t actions[] = {
-    [CS_TRACE_ALLOC] = CS_ACTION_ALLOC, [CS_TRACE_FREE_REQUESTED] = CS_ACTION_FREE_REQUESTED,
-    [CS_TRACE_FREE_COMPLETED] = CS_ACTION_FREE_COMPLETED, [CS_TRACE_SEGMENT_ALLOC] = CS_ACTION_SEGMENT_ALLOC,
-    [CS_TRACE_SEGMENT_FREE] = CS_ACTION_SEGMENT_FREE, [CS_TRACE_OOM] = CS_ACTION_OOM};
-
-static void observe(void *ctx, const cs_trace_event_t *ev) {
-  cs_ring_push(&ring, actions[ev->action], *(int *)ctx, ev->action == CS_TRACE_OOM ? ev->device_free : ev->addr,
-               ev->size, ev->stream, ev->stack_id);
-}
+static void observe(void *ctx, const cs_trace_event_t *ev) { cs_snap_record_event(&ring, *(int *)ctx, ev); }
 
 /* A stack of real return addresses in this file: taken inside a noinline function. */
 static __attribute__((noinline)) uint32_t stack_here(void) {
