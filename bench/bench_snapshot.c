@@ -170,7 +170,7 @@ static bench_dump_result_t bench_dump(cs_allocator_t *a, cs_ring_t *ring, cs_int
 
   double t0 = bench_now_ns();
   cs_snap_state_t state;
-  if (cs_snap_state_init(&state, ring, 1) != 0) bench_fail("cs_snap_state_init", -1);
+  if (cs_snap_state_init(&state, 1) != 0) bench_fail("cs_snap_state_init", -1);
   cs_allocator_lock(a);
   cs_snap_state_add_allocator(&state, 0, a);
   cs_snap_state_add_history(&state, ring);
@@ -198,7 +198,7 @@ static bench_dump_result_t bench_dump(cs_allocator_t *a, cs_ring_t *ring, cs_int
   cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = args,
                              .host = "bench", .trigger = "api", .dump_number = 1, .time_us = 0,
                              .options = &opts, .alloc_conf_text = ""};
-  int err = cs_snapshot_write(&state, ring, intern, sym, &meta, e);
+  int err = cs_snapshot_write(&state, intern, sym, &meta, e);
   int flushed = cs_fd_sink_flush(&sink);
   cs_symbolizer_destroy(sym);
   if (close(fd) != 0 && !err) err = errno;

@@ -3,14 +3,14 @@
 #define CUDASNAP_BUILDING_LIBRARY 1
 #include "include/cudasnap.h"
 
+#include "interpose/contexts.h"
 #include "interpose/dump.h"
 #include "interpose/lifecycle.h"
 #include "interpose/record.h"
 
 void cudasnap_record_history(int enabled) {
   cs_lifecycle_activate();
-  cs_ring_t *ring = cs_record_ring();
-  if (ring) cs_ring_set_enabled(ring, enabled != 0);
+  cs_contexts_set_history(enabled != 0);
 }
 
 int cudasnap_dump(const char *path) {

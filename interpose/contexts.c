@@ -20,6 +20,7 @@ struct cs_context_s {
   bool primary;             /* the device's primary context (cudaMalloc's) */
   cs_allocator_t *allocator;
   cs_cuda_backend_t backend;
+  cs_history_t history;     /* the allocator's events; kept with the slot when it is reused */
 };
 
 static cs_context_t cs_contexts[CS_MAX_CONTEXTS];
@@ -85,12 +86,14 @@ static CS_COLD cs_context_t *cs_context_create(CUcontext ctx) {
     c->backend = (cs_cuda_backend_t){.ctx = ctx, .device = device};
     if (!c->allocator) {
       cs_backend_t backend = cs_cuda_backend(&c->backend);
-      cs_allocator_observer_t observer = cs_record_observer(&c->device);
+      cs_history_init(&c->history, device);
+      cs_allocator_observer_t observer = cs_record_observer(&c->history);
       c->allocator = cs_allocator_create(&cs_runtime_options()->alloc, &backend, &observer);
       if (c->allocator && cs_runtime_add_allocator(device, c->allocator) != 0) {
         cs_allocator_destroy(c->allocator);
         c->allocator = NULL;
       }
+      if (!c->allocator) cs_ring_destroy(&c->history.ring);
     }
     if (c->allocator) {
       int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
@@ -189,21 +192,63 @@ void cs_contexts_drop_primary(CUdevice device, bool context_alive) {
 /* ---- snapshots ---- */
 
 /* Registry lock first (no context comes or goes), then each allocator's lock in slot order (the
- * only place that holds several), then the ring's inside cs_snap_state_add_history. While all are
- * held no allocator changes or emits, so the state and the history agree. */
-void cs_contexts_snapshot(cs_snap_state_t *state, cs_ring_t *ring) {
+ * only place that holds several). While all are held no allocator changes or emits, so the state
+ * and the histories agree. A retired slot's history stays: its context's segments were freed in
+ * it, so it replays like any other. */
+void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
   pthread_mutex_lock(&cs_contexts_lock);
   int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
   for (int i = 0; i < n; i++)
     if (cs_contexts[i].allocator) cs_allocator_lock(cs_contexts[i].allocator);
   for (int i = 0; i < n; i++) {
     cs_context_t *c = &cs_contexts[i];
-    if (c->allocator && atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
+    if (!c->allocator) continue;
+    if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
+    if (with_history) cs_snap_state_add_history(state, &c->history.ring);
   }
-  if (ring) cs_snap_state_add_history(state, ring);
   for (int i = n - 1; i >= 0; i--)
     if (cs_contexts[i].allocator) cs_allocator_unlock(cs_contexts[i].allocator);
   pthread_mutex_unlock(&cs_contexts_lock);
+}
+
+/* Calls f on every history, each under its allocator's lock. */
+static void cs_contexts_each_history(void (*f)(cs_history_t *h, void *arg), void *arg) {
+  pthread_mutex_lock(&cs_contexts_lock);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (!c->allocator) continue;
+    cs_allocator_lock(c->allocator);
+    f(&c->history, arg);
+    cs_allocator_unlock(c->allocator);
+  }
+  pthread_mutex_unlock(&cs_contexts_lock);
+}
+
+typedef struct cs_history_mark_s {
+  const cs_snap_state_t *state;
+  bool marked[CS_SNAP_MAX_DEVICES];
+} cs_history_mark_t;
+
+/* One `snapshot` entry per device, in the first history of the device. */
+static void cs_history_mark(cs_history_t *h, void *arg) {
+  cs_history_mark_t *m = arg;
+  if (h->device < 0 || h->device >= CS_SNAP_MAX_DEVICES || m->marked[h->device]) return;
+  m->marked[h->device] = true;
+  cs_ring_push(&h->ring, CS_ACTION_SNAPSHOT, h->device, 0,
+               (uint64_t)m->state->stats[h->device].active_bytes[CS_STAT_ALL].current, 0, 0);
+}
+
+void cs_contexts_mark_snapshot(const cs_snap_state_t *state) {
+  cs_history_mark_t m = {.state = state};
+  cs_contexts_each_history(cs_history_mark, &m);
+}
+
+static void cs_history_enable(cs_history_t *h, void *arg) { cs_ring_set_enabled(&h->ring, *(const bool *)arg); }
+
+void cs_contexts_set_history(bool enabled) {
+  cs_record_set_enabled(enabled);
+  cs_contexts_each_history(cs_history_enable, &enabled);
 }
 
 /* ---- fork ---- */
@@ -224,8 +269,11 @@ void cs_contexts_postfork(bool child) {
     if (!c->allocator) continue;
     cs_allocator_postfork(c->allocator, child);
     /* The parent's contexts do not exist in the child: forget their blocks without a driver
-     * call, keeping the emptied allocators for the child's own contexts. */
-    if (child) cs_context_retire(c, false);
+     * call, keeping the emptied allocators for the child's own contexts, and their history. */
+    if (child) {
+      cs_context_retire(c, false);
+      cs_ring_clear(&c->history.ring);
+    }
   }
   if (child) pthread_mutex_init(&cs_contexts_lock, NULL);
   else pthread_mutex_unlock(&cs_contexts_lock);

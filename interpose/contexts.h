@@ -39,8 +39,15 @@ void cs_contexts_drop(CUcontext ctx, bool context_alive);
 /* The primary context of device is about to be reset, or was released for good. */
 void cs_contexts_drop_primary(CUdevice device, bool context_alive);
 
-/* Copy every live context's allocator state and the history, consistently (see contexts.c). */
-void cs_contexts_snapshot(cs_snap_state_t *state, cs_ring_t *ring);
+/* Copy every live context's allocator state and (with_history) every history, consistently (see
+ * contexts.c). */
+void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history);
+
+/* After a snapshot: a `snapshot` entry in each device's history, as PyTorch records one. */
+void cs_contexts_mark_snapshot(const cs_snap_state_t *state);
+
+/* cudasnap_record_history: start or stop (and forget) every history, and those of new contexts. */
+void cs_contexts_set_history(bool enabled);
 
 /* The driver's device count, as seen at the first context (0 before). */
 int cs_contexts_device_count(void);

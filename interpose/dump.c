@@ -112,7 +112,7 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
     with_progress.progress = cs_dump_show_progress;
     with_progress.progress_ctx = &progress;
   }
-  err = cs_snapshot_write(state, cs_record_ring(), cs_record_intern(), sym, &with_progress, e);
+  err = cs_snapshot_write(state, cs_record_intern(), sym, &with_progress, e);
   if (progress.shown) (void)!write(STDERR_FILENO, "\n", 1);
   if (sym) cs_symbolizer_destroy(sym);
   int flushed = cs_fd_sink_flush(&sink);
@@ -123,13 +123,6 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
     return err;
   }
   return cs_output_commit(out, path);
-}
-
-/* Push a `snapshot` entry per device: it shows in the next snapshot's trace, as in PyTorch. */
-static void cs_dump_mark(const cs_snap_state_t *state) {
-  cs_ring_t *ring = cs_record_ring();
-  for (int d = 0; ring && d < state->device_count; d++)
-    cs_ring_push(ring, CS_ACTION_SNAPSHOT, d, 0, (uint64_t)state->stats[d].active_bytes[CS_STAT_ALL].current, 0, 0);
 }
 
 /* The exit leak report, with frames named when stacks were recorded. */
@@ -145,8 +138,8 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   int number = ++cs_dump_number;
   cs_snap_state_t state;
   int rc = -1;
-  if (cs_snap_state_init(&state, cs_record_ring(), cs_contexts_device_count()) == 0) {
-    cs_contexts_snapshot(&state, cs_record_ring());
+  if (cs_snap_state_init(&state, cs_contexts_device_count()) == 0) {
+    cs_contexts_snapshot(&state, true);
     cs_snap_state_finish(&state);
   }
   cs_dump_process_t proc;
@@ -187,7 +180,7 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
                   pickle ? " or with python -m torch.cuda._memory_viz" : "");
       rc = 0;
     }
-    cs_dump_mark(&state);
+    cs_contexts_mark_snapshot(&state);
   }
   if (trigger == CS_TRIGGER_EXIT && !state.error) cs_dump_report_leaks(&state);
   cs_snap_state_free(&state);
@@ -211,8 +204,8 @@ static void cs_dump_at_exit(void) {
   }
   /* no snapshot wanted, but the leak report still is */
   cs_snap_state_t state;
-  if (cs_snap_state_init(&state, NULL, cs_contexts_device_count()) == 0) {
-    cs_contexts_snapshot(&state, NULL);
+  if (cs_snap_state_init(&state, cs_contexts_device_count()) == 0) {
+    cs_contexts_snapshot(&state, false);
     cs_dump_report_leaks(&state);
   }
   cs_snap_state_free(&state);

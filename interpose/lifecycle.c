@@ -23,12 +23,10 @@ static pthread_mutex_t cs_lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cs_lifecycle_prefork(void) {
   cs_contexts_prefork();
-  cs_record_prefork();
   cs_foreign_prefork();
 }
 static void cs_lifecycle_postfork_parent(void) {
   cs_foreign_postfork(false);
-  cs_record_postfork(false);
   cs_contexts_postfork(false);
 }
 
@@ -37,7 +35,7 @@ static void cs_lifecycle_postfork_parent(void) {
 static void cs_lifecycle_postfork_child(void) {
   pthread_mutex_init(&cs_lifecycle_lock, NULL);
   cs_foreign_postfork(true);
-  cs_record_postfork(true);
+  cs_record_postfork_child();
   cs_contexts_postfork(true);
   cs_dump_postfork_child();
   /* The child activates anew at its own first CUDA call: its snapshots are its own. */

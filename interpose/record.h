@@ -1,9 +1,11 @@
-/* The process's recording: one event ring and one stack table for all contexts, created at
- * activation from the options. Every context's allocator reports its events here (the observer),
- * and the allocation hook captures the caller's stack before entering the allocator. */
+/* The process's recording: one stack table for all contexts, created at activation from the
+ * options, and one history per context (cs_history_t, PyTorch's per-device trace ring), which its
+ * allocator reports events to (the observer) under the allocator's own lock. The allocation hook
+ * captures the caller's stack before entering the allocator. */
 #ifndef CS_RECORD_H
 #define CS_RECORD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "allocator/allocator.h"
@@ -17,14 +19,27 @@ void cs_record_start(const cs_options_t *opts);
 /* The caller's interned stack, or 0 (stacks off, not started, or the table is full). Hot path. */
 uint32_t cs_record_stack(void);
 
-/* The observer for the allocator of a context on `device` (the int must outlive the allocator). */
-cs_allocator_observer_t cs_record_observer(const int *device);
+/* One context's history: the ring and the device its entries name. Every call on it is made under
+ * the context allocator's lock. */
+typedef struct cs_history_s {
+  cs_ring_t ring;
+  int device;
+} cs_history_t;
 
-cs_ring_t *cs_record_ring(void);        /* NULL before start */
+/* A ring of CUDASNAP_MAX_ENTRIES entries (none, with one warning, when that cannot be had),
+ * recording or not as cudasnap_record_history last asked. */
+void cs_history_init(cs_history_t *h, int device);
+
+/* Whether new histories record (cudasnap_record_history); existing ones are switched by the
+ * caller, under their locks. */
+void cs_record_set_enabled(bool enabled);
+
+/* The observer for the allocator of a context: its events go to h (which must outlive it). */
+cs_allocator_observer_t cs_record_observer(cs_history_t *h);
+
 cs_intern_t *cs_record_intern(void);    /* NULL before start or with stacks off */
 
-/* fork: the child forgets the parent's history and stacks */
-void cs_record_prefork(void);
-void cs_record_postfork(bool child);
+/* fork: the child forgets the parent's stacks (the contexts clear their histories) */
+void cs_record_postfork_child(void);
 
 #endif

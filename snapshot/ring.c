@@ -22,9 +22,9 @@ const char *cs_action_name(cs_action_t action) {
   return action < CS_ACTION_COUNT ? cs_action_names[action] : "unknown";
 }
 
-static uint64_t cs_clock_us(clockid_t clock) {
+static uint64_t cs_wall_clock_us(void) {
   struct timespec ts;
-  clock_gettime(clock, &ts);
+  clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
@@ -34,10 +34,10 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
     r->entries = calloc(capacity, sizeof *r->entries);
     if (!r->entries) return -CS_EHOSTMEM;
   }
-  pthread_mutex_init(&r->lock, NULL);
   r->capacity = capacity;
-  r->start_us = cs_clock_us(CLOCK_MONOTONIC);
-  r->start_epoch_us = cs_clock_us(CLOCK_REALTIME);
+  cs_ticks_init();
+  r->start = cs_ticks_anchor();
+  r->start_epoch_us = cs_wall_clock_us();
   r->streams[0] = 0; /* the legacy/default stream keeps index 0, as the viewer names it 0 */
   r->stream_count = 1;
   r->enabled = capacity > 0;
@@ -46,11 +46,10 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
 
 void cs_ring_destroy(cs_ring_t *r) {
   free(r->entries);
-  pthread_mutex_destroy(&r->lock);
   memset(r, 0, sizeof *r);
 }
 
-/* pre: lock held. Programs use few streams; past the table's size they share its last index. */
+/* Programs use few streams; past the table's size they share its last index. */
 static uint32_t cs_ring_stream_index(cs_ring_t *r, uintptr_t stream) {
   for (uint32_t i = 0; i < r->stream_count; i++)
     if (r->streams[i] == stream) return i;
@@ -59,28 +58,50 @@ static uint32_t cs_ring_stream_index(cs_ring_t *r, uintptr_t stream) {
   return r->stream_count++;
 }
 
+static uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t action) {
+  uint64_t device_bits = (unsigned)device & ((1u << CS_RING_DEVICE_BITS) - 1);
+  return time << CS_RING_TIME_SHIFT | device_bits << CS_RING_ACTION_BITS | (uint64_t)action;
+}
+
+/* The time of a new entry, in ring ticks. A free that completes in the call that
+ * requested it (sync mode; stream mode with nothing in flight) is pushed right after its request
+ * and happened at the same time, so the request's clock read serves both: one read fewer per free. */
+static uint64_t cs_ring_time(const cs_ring_t *r, cs_action_t action, int device, uint64_t addr) {
+  if (action == CS_ACTION_FREE_COMPLETED && r->pushed > 0) {
+    const cs_ring_entry_t *last = &r->entries[(r->pushed - 1) % r->capacity];
+    uint64_t low_bits = (UINT64_C(1) << CS_RING_TIME_SHIFT) - 1;
+    if (last->addr == addr && !(last->when & CS_RING_TIME_CONVERTED) &&
+        (last->when & low_bits) == cs_ring_pack(0, device, CS_ACTION_FREE_REQUESTED))
+      return last->when >> CS_RING_TIME_SHIFT;
+  }
+  uint64_t time_bits = (CS_RING_TIME_CONVERTED >> CS_RING_TIME_SHIFT) - 1;
+  return (cs_ticks_now() - r->start.ticks) >> CS_RING_TICK_SHIFT & time_bits;
+}
+
 void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
                   uintptr_t stream, uint32_t stack_id) {
-  if (r->capacity == 0) return;
-  uint64_t us = cs_clock_us(CLOCK_MONOTONIC) - r->start_us;
-  uint64_t when = us << (CS_RING_ACTION_BITS + CS_RING_DEVICE_BITS) |
-                  (uint64_t)((unsigned)device & ((1u << CS_RING_DEVICE_BITS) - 1)) << CS_RING_ACTION_BITS |
-                  (uint64_t)action;
-  pthread_mutex_lock(&r->lock);
-  if (r->enabled) {
-    cs_ring_entry_t *e = &r->entries[r->pushed % r->capacity];
-    *e = (cs_ring_entry_t){.addr = addr, .size = size, .when = when, .stack_id = stack_id,
-                           .stream = cs_ring_stream_index(r, stream)};
-    r->pushed++;
-  }
-  pthread_mutex_unlock(&r->lock);
+  if (!r->enabled) return;
+  uint64_t time = cs_ring_time(r, action, device, addr);
+  cs_ring_entry_t *e = &r->entries[r->pushed % r->capacity];
+  *e = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
+                         .stack_id = stack_id, .stream = cs_ring_stream_index(r, stream)};
+  r->pushed++;
 }
 
 void cs_ring_set_enabled(cs_ring_t *r, bool enabled) {
-  pthread_mutex_lock(&r->lock);
   if (!enabled) r->pushed = 0;
   r->enabled = enabled && r->capacity > 0;
-  pthread_mutex_unlock(&r->lock);
+}
+
+/* An entry's time in microseconds since the ring's start, converted in place first if it still
+ * holds ticks (us_per_unit: the current estimate of microseconds per ring time unit). */
+static uint64_t cs_ring_entry_start_us(cs_ring_entry_t *e, double us_per_unit) {
+  uint64_t time = e->when >> CS_RING_TIME_SHIFT;
+  if (!(e->when & CS_RING_TIME_CONVERTED)) {
+    time = (uint64_t)((double)time * us_per_unit);
+    e->when = cs_ring_pack(time, cs_ring_entry_device(e), cs_ring_entry_action(e)) | CS_RING_TIME_CONVERTED;
+  }
+  return time & ((CS_RING_TIME_CONVERTED >> CS_RING_TIME_SHIFT) - 1);
 }
 
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
@@ -88,16 +109,17 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
     if (dropped) *dropped = 0;
     return 0;
   }
-  pthread_mutex_lock(&r->lock);
   size_t n = r->pushed < r->capacity ? (size_t)r->pushed : r->capacity;
   size_t oldest = r->pushed < r->capacity ? 0 : (size_t)(r->pushed % r->capacity);
-  size_t first_part = r->capacity - oldest < n ? r->capacity - oldest : n;
-  if (n > 0) {
-    memcpy(out, r->entries + oldest, first_part * sizeof *out);
-    memcpy(out + first_part, r->entries, (n - first_part) * sizeof *out);
+  cs_ticks_anchor_t now = cs_ticks_anchor();
+  double us_per_unit = cs_ticks_rate(&r->start, &now) * (double)(1u << CS_RING_TICK_SHIFT) / 1000.0;
+  for (size_t i = 0; i < n; i++) {
+    cs_ring_entry_t *e = &r->entries[(oldest + i) % r->capacity];
+    uint64_t us = r->start_epoch_us + cs_ring_entry_start_us(e, us_per_unit);
+    out[i] = *e;
+    out[i].when = cs_ring_pack(us, cs_ring_entry_device(e), cs_ring_entry_action(e));
   }
   if (dropped) *dropped = r->pushed - n;
-  pthread_mutex_unlock(&r->lock);
   return n;
 }
 
@@ -105,7 +127,4 @@ uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index) {
   return index < CS_RING_MAX_STREAMS ? r->streams[index] : 0;
 }
 
-void cs_ring_reset_in_child(cs_ring_t *r) {
-  pthread_mutex_init(&r->lock, NULL);
-  r->pushed = 0;
-}
+void cs_ring_clear(cs_ring_t *r) { r->pushed = 0; }

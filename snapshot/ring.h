@@ -1,17 +1,23 @@
-/* cs_ring_t: the bounded history of allocator events (PyTorch's TraceEntryRingBuffer), one for the
- * process, every device's events in it in the order they happened.
+/* cs_ring_t: the bounded history of one allocator's events (PyTorch's TraceEntryRingBuffer, one per
+ * device allocator), in the order they happened.
  *
  * Fixed capacity, allocated once; when full the oldest entry is overwritten, so what remains is
  * always a suffix of the history, and any suffix of a consistent trace replays consistently
- * (snapshot-format.md section 8, item 5). Push is O(1) with no allocation: a short lock and a
- * 32-byte copy. Thread-safe. */
+ * (snapshot-format.md section 8, item 5). Push is O(1) with no allocation and no lock: a read of
+ * the tick counter (snapshot/ticks.h) and a 32-byte copy. Entries hold ticks; cs_ring_copy turns
+ * them into wall-clock microseconds.
+ *
+ * Not thread-safe: the owner serializes every call. cudasnap's rings belong to a context's
+ * allocator and are used under its lock, which every event is emitted under already, so the
+ * history costs no lock of its own. */
 #ifndef CS_RING_H
 #define CS_RING_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "snapshot/ticks.h"
 
 /* The memory_viz actions, in one place for the ring and the writers. */
 typedef enum cs_action_e {
@@ -29,13 +35,22 @@ typedef enum cs_action_e {
 
 const char *cs_action_name(cs_action_t action);
 
-enum { CS_RING_DEVICE_BITS = 8, CS_RING_ACTION_BITS = 4 };
+enum { CS_RING_DEVICE_BITS = 8, CS_RING_ACTION_BITS = 4, CS_RING_TIME_SHIFT = CS_RING_DEVICE_BITS + CS_RING_ACTION_BITS };
+
+/* The time in a ring entry: ticks since the ring's start in units of 2^CS_RING_TICK_SHIFT ticks
+ * (51 bits: 333 days at a 5 GHz TSC, 4.5 years of the nanosecond clock, at a resolution of 13 to
+ * 64 ns), until a copy converts it in place to microseconds since the start and sets
+ * CS_RING_TIME_CONVERTED. An entry is converted once, so every snapshot gives it the same time. */
+enum { CS_RING_TICK_SHIFT = 6 };
+#define CS_RING_TIME_CONVERTED (UINT64_C(1) << 63)
 
 /* 32 bytes. `when` packs the time, the device and the action. */
 typedef struct cs_ring_entry_s {
   uint64_t addr;      /* block or segment address; device free bytes for OOM */
   uint64_t size;      /* see snapshot-format.md section 2.5 */
-  uint64_t when;      /* us since the ring's start << 12 | device << 4 | action */
+  uint64_t when;      /* time << 12 | device << 4 | action; the time is in ring ticks or us since
+                         the start (see CS_RING_TICK_SHIFT) in the ring, in us since the epoch in
+                         a copy */
   uint32_t stack_id;  /* interned stack, 0 = none */
   uint32_t stream;    /* index into the ring's stream table */
 } cs_ring_entry_t;
@@ -48,18 +63,16 @@ static inline cs_action_t cs_ring_entry_action(const cs_ring_entry_t *e) {
 static inline int cs_ring_entry_device(const cs_ring_entry_t *e) {
   return (int)((e->when >> CS_RING_ACTION_BITS) & ((1u << CS_RING_DEVICE_BITS) - 1));
 }
-static inline uint64_t cs_ring_entry_us(const cs_ring_entry_t *e) {
-  return e->when >> (CS_RING_ACTION_BITS + CS_RING_DEVICE_BITS);
-}
+/* Wall-clock microseconds since the epoch, of an entry copied out by cs_ring_copy. */
+static inline uint64_t cs_ring_entry_epoch_us(const cs_ring_entry_t *e) { return e->when >> CS_RING_TIME_SHIFT; }
 
 enum { CS_RING_MAX_STREAMS = 1024 };
 
 typedef struct cs_ring_s {
-  pthread_mutex_t lock;
   cs_ring_entry_t *entries;  /* capacity slots */
   size_t capacity;           /* 0 = no history is kept */
   uint64_t pushed;           /* entries ever pushed; the newest is at (pushed - 1) % capacity */
-  uint64_t start_us;         /* CLOCK_MONOTONIC at creation, in us */
+  cs_ticks_anchor_t start;   /* the tick counter and CLOCK_MONOTONIC at creation */
   uint64_t start_epoch_us;   /* the wall clock at the same moment */
   uintptr_t streams[CS_RING_MAX_STREAMS]; /* stream handles by index; the rest share the last */
   uint32_t stream_count;
@@ -78,19 +91,16 @@ void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, u
  * stay a suffix of what happened). */
 void cs_ring_set_enabled(cs_ring_t *r, bool enabled);
 
-/* Copy the history, oldest first, into out (room for r->capacity entries); returns the count and
- * the number of entries dropped because the ring was full. Takes the ring's lock. */
+/* Copy the history, oldest first, into out (room for r->capacity entries), with times converted to
+ * wall-clock microseconds (entries pushed since the last copy are converted in place at the tick
+ * rate measured from the ring's start until now); returns the count and the number of entries
+ * dropped because the ring was full. */
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
 
-/* The handle of a stream index (under no lock: indexes only grow). */
+/* The handle of a stream index. */
 uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index);
 
-/* Wall-clock microseconds since the epoch of an entry. */
-static inline uint64_t cs_ring_epoch_us(const cs_ring_t *r, const cs_ring_entry_t *e) {
-  return r->start_epoch_us + cs_ring_entry_us(e);
-}
-
-/* After fork, in the child: the history is the parent's; forget it and reinitialize the lock. */
-void cs_ring_reset_in_child(cs_ring_t *r);
+/* Forget the history (after fork, in the child: it is the parent's). */
+void cs_ring_clear(cs_ring_t *r);
 
 #endif

@@ -10,14 +10,12 @@
  * The frozen copy
  * ----------------------------------------------------------------------------------------------*/
 
-int cs_snap_state_init(cs_snap_state_t *s, const cs_ring_t *ring, int device_count) {
+int cs_snap_state_init(cs_snap_state_t *s, int device_count) {
   memset(s, 0, sizeof *s);
   s->device_count = device_count < CS_SNAP_MAX_DEVICES ? device_count : CS_SNAP_MAX_DEVICES;
   for (int d = 0; d < CS_SNAP_MAX_DEVICES; d++) cs_stats_init(&s->stats[d], -1);
-  if (ring && ring->capacity > 0) {
-    s->entries = malloc(ring->capacity * sizeof *s->entries);
-    if (!s->entries) return s->error = -CS_EHOSTMEM;
-  }
+  s->streams[0] = 0; /* the legacy/default stream keeps index 0, as in every ring */
+  s->stream_count = 1;
   return 0;
 }
 
@@ -77,13 +75,77 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
   if (device >= s->device_count) s->device_count = device + 1;
 }
 
+/* The state's index of a stream handle; past the table's size they share its last index, as in
+ * the rings. */
+static uint32_t cs_snap_stream_index(cs_snap_state_t *s, uintptr_t stream) {
+  for (uint32_t i = 0; i < s->stream_count; i++)
+    if (s->streams[i] == stream) return i;
+  if (s->stream_count == CS_RING_MAX_STREAMS) return CS_RING_MAX_STREAMS - 1;
+  s->streams[s->stream_count] = stream;
+  return s->stream_count++;
+}
+
 void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
-  if (!s->entries) return;
-  s->entry_count = cs_ring_copy(ring, s->entries, &s->dropped);
-  for (size_t i = 0; i < s->entry_count; i++) {
-    int device = cs_ring_entry_device(&s->entries[i]);
+  if (s->error || ring->capacity == 0) return;
+  if (!cs_snap_grow((void **)&s->entries, &s->entry_capacity, s->entry_count + ring->capacity, sizeof *s->entries)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  cs_ring_entry_t *copied = s->entries + s->entry_count;
+  uint64_t dropped = 0;
+  size_t n = cs_ring_copy(ring, copied, &dropped);
+  /* the ring's stream indexes become the state's */
+  uint32_t map[CS_RING_MAX_STREAMS];
+  uint32_t known = 0;
+  for (size_t i = 0; i < n; i++) {
+    cs_ring_entry_t *e = &copied[i];
+    while (known <= e->stream && known < CS_RING_MAX_STREAMS) {
+      map[known] = cs_snap_stream_index(s, cs_ring_stream(ring, known));
+      known++;
+    }
+    e->stream = e->stream < CS_RING_MAX_STREAMS ? map[e->stream] : CS_RING_MAX_STREAMS - 1;
+    int device = cs_ring_entry_device(e);
     if (device >= s->device_count) s->device_count = device + 1;
   }
+  if (s->history_count < CS_SNAP_MAX_HISTORIES) s->history_start[s->history_count++] = s->entry_count;
+  s->entry_count += n;
+  s->dropped += dropped;
+}
+
+/* Merge the sorted runs entries[lo, mid) and [mid, hi) through tmp, keeping the order of equal
+ * times (entries of one ring keep their order: an alloc and its free can share a microsecond). */
+static void cs_snap_merge(cs_ring_entry_t *entries, cs_ring_entry_t *tmp, size_t lo, size_t mid, size_t hi) {
+  size_t i = lo, j = mid, k = lo;
+  while (i < mid && j < hi)
+    tmp[k++] = cs_ring_entry_epoch_us(&entries[j]) < cs_ring_entry_epoch_us(&entries[i]) ? entries[j++] : entries[i++];
+  while (i < mid) tmp[k++] = entries[i++];
+  while (j < hi) tmp[k++] = entries[j++];
+  memcpy(entries + lo, tmp + lo, (hi - lo) * sizeof *entries);
+}
+
+/* Several rings (several contexts or devices): one history in time order, a stable merge of the
+ * rings' copies, each already in time order. A ring's own order is never changed, so an alloc and
+ * its free stay in order even where they share a microsecond. Without the memory for the merge
+ * each ring's history stays in one piece, which replays just as well (rings never share an
+ * address). */
+static void cs_snap_merge_histories(cs_snap_state_t *s) {
+  int runs = s->history_count;
+  if (runs < 2) return;
+  cs_ring_entry_t *tmp = malloc(s->entry_count * sizeof *tmp);
+  if (!tmp) return;
+  size_t start[CS_SNAP_MAX_HISTORIES + 1];
+  memcpy(start, s->history_start, (size_t)runs * sizeof *start);
+  start[runs] = s->entry_count;
+  while (runs > 1) {
+    int merged = 0;
+    for (int i = 0; i < runs; i += 2) {
+      if (i + 1 < runs) cs_snap_merge(s->entries, tmp, start[i], start[i + 1], start[i + 2]);
+      start[merged++] = start[i];
+    }
+    start[merged] = s->entry_count;
+    runs = merged;
+  }
+  free(tmp);
 }
 
 static int cs_snap_segment_cmp(const void *x, const void *y) {
@@ -94,6 +156,7 @@ static int cs_snap_segment_cmp(const void *x, const void *y) {
 
 void cs_snap_state_finish(cs_snap_state_t *s) {
   qsort(s->segments, s->segment_count, sizeof *s->segments, cs_snap_segment_cmp);
+  cs_snap_merge_histories(s);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -120,7 +183,6 @@ void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *e
 
 typedef struct cs_snap_writer_s {
   const cs_snap_state_t *state;
-  const cs_ring_t *ring;
   const cs_intern_t *intern;
   cs_symbolizer_t *sym;
   cs_emitter_t *e;
@@ -221,8 +283,9 @@ static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entr
   cs_emit_kv_str(e, "action", cs_action_name(action));
   cs_emit_kv_int(e, action == CS_ACTION_OOM ? "device_free" : "addr", (int64_t)entry->addr);
   cs_emit_kv_int(e, "size", (int64_t)entry->size);
-  cs_emit_kv_int(e, "stream", (int64_t)cs_ring_stream(w->ring, entry->stream));
-  cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_epoch_us(w->ring, entry));
+  uint32_t stream = entry->stream < CS_RING_MAX_STREAMS ? entry->stream : CS_RING_MAX_STREAMS - 1;
+  cs_emit_kv_int(e, "stream", (int64_t)w->state->streams[stream]);
+  cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_entry_epoch_us(entry));
   if (entry->stack_id) {
     cs_emit_key(e, "frames");
     cs_snap_write_frames(w, entry->stack_id);
@@ -300,9 +363,9 @@ static void cs_snap_progress(const cs_snapshot_meta_t *meta, size_t done, size_t
   if (meta->progress && done % CS_SNAP_PROGRESS_EVERY == 0) meta->progress(meta->progress_ctx, done, total);
 }
 
-int cs_snapshot_write(const cs_snap_state_t *s, const cs_ring_t *ring, const cs_intern_t *intern,
-                      cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta, cs_emitter_t *e) {
-  cs_snap_writer_t w = {.state = s, .ring = ring, .intern = intern, .sym = sym, .e = e};
+int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symbolizer_t *sym,
+                      const cs_snapshot_meta_t *meta, cs_emitter_t *e) {
+  cs_snap_writer_t w = {.state = s, .intern = intern, .sym = sym, .e = e};
   size_t total = s->segment_count + s->entry_count * (size_t)(s->device_count > 0 ? s->device_count : 1);
   size_t done = 0;
   cs_emit_dict_begin(e);

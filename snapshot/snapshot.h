@@ -21,6 +21,8 @@
 #include "stats/stats.h"
 
 enum { CS_SNAP_MAX_DEVICES = 64 };
+/* Rings whose histories are merged by time; the histories of more rings follow the last one's. */
+enum { CS_SNAP_MAX_HISTORIES = 64 };
 
 typedef struct cs_snap_segment_s {
   int device;
@@ -45,25 +47,31 @@ typedef struct cs_snap_state_s {
   size_t segment_count, segment_capacity;
   cs_snap_block_t *blocks;
   size_t block_count, block_capacity;
-  cs_ring_entry_t *entries;   /* the history, oldest first */
-  size_t entry_count;
-  uint64_t dropped;           /* history entries the ring had to drop */
+  cs_ring_entry_t *entries;   /* the history, oldest first; times in wall-clock us */
+  size_t entry_count, entry_capacity;
+  uint64_t dropped;           /* history entries the rings had to drop */
+  size_t history_start[CS_SNAP_MAX_HISTORIES]; /* where each ring's copy starts in entries */
+  int history_count;          /* rings copied; more than one are merged by time */
+  uintptr_t streams[CS_RING_MAX_STREAMS]; /* stream handles by the entries' stream index */
+  uint32_t stream_count;
   cs_stats_t stats[CS_SNAP_MAX_DEVICES];
   int device_count;           /* device_traces has this many lists */
   int error;                  /* -CS_EHOSTMEM when a copy could not grow */
 } cs_snap_state_t;
 
-/* Empty state; `entries` gets room for the ring's capacity. */
-int cs_snap_state_init(cs_snap_state_t *s, const cs_ring_t *ring, int device_count);
+/* Empty state for device_count devices. */
+int cs_snap_state_init(cs_snap_state_t *s, int device_count);
 void cs_snap_state_free(cs_snap_state_t *s);
 
 /* Copy one allocator of `device`. pre: its lock is held (cs_allocator_lock). */
 void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t *a);
 
-/* Copy the history. pre: every allocator's lock is held, so no event is half-way. */
+/* Copy one ring's history. pre: the ring's owner lock is held (for cudasnap, every allocator's
+ * lock: the state and the history agree only if no event is half-way). */
 void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring);
 
-/* Sort segments by (device, address), as PyTorch lists them. Call after the copies. */
+/* Sort segments by (device, address), as PyTorch lists them, and merge the histories of several
+ * rings by time. Call after the copies, with no lock held. */
 void cs_snap_state_finish(cs_snap_state_t *s);
 
 /* Who wrote the snapshot, and why: the `cudasnap` key and `allocator_settings`. */
@@ -84,8 +92,8 @@ typedef struct cs_snapshot_meta_s {
 
 /* Write the snapshot object and finish the emitter (which is freed). Returns the emitter's status
  * (0 or an errno). Symbolizes through sym (NULL: frame lists are left empty). */
-int cs_snapshot_write(const cs_snap_state_t *s, const cs_ring_t *ring, const cs_intern_t *intern,
-                      cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta, cs_emitter_t *e);
+int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symbolizer_t *sym,
+                      const cs_snapshot_meta_t *meta, cs_emitter_t *e);
 
 /* Record one allocator event of `device` in the ring (what an allocator observer does). */
 void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event);

@@ -1,11 +1,11 @@
 /* The event ring: order, wrap-around (oldest dropped), the packed fields, disabling, streams, and
- * concurrent pushes (run under TSan by scripts/test.sh). */
-#include <pthread.h>
+ * event times (ticks in the ring, wall-clock microseconds in a copy). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "snapshot/ring.h"
@@ -25,7 +25,7 @@ static void test_order_and_wrap(void **state) {
     assert_int_equal(cs_ring_entry_action(&out[i]), CS_ACTION_ALLOC);
     assert_int_equal(cs_ring_entry_device(&out[i]), 1);
   }
-  assert_true(cs_ring_entry_us(&out[3]) >= cs_ring_entry_us(&out[0]));
+  assert_true(cs_ring_entry_epoch_us(&out[3]) >= cs_ring_entry_epoch_us(&out[0]));
   cs_ring_destroy(&r);
 }
 
@@ -45,7 +45,7 @@ static void test_fields_and_streams(void **state) {
   assert_int_equal(out[2].stream, out[0].stream);           /* the same handle, the same index */
   assert_string_equal(cs_action_name(CS_ACTION_SEGMENT_FREE), "segment_free");
   assert_string_equal(cs_action_name(CS_ACTION_FREE_REQUESTED), "free_requested");
-  assert_true(cs_ring_epoch_us(&r, &out[0]) >= r.start_epoch_us);
+  assert_true(cs_ring_entry_epoch_us(&out[0]) >= r.start_epoch_us);
   cs_ring_destroy(&r);
 }
 
@@ -72,35 +72,60 @@ static void test_disable_forgets_and_zero_capacity(void **state) {
   cs_ring_destroy(&r);
 }
 
-enum { PUSHERS = 4, PUSHES = 20000 };
-static cs_ring_t shared_ring;
-
-static void *pusher(void *arg) {
-  uint64_t id = (uint64_t)(uintptr_t)arg;
-  for (uint64_t i = 0; i < PUSHES; i++) cs_ring_push(&shared_ring, CS_ACTION_ALLOC, (int)id, id << 32 | i, i, 0, 0);
-  return NULL;
+static uint64_t wall_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void test_threads_concurrent_pushes(void **state) {
-  (void)state;
-  assert_int_equal(cs_ring_init(&shared_ring, 1000), 0);
-  pthread_t t[PUSHERS];
-  for (uintptr_t i = 0; i < PUSHERS; i++) pthread_create(&t[i], NULL, pusher, (void *)i);
-  for (int i = 0; i < PUSHERS; i++) pthread_join(t[i], NULL);
-  cs_ring_entry_t *out = calloc(1000, sizeof *out);
-  uint64_t dropped = 0;
-  assert_int_equal(cs_ring_copy(&shared_ring, out, &dropped), 1000);
-  assert_int_equal(dropped, PUSHERS * PUSHES - 1000);
-  /* per pusher, the kept entries are in push order */
-  uint64_t last[PUSHERS] = {0};
-  for (int i = 0; i < 1000; i++) {
-    int who = cs_ring_entry_device(&out[i]);
-    uint64_t seq = out[i].addr & 0xffffffffu;
-    assert_true(last[who] == 0 || seq > last[who]);
-    last[who] = seq;
+static void sleep_ms(long ms) {
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
   }
-  free(out);
-  cs_ring_destroy(&shared_ring);
+}
+
+/* Ticks become the wall clock: entries 30 ms apart are 30 ms apart in the copy, and all lie between
+ * the ring's start and the copy. */
+static void test_times_are_wall_clock_microseconds(void **state) {
+  (void)state;
+  cs_ring_t r;
+  assert_int_equal(cs_ring_init(&r, 8), 0);
+  cs_ring_push(&r, CS_ACTION_ALLOC, 0, 0x1000, 512, 0, 0);
+  sleep_ms(30);
+  cs_ring_push(&r, CS_ACTION_ALLOC, 0, 0x2000, 512, 0, 0);
+  cs_ring_entry_t out[8];
+  assert_int_equal(cs_ring_copy(&r, out, NULL), 2);
+  uint64_t after = wall_us();
+  uint64_t first = cs_ring_entry_epoch_us(&out[0]), second = cs_ring_entry_epoch_us(&out[1]);
+  assert_true(first >= r.start_epoch_us);
+  assert_true(second <= after + 1000); /* the wall clock may be stepped; a millisecond of slack */
+  assert_true(second - first >= 29000);
+  assert_true(second - first < 1000000); /* a loaded machine may oversleep, not by a second */
+  cs_ring_destroy(&r);
+}
+
+/* A free completed in the call that requested it takes the request's time; a completion of another
+ * block, or one that did not follow its request, reads the clock. */
+static void test_completion_shares_its_requests_time(void **state) {
+  (void)state;
+  cs_ring_t r;
+  assert_int_equal(cs_ring_init(&r, 8), 0);
+  cs_ring_push(&r, CS_ACTION_FREE_REQUESTED, 3, 0x1000, 512, 0, 0);
+  sleep_ms(5);
+  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 3, 0x1000, 512, 0, 0);
+  sleep_ms(5);
+  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 3, 0x1000, 512, 0, 0); /* follows a completion */
+  cs_ring_push(&r, CS_ACTION_FREE_REQUESTED, 3, 0x2000, 512, 0, 0);
+  sleep_ms(5);
+  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 2, 0x2000, 512, 0, 0); /* another device */
+  cs_ring_entry_t out[8];
+  assert_int_equal(cs_ring_copy(&r, out, NULL), 5);
+  assert_int_equal(cs_ring_entry_epoch_us(&out[1]), cs_ring_entry_epoch_us(&out[0]));
+  assert_true(cs_ring_entry_epoch_us(&out[2]) >= cs_ring_entry_epoch_us(&out[1]) + 4000);
+  assert_true(cs_ring_entry_epoch_us(&out[4]) >= cs_ring_entry_epoch_us(&out[3]) + 4000);
+  assert_int_equal(cs_ring_entry_action(&out[1]), CS_ACTION_FREE_COMPLETED);
+  assert_int_equal(cs_ring_entry_device(&out[4]), 2);
+  cs_ring_destroy(&r);
 }
 
 int main(void) {
@@ -108,7 +133,8 @@ int main(void) {
       cmocka_unit_test(test_order_and_wrap),
       cmocka_unit_test(test_fields_and_streams),
       cmocka_unit_test(test_disable_forgets_and_zero_capacity),
-      cmocka_unit_test(test_threads_concurrent_pushes),
+      cmocka_unit_test(test_times_are_wall_clock_microseconds),
+      cmocka_unit_test(test_completion_shares_its_requests_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

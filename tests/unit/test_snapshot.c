@@ -13,6 +13,8 @@
 #include "snapshot/symbolize.h"
 #include "snapshot/validate.h"
 
+#include <time.h>
+
 #define MiB CS_MiB
 
 static cs_ring_t ring;
@@ -68,7 +70,7 @@ static alloc_fixture_t *run_program(cs_free_mode_t mode, size_t ring_capacity) {
 
 static char *write_snapshot(alloc_fixture_t *f, cs_emit_format_t format, size_t *len) {
   cs_snap_state_t s;
-  assert_int_equal(cs_snap_state_init(&s, &ring, 1), 0);
+  assert_int_equal(cs_snap_state_init(&s, 1), 0);
   cs_allocator_lock(f->a);
   cs_snap_state_add_allocator(&s, 0, f->a);
   cs_snap_state_add_history(&s, &ring);
@@ -84,7 +86,7 @@ static char *write_snapshot(alloc_fixture_t *f, cs_emit_format_t format, size_t 
   cs_emitter_t *e = cs_emitter_create(format, cs_mem_sink(&sink), 2);
   assert_non_null(e);
   cs_symbolizer_t *sym = cs_symbolizer_create();
-  assert_int_equal(cs_snapshot_write(&s, &ring, intern, sym, &meta, e), 0);
+  assert_int_equal(cs_snapshot_write(&s, intern, sym, &meta, e), 0);
   cs_symbolizer_destroy(sym);
   cs_snap_state_free(&s);
   *len = sink.len;
@@ -170,6 +172,77 @@ static void test_every_ring_size_replays(void **state) {
   }
 }
 
+static void sleep_ms(long ms) {
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* Two contexts' rings (two devices, and a second context on device 0): the state's history is one
+ * list in time order, each ring's own order kept, and each entry's stream handle survives the
+ * rings' different stream tables. */
+static void test_histories_of_several_rings_merge_by_time(void **state) {
+  (void)state;
+  cs_ring_t a, b, c;
+  assert_int_equal(cs_ring_init(&a, 16), 0);
+  assert_int_equal(cs_ring_init(&b, 16), 0);
+  assert_int_equal(cs_ring_init(&c, 2), 0);
+  cs_ring_push(&c, CS_ACTION_ALLOC, 0, 0x9000, 512, 0, 0); /* dropped: c keeps two */
+  sleep_ms(2);
+  cs_ring_push(&a, CS_ACTION_SEGMENT_ALLOC, 0, 0x1000, 2 << 20, 0xa, 0);
+  cs_ring_push(&a, CS_ACTION_ALLOC, 0, 0x1000, 512, 0xa, 0);         /* the same microsecond, likely */
+  sleep_ms(2);
+  cs_ring_push(&b, CS_ACTION_ALLOC, 1, 0x2000, 512, 0xb, 0);
+  sleep_ms(2);
+  cs_ring_push(&c, CS_ACTION_ALLOC, 0, 0x3000, 512, 0xb, 0);
+  sleep_ms(2);
+  cs_ring_push(&a, CS_ACTION_FREE_REQUESTED, 0, 0x1000, 512, 0xa, 0);
+  cs_ring_push(&a, CS_ACTION_FREE_COMPLETED, 0, 0x1000, 512, 0xa, 0); /* shares the request's time */
+  sleep_ms(2);
+  cs_ring_push(&c, CS_ACTION_FREE_REQUESTED, 0, 0x3000, 512, 0xb, 0);
+
+  cs_snap_state_t s;
+  assert_int_equal(cs_snap_state_init(&s, 1), 0);
+  cs_snap_state_add_history(&s, &a);
+  cs_snap_state_add_history(&s, &b);
+  cs_snap_state_add_history(&s, &c);
+  cs_snap_state_finish(&s);
+  assert_int_equal(s.entry_count, 7);
+  assert_int_equal(s.dropped, 1);
+  assert_int_equal(s.device_count, 2);
+  static const struct {
+    uint64_t addr;
+    cs_action_t action;
+    uintptr_t stream;
+  } want[] = {
+      {0x1000, CS_ACTION_SEGMENT_ALLOC, 0xa}, {0x1000, CS_ACTION_ALLOC, 0xa},
+      {0x2000, CS_ACTION_ALLOC, 0xb},         {0x3000, CS_ACTION_ALLOC, 0xb},
+      {0x1000, CS_ACTION_FREE_REQUESTED, 0xa}, {0x1000, CS_ACTION_FREE_COMPLETED, 0xa},
+      {0x3000, CS_ACTION_FREE_REQUESTED, 0xb},
+  };
+  for (size_t i = 0; i < s.entry_count; i++) {
+    assert_int_equal(s.entries[i].addr, want[i].addr);
+    assert_int_equal(cs_ring_entry_action(&s.entries[i]), want[i].action);
+    assert_int_equal(s.streams[s.entries[i].stream], want[i].stream);
+    if (i > 0) assert_true(cs_ring_entry_epoch_us(&s.entries[i]) >= cs_ring_entry_epoch_us(&s.entries[i - 1]));
+  }
+  /* a second copy gives every entry the same time as the first */
+  cs_snap_state_t again;
+  assert_int_equal(cs_snap_state_init(&again, 1), 0);
+  sleep_ms(2);
+  cs_snap_state_add_history(&again, &a);
+  cs_snap_state_add_history(&again, &b);
+  cs_snap_state_add_history(&again, &c);
+  cs_snap_state_finish(&again);
+  assert_int_equal(again.entry_count, s.entry_count);
+  assert_memory_equal(again.entries, s.entries, s.entry_count * sizeof *s.entries);
+  cs_snap_state_free(&again);
+  cs_snap_state_free(&s);
+  cs_ring_destroy(&a);
+  cs_ring_destroy(&b);
+  cs_ring_destroy(&c);
+}
+
 static int setup(void **state) {
   (void)state;
   intern = cs_intern_create(1024);
@@ -186,6 +259,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_and_pickle_agree_and_validate),
       cmocka_unit_test(test_every_ring_size_replays),
+      cmocka_unit_test(test_histories_of_several_rings_merge_by_time),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
