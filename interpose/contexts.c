@@ -198,6 +198,10 @@ void cs_contexts_drop_primary(CUdevice device, bool context_alive) {
 void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
   pthread_mutex_lock(&cs_contexts_lock);
   int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  size_t history_room = 0;
+  for (int i = 0; with_history && i < n; i++)
+    if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
+  (void)cs_snap_state_reserve_history(state, history_room); /* on failure the copy reports it */
   for (int i = 0; i < n; i++)
     if (cs_contexts[i].allocator) cs_allocator_lock(cs_contexts[i].allocator);
   for (int i = 0; i < n; i++) {

@@ -113,8 +113,8 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
   size_t oldest = r->pushed < r->capacity ? 0 : (size_t)(r->pushed % r->capacity);
   cs_ticks_anchor_t now = cs_ticks_anchor();
   double us_per_unit = cs_ticks_rate(&r->start, &now) * (double)(1u << CS_RING_TICK_SHIFT) / 1000.0;
-  for (size_t i = 0; i < n; i++) {
-    cs_ring_entry_t *e = &r->entries[(oldest + i) % r->capacity];
+  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1) {
+    cs_ring_entry_t *e = &r->entries[slot];
     uint64_t us = r->start_epoch_us + cs_ring_entry_start_us(e, us_per_unit);
     out[i] = *e;
     out[i].when = cs_ring_pack(us, cs_ring_entry_device(e), cs_ring_entry_action(e));

@@ -85,12 +85,22 @@ static uint32_t cs_snap_stream_index(cs_snap_state_t *s, uintptr_t stream) {
   return s->stream_count++;
 }
 
+int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
+  if (entries <= s->entry_capacity) return 0;
+  cs_ring_entry_t *p = realloc(s->entries, entries * sizeof *p);
+  if (!p) return s->error = -CS_EHOSTMEM;
+  /* touched now, so that the page faults are not taken under the allocators' locks */
+  memset(p + s->entry_capacity, 0, (entries - s->entry_capacity) * sizeof *p);
+  s->entries = p;
+  s->entry_capacity = entries;
+  return 0;
+}
+
 void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
   if (s->error || ring->capacity == 0) return;
-  if (!cs_snap_grow((void **)&s->entries, &s->entry_capacity, s->entry_count + ring->capacity, sizeof *s->entries)) {
-    s->error = -CS_EHOSTMEM;
+  if (s->entry_count + ring->capacity > s->entry_capacity &&
+      cs_snap_state_reserve_history(s, s->entry_count + ring->capacity) != 0)
     return;
-  }
   cs_ring_entry_t *copied = s->entries + s->entry_count;
   uint64_t dropped = 0;
   size_t n = cs_ring_copy(ring, copied, &dropped);

@@ -66,6 +66,10 @@ void cs_snap_state_free(cs_snap_state_t *s);
 /* Copy one allocator of `device`. pre: its lock is held (cs_allocator_lock). */
 void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t *a);
 
+/* Room for `entries` history entries, allocated and touched now: call it before taking the locks
+ * that cs_snap_state_add_history needs (it grows the room itself otherwise). 0 or -CS_EHOSTMEM. */
+int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries);
+
 /* Copy one ring's history. pre: the ring's owner lock is held (for cudasnap, every allocator's
  * lock: the state and the history agree only if no event is half-way). */
 void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring);
