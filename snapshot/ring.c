@@ -68,7 +68,7 @@ static uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t action) {
  * and happened at the same time, so the request's clock read serves both: one read fewer per free. */
 static uint64_t cs_ring_time(const cs_ring_t *r, cs_action_t action, int device, uint64_t addr) {
   if (action == CS_ACTION_FREE_COMPLETED && r->pushed > 0) {
-    const cs_ring_entry_t *last = &r->entries[(r->pushed - 1) % r->capacity];
+    const cs_ring_entry_t *last = &r->entries[(r->head == 0 ? r->capacity : r->head) - 1];
     uint64_t low_bits = (UINT64_C(1) << CS_RING_TIME_SHIFT) - 1;
     if (last->addr == addr && !(last->when & CS_RING_TIME_CONVERTED) &&
         (last->when & low_bits) == cs_ring_pack(0, device, CS_ACTION_FREE_REQUESTED))
@@ -82,14 +82,14 @@ void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, u
                   uintptr_t stream, uint32_t stack_id) {
   if (!r->enabled) return;
   uint64_t time = cs_ring_time(r, action, device, addr);
-  cs_ring_entry_t *e = &r->entries[r->pushed % r->capacity];
-  *e = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
-                         .stack_id = stack_id, .stream = cs_ring_stream_index(r, stream)};
+  r->entries[r->head] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
+                                          .stack_id = stack_id, .stream = cs_ring_stream_index(r, stream)};
+  r->head = r->head + 1 == r->capacity ? 0 : r->head + 1; /* no division on the hot path */
   r->pushed++;
 }
 
 void cs_ring_set_enabled(cs_ring_t *r, bool enabled) {
-  if (!enabled) r->pushed = 0;
+  if (!enabled) cs_ring_clear(r);
   r->enabled = enabled && r->capacity > 0;
 }
 
@@ -110,7 +110,7 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
     return 0;
   }
   size_t n = r->pushed < r->capacity ? (size_t)r->pushed : r->capacity;
-  size_t oldest = r->pushed < r->capacity ? 0 : (size_t)(r->pushed % r->capacity);
+  size_t oldest = r->pushed < r->capacity ? 0 : r->head;
   cs_ticks_anchor_t now = cs_ticks_anchor();
   double us_per_unit = cs_ticks_rate(&r->start, &now) * (double)(1u << CS_RING_TICK_SHIFT) / 1000.0;
   for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1) {
@@ -127,4 +127,7 @@ uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index) {
   return index < CS_RING_MAX_STREAMS ? r->streams[index] : 0;
 }
 
-void cs_ring_clear(cs_ring_t *r) { r->pushed = 0; }
+void cs_ring_clear(cs_ring_t *r) {
+  r->pushed = 0;
+  r->head = 0;
+}

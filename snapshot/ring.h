@@ -71,7 +71,8 @@ enum { CS_RING_MAX_STREAMS = 1024 };
 typedef struct cs_ring_s {
   cs_ring_entry_t *entries;  /* capacity slots */
   size_t capacity;           /* 0 = no history is kept */
-  uint64_t pushed;           /* entries ever pushed; the newest is at (pushed - 1) % capacity */
+  uint64_t pushed;           /* entries pushed since the last clear */
+  size_t head;               /* the slot of the next entry: pushed % capacity */
   cs_ticks_anchor_t start;   /* the tick counter and CLOCK_MONOTONIC at creation */
   uint64_t start_epoch_us;   /* the wall clock at the same moment */
   uintptr_t streams[CS_RING_MAX_STREAMS]; /* stream handles by index; the rest share the last */
