@@ -38,8 +38,7 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
   cs_ticks_init();
   r->start = cs_ticks_anchor();
   r->start_epoch_us = cs_wall_clock_us();
-  r->streams[0] = 0; /* the legacy/default stream keeps index 0, as the viewer names it 0 */
-  r->stream_count = 1;
+  cs_stream_table_init(&r->streams);
   r->enabled = capacity > 0;
   return 0;
 }
@@ -47,15 +46,6 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
 void cs_ring_destroy(cs_ring_t *r) {
   free(r->entries);
   memset(r, 0, sizeof *r);
-}
-
-/* Programs use few streams; past the table's size they share its last index. */
-static uint32_t cs_ring_stream_index(cs_ring_t *r, uintptr_t stream) {
-  for (uint32_t i = 0; i < r->stream_count; i++)
-    if (r->streams[i] == stream) return i;
-  if (r->stream_count == CS_RING_MAX_STREAMS) return CS_RING_MAX_STREAMS - 1;
-  r->streams[r->stream_count] = stream;
-  return r->stream_count++;
 }
 
 static uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t action) {
@@ -83,7 +73,7 @@ void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, u
   if (!r->enabled) return;
   uint64_t time = cs_ring_time(r, action, device, addr);
   r->entries[r->head] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
-                                          .stack_id = stack_id, .stream = cs_ring_stream_index(r, stream)};
+                                          .stack_id = stack_id, .stream = cs_stream_table_index(&r->streams, stream)};
   r->head = r->head + 1 == r->capacity ? 0 : r->head + 1; /* no division on the hot path */
   r->pushed++;
 }
@@ -124,7 +114,7 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
 }
 
 uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index) {
-  return index < CS_RING_MAX_STREAMS ? r->streams[index] : 0;
+  return cs_stream_table_handle(&r->streams, index);
 }
 
 void cs_ring_clear(cs_ring_t *r) {

@@ -68,6 +68,31 @@ static inline uint64_t cs_ring_entry_epoch_us(const cs_ring_entry_t *e) { return
 
 enum { CS_RING_MAX_STREAMS = 1024 };
 
+/* Stream handles by a small index (entries keep the index). The legacy/default stream is index 0,
+ * as the viewer names it 0; programs use few streams, and past the table's size the rest share its
+ * last index. */
+typedef struct cs_stream_table_s {
+  uintptr_t handles[CS_RING_MAX_STREAMS];
+  uint32_t count;
+} cs_stream_table_t;
+
+static inline void cs_stream_table_init(cs_stream_table_t *t) {
+  t->handles[0] = 0;
+  t->count = 1;
+}
+
+static inline uint32_t cs_stream_table_index(cs_stream_table_t *t, uintptr_t stream) {
+  for (uint32_t i = 0; i < t->count; i++)
+    if (t->handles[i] == stream) return i;
+  if (t->count == CS_RING_MAX_STREAMS) return CS_RING_MAX_STREAMS - 1;
+  t->handles[t->count] = stream;
+  return t->count++;
+}
+
+static inline uintptr_t cs_stream_table_handle(const cs_stream_table_t *t, uint32_t index) {
+  return index < t->count ? t->handles[index] : t->handles[t->count - 1];
+}
+
 typedef struct cs_ring_s {
   cs_ring_entry_t *entries;  /* capacity slots */
   size_t capacity;           /* 0 = no history is kept */
@@ -75,8 +100,7 @@ typedef struct cs_ring_s {
   size_t head;               /* the slot of the next entry: pushed % capacity */
   cs_ticks_anchor_t start;   /* the tick counter and CLOCK_MONOTONIC at creation */
   uint64_t start_epoch_us;   /* the wall clock at the same moment */
-  uintptr_t streams[CS_RING_MAX_STREAMS]; /* stream handles by index; the rest share the last */
-  uint32_t stream_count;
+  cs_stream_table_t streams;
   bool enabled;              /* cudasnap_record_history */
 } cs_ring_t;
 

@@ -14,8 +14,7 @@ int cs_snap_state_init(cs_snap_state_t *s, int device_count) {
   memset(s, 0, sizeof *s);
   s->device_count = device_count < CS_SNAP_MAX_DEVICES ? device_count : CS_SNAP_MAX_DEVICES;
   for (int d = 0; d < CS_SNAP_MAX_DEVICES; d++) cs_stats_init(&s->stats[d], -1);
-  s->streams[0] = 0; /* the legacy/default stream keeps index 0, as in every ring */
-  s->stream_count = 1;
+  cs_stream_table_init(&s->streams);
   return 0;
 }
 
@@ -75,16 +74,6 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
   if (device >= s->device_count) s->device_count = device + 1;
 }
 
-/* The state's index of a stream handle; past the table's size they share its last index, as in
- * the rings. */
-static uint32_t cs_snap_stream_index(cs_snap_state_t *s, uintptr_t stream) {
-  for (uint32_t i = 0; i < s->stream_count; i++)
-    if (s->streams[i] == stream) return i;
-  if (s->stream_count == CS_RING_MAX_STREAMS) return CS_RING_MAX_STREAMS - 1;
-  s->streams[s->stream_count] = stream;
-  return s->stream_count++;
-}
-
 int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
   if (entries <= s->entry_capacity) return 0;
   cs_ring_entry_t *p = realloc(s->entries, entries * sizeof *p);
@@ -106,14 +95,11 @@ void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
   size_t n = cs_ring_copy(ring, copied, &dropped);
   /* the ring's stream indexes become the state's */
   uint32_t map[CS_RING_MAX_STREAMS];
-  uint32_t known = 0;
+  for (uint32_t k = 0; k < ring->streams.count; k++)
+    map[k] = cs_stream_table_index(&s->streams, ring->streams.handles[k]);
   for (size_t i = 0; i < n; i++) {
     cs_ring_entry_t *e = &copied[i];
-    while (known <= e->stream && known < CS_RING_MAX_STREAMS) {
-      map[known] = cs_snap_stream_index(s, cs_ring_stream(ring, known));
-      known++;
-    }
-    e->stream = e->stream < CS_RING_MAX_STREAMS ? map[e->stream] : CS_RING_MAX_STREAMS - 1;
+    e->stream = map[e->stream < ring->streams.count ? e->stream : ring->streams.count - 1];
     int device = cs_ring_entry_device(e);
     if (device >= s->device_count) s->device_count = device + 1;
   }
@@ -293,8 +279,7 @@ static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entr
   cs_emit_kv_str(e, "action", cs_action_name(action));
   cs_emit_kv_int(e, action == CS_ACTION_OOM ? "device_free" : "addr", (int64_t)entry->addr);
   cs_emit_kv_int(e, "size", (int64_t)entry->size);
-  uint32_t stream = entry->stream < CS_RING_MAX_STREAMS ? entry->stream : CS_RING_MAX_STREAMS - 1;
-  cs_emit_kv_int(e, "stream", (int64_t)w->state->streams[stream]);
+  cs_emit_kv_int(e, "stream", (int64_t)cs_stream_table_handle(&w->state->streams, entry->stream));
   cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_entry_epoch_us(entry));
   if (entry->stack_id) {
     cs_emit_key(e, "frames");

@@ -52,8 +52,7 @@ typedef struct cs_snap_state_s {
   uint64_t dropped;           /* history entries the rings had to drop */
   size_t history_start[CS_SNAP_MAX_HISTORIES]; /* where each ring's copy starts in entries */
   int history_count;          /* rings copied; more than one are merged by time */
-  uintptr_t streams[CS_RING_MAX_STREAMS]; /* stream handles by the entries' stream index */
-  uint32_t stream_count;
+  cs_stream_table_t streams;  /* of the entries' stream indexes */
   cs_stats_t stats[CS_SNAP_MAX_DEVICES];
   int device_count;           /* device_traces has this many lists */
   int error;                  /* -CS_EHOSTMEM when a copy could not grow */

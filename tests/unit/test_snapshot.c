@@ -223,7 +223,7 @@ static void test_histories_of_several_rings_merge_by_time(void **state) {
   for (size_t i = 0; i < s.entry_count; i++) {
     assert_int_equal(s.entries[i].addr, want[i].addr);
     assert_int_equal(cs_ring_entry_action(&s.entries[i]), want[i].action);
-    assert_int_equal(s.streams[s.entries[i].stream], want[i].stream);
+    assert_int_equal(cs_stream_table_handle(&s.streams, s.entries[i].stream), want[i].stream);
     if (i > 0) assert_true(cs_ring_entry_epoch_us(&s.entries[i]) >= cs_ring_entry_epoch_us(&s.entries[i - 1]));
   }
   /* a second copy gives every entry the same time as the first */
