@@ -126,7 +126,7 @@ static void cs_snap_merge(cs_ring_entry_t *entries, cs_ring_entry_t *tmp, size_t
  * address). */
 static void cs_snap_merge_histories(cs_snap_state_t *s) {
   int runs = s->history_count;
-  if (runs < 2) return;
+  if (runs < 2 || s->entry_count == 0) return;
   cs_ring_entry_t *tmp = malloc(s->entry_count * sizeof *tmp);
   if (!tmp) return;
   size_t start[CS_SNAP_MAX_HISTORIES + 1];
@@ -151,7 +151,7 @@ static int cs_snap_segment_cmp(const void *x, const void *y) {
 }
 
 void cs_snap_state_finish(cs_snap_state_t *s) {
-  qsort(s->segments, s->segment_count, sizeof *s->segments, cs_snap_segment_cmp);
+  if (s->segment_count > 1) qsort(s->segments, s->segment_count, sizeof *s->segments, cs_snap_segment_cmp);
   cs_snap_merge_histories(s);
 }
 
