@@ -83,11 +83,14 @@ static int cs_cached_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *addr)
   r->pool = small ? &a->small : &a->large;
   r->segment_size = cs_segment_size(r->size, a->conf.split_large);
 
-  cs_block_t *b = cs_pool_get_free_block(a, r);
-  if (!b) {
-    int rc = cs_new_block(a, r, capturing, &b);
-    if (rc) return rc;
+  cs_block_t *pred;
+  cs_block_t *b = cs_pool_get_free_block(a, r, &pred);
+  if (b) {
+    *addr = cs_pool_alloc_cached_block(a, r, b, pred)->addr;
+    return 0;
   }
+  int rc = cs_new_block(a, r, capturing, &b);
+  if (rc) return rc;
   *addr = cs_pool_alloc_found_block(a, r, b)->addr;
   return 0;
 }
@@ -215,7 +218,7 @@ void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
   cs_fence_drop_all(a, context_alive);
   for (cs_segment_t *s = a->segments; s; s = s->next) {
     for (cs_block_t *b = s->first; b; b = b->next) {
-      if (b->state != CS_BLOCK_ALLOCATED) continue;
+      if (cs_block_state(b) != CS_BLOCK_ALLOCATED) continue;
       cs_block_map_remove(&a->live, b->addr);
       cs_pool_free_request(a, b);
       cs_pool_free_block(a, b); /* may merge neighbours into b; b stays valid */
@@ -223,7 +226,7 @@ void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
   }
   while (a->segments) {
     cs_block_t *whole = a->segments->first;
-    cs_assert(whole->state == CS_BLOCK_FREE && !cs_block_is_split(whole));
+    cs_assert(cs_block_state(whole) == CS_BLOCK_FREE && !cs_block_is_split(whole));
     if (cs_pool_release_segment(a, whole, context_alive) != 0)
       (void)cs_pool_release_segment(a, whole, false); /* the context is going: forget it */
   }
@@ -267,8 +270,9 @@ void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, v
     cs_segment_info_t seg = {.addr = s->addr, .size = s->size, .stream = s->stream,
                              .small = s->small, .stack_id = s->stack_id};
     for (cs_block_t *b = s->first; b; b = b->next) {
-      cs_block_info_t blk = {.addr = b->addr, .size = b->size, .requested = b->requested,
-                             .state = (cs_block_state_t)b->state, .stack_id = b->stack_id};
+      cs_block_info_t blk = {.addr = b->addr, .size = cs_block_size(b),
+                             .requested = cs_block_requested(b), .state = cs_block_state(b),
+                             .stack_id = cs_block_stack_id(b)};
       visit(ctx, &seg, &blk);
     }
   }

@@ -9,14 +9,20 @@
  *   PENDING    freed by the program but not yet reusable: waiting for a fence, a synchronization
  *              or the end of a stream capture ("active_pending_free").
  *
- * Only FREE blocks merge with their neighbours, and merging never crosses segments. */
+ * Only FREE blocks merge with their neighbours, and merging never crosses segments.
+ *
+ * Layout. A program may hold millions of blocks, so the struct is kept small (80 bytes): what only
+ * a FREE block needs (its free-set links, its GC age base) shares a union with what only a held
+ * (ALLOCATED or PENDING) block needs, and the state, pool and tree colour live in the low bits of
+ * the size, which is always a multiple of 512. Read and write them through the accessors below. */
 #ifndef CS_BLOCK_H
 #define CS_BLOCK_H
 
-#include <bsd/sys/tree.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/cs_assert.h"
 
 typedef struct cs_block_s cs_block_t;
 typedef struct cs_segment_s cs_segment_t;
@@ -28,25 +34,39 @@ typedef enum cs_block_state_e {
   CS_BLOCK_PENDING = 2,
 } cs_block_state_t;
 
+/* The low bits of size_and_flags. Sizes are multiples of CS_MIN_BLOCK_SIZE (512). */
+enum {
+  CS_BLOCK_STATE_BITS = 0x3, /* cs_block_state_t */
+  CS_BLOCK_SMALL_BIT = 0x4,  /* small pool (else large) */
+  CS_BLOCK_RED_BIT = 0x8,    /* free-set colour (free_set.c); meaningless unless FREE */
+  CS_BLOCK_FLAG_BITS = 0x1ff,
+};
+
+/* Node of a pool's free set, an intrusive red-black tree (free_set.h). */
+typedef struct cs_free_link_s {
+  cs_block_t *child[2];    /* [0] lower keys, [1] higher keys */
+  cs_block_t *parent;      /* NULL at the root */
+} cs_free_link_t;
+
 struct cs_block_s {
   uintptr_t addr;          /* device address */
-  size_t size;             /* bytes, a multiple of 512 */
-  size_t requested;        /* bytes the program asked for; valid while ALLOCATED or PENDING */
   uintptr_t stream;        /* the segment's stream; first key of the free set */
   cs_block_t *prev;        /* lower neighbour in the segment, NULL at the segment's start */
   cs_block_t *next;        /* higher neighbour, NULL at the segment's end */
   cs_segment_t *segment;
+  uint64_t size_and_flags; /* bytes (a multiple of 512) | CS_BLOCK_* flag bits */
   union {
-    RB_ENTRY(cs_block_s) free_link; /* FREE: node in the pool's free set */
-    struct {
-      cs_block_t *next_pending;     /* PENDING: FIFO of blocks waiting to become free */
-      cs_fence_t *fence;            /* PENDING: events to wait for; NULL = parked or syncing */
-    } pending;
+    struct {               /* FREE */
+      cs_free_link_t link; /* node in the pool's free set */
+      uint64_t gc_base;    /* pool look-up count when the block became free (its age base) */
+    } free;
+    struct {               /* ALLOCATED or PENDING */
+      size_t requested;    /* bytes the program asked for */
+      cs_block_t *next_pending; /* PENDING: FIFO of blocks waiting to become free */
+      cs_fence_t *fence;   /* PENDING: events to wait for; NULL = parked or syncing */
+      uint32_t stack_id;   /* interned allocation stack, 0 = none */
+    } held;
   } u;
-  uint64_t gc_base;        /* pool look-up count when the block became free (its age base) */
-  uint32_t stack_id;       /* interned allocation stack, 0 = none */
-  uint8_t state;           /* cs_block_state_t */
-  bool small;              /* small pool (else large) */
 };
 
 struct cs_segment_s {
@@ -59,6 +79,41 @@ struct cs_segment_s {
   uint32_t stack_id;       /* stack of the allocation that created the segment */
   bool small;
 };
+
+static inline size_t cs_block_size(const cs_block_t *b) {
+  return (size_t)(b->size_and_flags & ~(uint64_t)CS_BLOCK_FLAG_BITS);
+}
+
+static inline void cs_block_set_size(cs_block_t *b, size_t size) {
+  cs_assert((size & CS_BLOCK_FLAG_BITS) == 0);
+  b->size_and_flags = (uint64_t)size | (b->size_and_flags & CS_BLOCK_FLAG_BITS);
+}
+
+static inline cs_block_state_t cs_block_state(const cs_block_t *b) {
+  return (cs_block_state_t)(b->size_and_flags & CS_BLOCK_STATE_BITS);
+}
+
+static inline void cs_block_set_state(cs_block_t *b, cs_block_state_t state) {
+  b->size_and_flags = (b->size_and_flags & ~(uint64_t)CS_BLOCK_STATE_BITS) | (uint64_t)state;
+}
+
+static inline bool cs_block_small(const cs_block_t *b) {
+  return (b->size_and_flags & CS_BLOCK_SMALL_BIT) != 0;
+}
+
+static inline void cs_block_set_small(cs_block_t *b, bool small) {
+  b->size_and_flags = (b->size_and_flags & ~(uint64_t)CS_BLOCK_SMALL_BIT) |
+                      (small ? (uint64_t)CS_BLOCK_SMALL_BIT : 0);
+}
+
+/* What a held block reports; a FREE block has no request and no stack. */
+static inline size_t cs_block_requested(const cs_block_t *b) {
+  return cs_block_state(b) == CS_BLOCK_FREE ? 0 : b->u.held.requested;
+}
+
+static inline uint32_t cs_block_stack_id(const cs_block_t *b) {
+  return cs_block_state(b) == CS_BLOCK_FREE ? 0 : b->u.held.stack_id;
+}
 
 static inline bool cs_block_is_split(const cs_block_t *b) { return b->prev != NULL || b->next != NULL; }
 

@@ -24,8 +24,8 @@ struct cs_fence_s {
 /* ---- block queues ---- */
 
 static void cs_queue_push(cs_block_queue_t *q, cs_block_t *b) {
-  b->u.pending.next_pending = NULL;
-  if (q->tail) q->tail->u.pending.next_pending = b;
+  b->u.held.next_pending = NULL;
+  if (q->tail) q->tail->u.held.next_pending = b;
   else q->head = b;
   q->tail = b;
 }
@@ -33,7 +33,7 @@ static void cs_queue_push(cs_block_queue_t *q, cs_block_t *b) {
 static cs_block_t *cs_queue_pop(cs_block_queue_t *q) {
   cs_block_t *b = q->head;
   if (!b) return NULL;
-  q->head = b->u.pending.next_pending;
+  q->head = b->u.held.next_pending;
   if (!q->head) q->tail = NULL;
   return b;
 }
@@ -117,12 +117,12 @@ void cs_fence_block(cs_allocator_t *a, cs_block_t *b) {
     cs_pool_free_block(a, b);
     return;
   }
-  b->u.pending.fence = f;
+  b->u.held.fence = f;
   cs_queue_push(&a->fenced, b);
 }
 
 void cs_fence_park(cs_allocator_t *a, cs_block_t *b) {
-  b->u.pending.fence = NULL;
+  b->u.held.fence = NULL;
   cs_queue_push(&a->parked, b);
 }
 
@@ -144,9 +144,9 @@ static bool cs_fence_done(cs_allocator_t *a, cs_fence_t *f) {
 void cs_fence_process(cs_allocator_t *a) {
   cs_block_t *b;
   while ((b = cs_queue_pop(&a->parked))) cs_fence_block(a, b);
-  while ((b = a->fenced.head) && cs_fence_done(a, b->u.pending.fence)) {
+  while ((b = a->fenced.head) && cs_fence_done(a, b->u.held.fence)) {
     cs_queue_pop(&a->fenced);
-    cs_fence_release(a, b->u.pending.fence, true);
+    cs_fence_release(a, b->u.held.fence, true);
     cs_pool_free_block(a, b);
   }
 }
@@ -159,7 +159,7 @@ void cs_fence_sync_all(cs_allocator_t *a) {
   (void)a->backend.ops->synchronize(a->backend.self);
   cs_block_t *b;
   while ((b = cs_queue_pop(&a->fenced))) {
-    cs_fence_release(a, b->u.pending.fence, true);
+    cs_fence_release(a, b->u.held.fence, true);
     cs_pool_free_block(a, b);
   }
   while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);
@@ -170,7 +170,7 @@ void cs_fence_sync_all(cs_allocator_t *a) {
 void cs_fence_drop_all(cs_allocator_t *a, bool context_alive) {
   cs_block_t *b;
   while ((b = cs_queue_pop(&a->fenced))) {
-    cs_fence_release(a, b->u.pending.fence, context_alive);
+    cs_fence_release(a, b->u.held.fence, context_alive);
     cs_pool_free_block(a, b);
   }
   while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);

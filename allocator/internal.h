@@ -5,25 +5,23 @@
 #ifndef CS_ALLOCATOR_INTERNAL_H
 #define CS_ALLOCATOR_INTERNAL_H
 
-#include <bsd/sys/tree.h>
 #include <pthread.h>
 
 #include "allocator/allocator.h"
 #include "allocator/block.h"
 #include "allocator/block_map.h"
+#include "allocator/free_set.h"
 #include "allocator/size_class.h"
-
-RB_HEAD(cs_free_set, cs_block_s);
 
 /* Free blocks of one size class (small or large), ordered by (stream, size, address): a best fit
  * is the first block not less than (stream, request, 0). */
 typedef struct cs_pool_s {
-  struct cs_free_set free;
+  cs_free_set_t free;
   uint64_t lookups; /* free-block look-ups while GC is on: the clock for block ages */
   bool small;
 } cs_pool_t;
 
-/* A FIFO of blocks linked through u.pending.next_pending. */
+/* A FIFO of blocks linked through u.held.next_pending. */
 typedef struct cs_block_queue_s {
   cs_block_t *head;
   cs_block_t *tail;
@@ -62,7 +60,7 @@ struct cs_allocator_s {
   cs_stats_t stats;
   size_t gc_limit;            /* reserved bytes above which GC runs; 0 = not computed yet */
 
-  cs_block_t *spare_blocks;   /* recycled block structs, linked through u.pending.next_pending */
+  cs_block_t *spare_blocks;   /* recycled block structs, linked through u.held.next_pending */
   size_t spare_count;
   void *slabs;                /* every slab of block structs, for destroy */
 };
@@ -74,7 +72,7 @@ static inline bool cs_alloc_is_capturing(cs_allocator_t *a) {
 }
 
 static inline cs_pool_t *cs_pool_of(cs_allocator_t *a, const cs_block_t *b) {
-  return b->small ? &a->small : &a->large;
+  return cs_block_small(b) ? &a->small : &a->large;
 }
 
 void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
@@ -90,9 +88,11 @@ void cs_block_slabs_free(cs_allocator_t *a);
 void cs_pool_init(cs_pool_t *pool, bool small);
 void cs_pool_insert(cs_allocator_t *a, cs_block_t *b);
 void cs_pool_remove(cs_allocator_t *a, cs_block_t *b);
-cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r);
+cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t **pred);
 int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retry, cs_block_t **out);
 int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend);
+cs_block_t *cs_pool_alloc_cached_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b,
+                                       const cs_block_t *pred);
 cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b);
 void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b);
 void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b);

@@ -11,47 +11,31 @@
  * Free sets
  * ----------------------------------------------------------------------------------------------*/
 
-static int cs_block_cmp(const cs_block_t *x, const cs_block_t *y) {
-  if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
-  if (x->size != y->size) return x->size < y->size ? -1 : 1;
-  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
-  return 0;
-}
-
-/* libbsd's intrusive red-black tree: ordered set with lower_bound (RB_NFIND) and no allocation. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-RB_GENERATE_INTERNAL(cs_free_set, cs_block_s, u.free_link, cs_block_cmp, static)
-#pragma GCC diagnostic pop
-
 void cs_pool_init(cs_pool_t *pool, bool small) {
-  RB_INIT(&pool->free);
+  cs_free_set_init(&pool->free);
   pool->lookups = 0;
   pool->small = small;
 }
 
 void cs_pool_insert(cs_allocator_t *a, cs_block_t *b) {
   cs_pool_t *pool = cs_pool_of(a, b);
-  b->state = CS_BLOCK_FREE;
-  b->gc_base = pool->lookups;
-  cs_block_t *clash = RB_INSERT(cs_free_set, &pool->free, b);
-  cs_assert(clash == NULL);
-  (void)clash;
+  cs_block_set_state(b, CS_BLOCK_FREE);
+  b->u.free.gc_base = pool->lookups;
+  cs_free_set_insert(&pool->free, b);
 }
 
 void cs_pool_remove(cs_allocator_t *a, cs_block_t *b) {
-  cs_assert(b->state == CS_BLOCK_FREE);
-  RB_REMOVE(cs_free_set, &cs_pool_of(a, b)->free, b);
+  cs_assert(cs_block_state(b) == CS_BLOCK_FREE);
+  cs_free_set_remove(&cs_pool_of(a, b)->free, b);
 }
 
 /* Helpers for release.c, which walks the free sets. */
-cs_block_t *cs_pool_first(cs_pool_t *pool) { return RB_MIN(cs_free_set, &pool->free); }
-cs_block_t *cs_pool_last(cs_pool_t *pool) { return RB_MAX(cs_free_set, &pool->free); }
-cs_block_t *cs_pool_next(cs_block_t *b) { return RB_NEXT(cs_free_set, NULL, b); }
-cs_block_t *cs_pool_prev(cs_block_t *b) { return RB_PREV(cs_free_set, NULL, b); }
+cs_block_t *cs_pool_first(cs_pool_t *pool) { return cs_free_set_first(&pool->free); }
+cs_block_t *cs_pool_last(cs_pool_t *pool) { return cs_free_set_last(&pool->free); }
+cs_block_t *cs_pool_next(cs_block_t *b) { return cs_free_set_next(b); }
+cs_block_t *cs_pool_prev(cs_block_t *b) { return cs_free_set_prev(b); }
 cs_block_t *cs_pool_lower_bound(cs_pool_t *pool, uintptr_t stream, size_t size) {
-  cs_block_t key = {.stream = stream, .size = size, .addr = 0};
-  return RB_NFIND(cs_free_set, &pool->free, &key);
+  return cs_free_set_lower_bound(&pool->free, stream, size, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -86,14 +70,14 @@ int cs_block_reserve(cs_allocator_t *a, size_t n) {
 cs_block_t *cs_block_take(cs_allocator_t *a) {
   cs_block_t *b = a->spare_blocks;
   cs_assert(b != NULL);
-  a->spare_blocks = b->u.pending.next_pending;
+  a->spare_blocks = b->u.held.next_pending;
   a->spare_count--;
   memset(b, 0, sizeof *b);
   return b;
 }
 
 void cs_block_give(cs_allocator_t *a, cs_block_t *b) {
-  b->u.pending.next_pending = a->spare_blocks;
+  b->u.held.next_pending = a->spare_blocks;
   a->spare_blocks = b;
   a->spare_count++;
 }
@@ -118,22 +102,24 @@ static inline bool cs_gc_enabled(const cs_allocator_t *a) {
   return a->conf.garbage_collection_threshold > 0.0;
 }
 
-cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r) {
+/* The best fit for r, left in the free set (cs_pool_alloc_cached_block takes it out), or NULL.
+ * *pred receives the block before it in the set. */
+cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t **pred) {
   cs_pool_t *pool = r->pool;
   if (cs_gc_enabled(a)) pool->lookups++;
-  cs_block_t *b = cs_pool_lower_bound(pool, r->stream, r->size);
+  cs_block_t *b = cs_free_set_lower_bound(&pool->free, r->stream, r->size, pred);
   if (!b || b->stream != r->stream) return NULL;
   size_t max_split = a->conf.max_split_size;
-  size_t excess = b->size - r->size;
+  size_t b_size = cs_block_size(b);
+  size_t excess = b_size - r->size;
   /* Do not carve a small request out of an oversize block, nor hand a large request a block
    * that is much larger than it (PyTorch's two rules). */
-  if (r->size < max_split && b->size >= max_split) return NULL;
+  if (r->size < max_split && b_size >= max_split) return NULL;
   if (r->size >= max_split && excess >= a->conf.max_non_split_rounding) return NULL;
   /* IPC-safe large pool: whole segments only, within a bounded slack. */
   if (!pool->small && !a->conf.split_large &&
       excess > cs_whole_segment_slack(r->size, a->conf.max_non_split_rounding))
     return NULL;
-  cs_pool_remove(a, b);
   return b;
 }
 
@@ -171,10 +157,10 @@ int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retr
                       .stack_id = r->stack_id, .small = small};
   cs_block_t *b = cs_block_take(a);
   b->addr = addr;
-  b->size = r->segment_size;
+  cs_block_set_size(b, r->segment_size);
   b->stream = r->stream;
   b->segment = s;
-  b->small = small;
+  cs_block_set_small(b, small);
   s->first = b;
   cs_segment_link(a, s);
 
@@ -191,7 +177,7 @@ int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retr
 /* Give a whole-segment free block back to the backend (when call_backend) and forget it.
  * Returns 0, or the backend's status with nothing changed. pre: b is FREE and not split. */
 int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend) {
-  cs_assert(b->state == CS_BLOCK_FREE && !cs_block_is_split(b));
+  cs_assert(cs_block_state(b) == CS_BLOCK_FREE && !cs_block_is_split(b));
   cs_segment_t *s = b->segment;
   /* Reported before the release: once released, the driver may hand the address to anyone. */
   cs_emit(a, CS_TRACE_SEGMENT_FREE, s->addr, s->size, s->stream, s->stack_id);
@@ -215,60 +201,90 @@ int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend)
  * ----------------------------------------------------------------------------------------------*/
 
 static bool cs_should_split(const cs_allocator_t *a, const cs_block_t *b, size_t size) {
-  size_t remaining = b->size - size;
-  if (b->small) return remaining >= CS_MIN_BLOCK_SIZE;
+  size_t remaining = cs_block_size(b) - size;
+  if (cs_block_small(b)) return remaining >= CS_MIN_BLOCK_SIZE;
   if (!a->conf.split_large) return false; /* IPC-safe: a large block is its segment */
   return size < a->conf.max_split_size && remaining > CS_SMALL_SIZE;
 }
 
-/* Hand out b, or its front part after a split; returns the block handed out.
- * pre: b is out of every set; a block struct is reserved; the live map has room. */
-cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b) {
-  bool small = b->small;
+/* Split off the front of b for the request; b keeps its struct and becomes the remainder, moved up
+ * by r->size. Returns the front, linked into the segment but in no set. If b was in the free set
+ * (in_set, pred its predecessor there), it stays there: where the shorter remainder still sorts
+ * after pred it keeps its place in the tree, the common case when a large free block is carved
+ * up, and is otherwise removed and inserted again. pre: a block struct is reserved. */
+static cs_block_t *cs_split_front(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b,
+                                  bool in_set, const cs_block_t *pred) {
+  cs_block_t *front = cs_block_take(a);
+  front->addr = b->addr;
+  cs_block_set_size(front, r->size);
+  front->stream = b->stream;
+  front->segment = b->segment;
+  cs_block_set_small(front, cs_block_small(b));
+  front->prev = b->prev;
+  if (front->prev) front->prev->next = front;
+  else front->segment->first = front;
+  front->next = b;
+  b->prev = front;
+
+  cs_block_t rest_key = {.addr = b->addr + r->size, .stream = b->stream,
+                         .size_and_flags = cs_block_size(b) - r->size};
+  bool keeps_place = in_set && (!pred || cs_free_set_less(pred, &rest_key));
+  if (in_set && !keeps_place) cs_pool_remove(a, b);
+  b->addr = rest_key.addr;
+  cs_block_set_size(b, rest_key.size_and_flags);
+  if (keeps_place) b->u.free.gc_base = cs_pool_of(a, b)->lookups; /* as if inserted anew */
+  else cs_pool_insert(a, b);
+  return front;
+}
+
+/* Hand out b, or its front part after a split; returns the block handed out. PyTorch's
+ * alloc_found_block. pre: b is in the free set exactly when in_set (pred: its predecessor there);
+ * a block struct is reserved; the live map has room. */
+static cs_block_t *cs_alloc_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b,
+                                  bool in_set, const cs_block_t *pred) {
+  bool small = cs_block_small(b);
   bool already_split = cs_block_is_split(b);
   if (cs_should_split(a, b, r->size)) {
-    /* The front becomes the allocation; the remainder keeps the old struct, moved up. */
     cs_block_t *rest = b;
-    b = cs_block_take(a);
-    b->addr = rest->addr;
-    b->size = r->size;
-    b->stream = rest->stream;
-    b->segment = rest->segment;
-    b->small = small;
-    b->prev = rest->prev;
-    if (b->prev) b->prev->next = b;
-    else b->segment->first = b;
-    b->next = rest;
-    rest->prev = b;
-    rest->addr += r->size;
-    rest->size -= r->size;
-    cs_pool_insert(a, rest);
+    b = cs_split_front(a, r, rest, in_set, pred);
     if (already_split) {
-      cs_stat_array_decrease(a->stats.inactive_split_bytes, small, (int64_t)b->size);
+      cs_stat_array_decrease(a->stats.inactive_split_bytes, small, (int64_t)r->size);
     } else {
-      cs_stat_array_increase(a->stats.inactive_split_bytes, small, (int64_t)rest->size);
+      cs_stat_array_increase(a->stats.inactive_split_bytes, small, (int64_t)cs_block_size(rest));
       cs_stat_array_increase(a->stats.inactive_split, small, 1);
     }
-  } else if (already_split) {
-    cs_stat_array_decrease(a->stats.inactive_split_bytes, small, (int64_t)b->size);
-    cs_stat_array_decrease(a->stats.inactive_split, small, 1);
+  } else {
+    if (in_set) cs_pool_remove(a, b);
+    if (already_split) {
+      cs_stat_array_decrease(a->stats.inactive_split_bytes, small, (int64_t)cs_block_size(b));
+      cs_stat_array_decrease(a->stats.inactive_split, small, 1);
+    }
   }
-  b->state = CS_BLOCK_ALLOCATED;
-  b->requested = r->requested;
-  b->stack_id = r->stack_id;
+  cs_block_set_state(b, CS_BLOCK_ALLOCATED);
+  b->u.held.requested = r->requested;
+  b->u.held.stack_id = r->stack_id;
   int rc = cs_block_map_insert(&a->live, b);
   cs_assert(rc == 0); /* room was reserved */
   (void)rc;
 
-  int64_t size = (int64_t)b->size;
+  int64_t size = (int64_t)cs_block_size(b);
   cs_stat_array_increase(a->stats.allocation, small, 1);
   cs_stat_array_increase(a->stats.allocated_bytes, small, size);
   cs_stat_array_increase(a->stats.active, small, 1);
   cs_stat_array_increase(a->stats.active_bytes, small, size);
-  cs_stat_array_increase(a->stats.requested_bytes, small, (int64_t)b->requested);
-  if (b->size >= a->conf.max_split_size) cs_stat_increase(&a->stats.oversize_allocations, 1);
-  cs_emit(a, CS_TRACE_ALLOC, b->addr, b->requested, b->stream, b->stack_id);
+  cs_stat_array_increase(a->stats.requested_bytes, small, (int64_t)r->requested);
+  if (cs_block_size(b) >= a->conf.max_split_size) cs_stat_increase(&a->stats.oversize_allocations, 1);
+  cs_emit(a, CS_TRACE_ALLOC, b->addr, r->requested, b->stream, r->stack_id);
   return b;
+}
+
+cs_block_t *cs_pool_alloc_cached_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b,
+                                       const cs_block_t *pred) {
+  return cs_alloc_block(a, r, b, true, pred);
+}
+
+cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b) {
+  return cs_alloc_block(a, r, b, false, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -278,19 +294,21 @@ cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, 
 /* The program gave the block back; it is PENDING until cs_pool_free_block. pre: b was removed
  * from the live map. */
 void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b) {
-  cs_assert(b->state == CS_BLOCK_ALLOCATED);
-  b->state = CS_BLOCK_PENDING;
-  b->u.pending.next_pending = NULL;
-  b->u.pending.fence = NULL;
-  cs_stat_array_decrease(a->stats.allocation, b->small, 1);
-  cs_stat_array_decrease(a->stats.allocated_bytes, b->small, (int64_t)b->size);
-  cs_emit(a, CS_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream, b->stack_id);
-  if (b->size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_allocations, 1);
+  cs_assert(cs_block_state(b) == CS_BLOCK_ALLOCATED);
+  cs_block_set_state(b, CS_BLOCK_PENDING);
+  b->u.held.next_pending = NULL;
+  b->u.held.fence = NULL;
+  bool small = cs_block_small(b);
+  size_t size = cs_block_size(b);
+  cs_stat_array_decrease(a->stats.allocation, small, 1);
+  cs_stat_array_decrease(a->stats.allocated_bytes, small, (int64_t)size);
+  cs_emit(a, CS_TRACE_FREE_REQUESTED, b->addr, b->u.held.requested, b->stream, b->u.held.stack_id);
+  if (size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_allocations, 1);
 }
 
 /* Merge src into dst if src is a free neighbour; returns the bytes taken over, else 0. */
 static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) {
-  if (!src || src->state != CS_BLOCK_FREE) return 0;
+  if (!src || cs_block_state(src) != CS_BLOCK_FREE) return 0;
   cs_pool_remove(a, src);
   if (dst->prev == src) { /* [src dst] */
     dst->addr = src->addr;
@@ -301,8 +319,8 @@ static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) 
     dst->next = src->next;
     if (dst->next) dst->next->prev = dst;
   }
-  size_t taken = src->size;
-  dst->size += taken;
+  size_t taken = cs_block_size(src);
+  cs_block_set_size(dst, cs_block_size(dst) + taken);
   cs_block_give(a, src);
   return taken;
 }
@@ -310,10 +328,10 @@ static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) 
 /* The block becomes reusable: merge with free neighbours and return it to its pool. The
  * inactive_split statistics get one net change each, as PyTorch applies them. */
 void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b) {
-  cs_assert(b->state == CS_BLOCK_PENDING);
-  cs_emit(a, CS_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream, b->stack_id);
-  int64_t original_size = (int64_t)b->size;
-  int64_t requested = (int64_t)b->requested;
+  cs_assert(cs_block_state(b) == CS_BLOCK_PENDING);
+  int64_t requested = (int64_t)b->u.held.requested;
+  cs_emit(a, CS_TRACE_FREE_COMPLETED, b->addr, b->u.held.requested, b->stream, b->u.held.stack_id);
+  int64_t original_size = (int64_t)cs_block_size(b);
   int64_t net_blocks = 0;
   int64_t net_bytes = 0;
   cs_block_t *neighbours[2] = {b->prev, b->next};
@@ -324,14 +342,12 @@ void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b) {
       net_bytes -= (int64_t)taken;
     }
   }
-  b->requested = 0;
-  b->stack_id = 0;
   cs_pool_insert(a, b);
   if (cs_block_is_split(b)) {
     net_blocks += 1;
-    net_bytes += (int64_t)b->size;
+    net_bytes += (int64_t)cs_block_size(b);
   }
-  bool small = b->small;
+  bool small = cs_block_small(b);
   cs_stat_array_update(a->stats.inactive_split, small, net_blocks);
   cs_stat_array_update(a->stats.inactive_split_bytes, small, net_bytes);
   cs_stat_array_decrease(a->stats.active, small, 1);

@@ -38,9 +38,9 @@ bool cs_release_available(cs_allocator_t *a, const cs_request_t *r) {
   /* No single block is large enough: back up to the largest block of the stream. */
   b = b ? cs_pool_prev(b) : cs_pool_last(pool);
   size_t released = 0;
-  while (b && released < target && b->size >= max_split && b->stream == r->stream) {
+  while (b && released < target && cs_block_size(b) >= max_split && b->stream == r->stream) {
     cs_block_t *prev = cs_pool_prev(b);
-    size_t size = b->size;
+    size_t size = cs_block_size(b);
     if (!cs_block_is_split(b) && cs_pool_release_segment(a, b, true) == 0) released += size;
     b = prev;
   }
@@ -75,7 +75,7 @@ void cs_release_garbage(cs_allocator_t *a) {
   size_t freeable = 0;
   for (cs_block_t *b = cs_pool_first(pool); b; b = cs_pool_next(b)) {
     if (cs_block_is_split(b)) continue;
-    total_age += (double)(pool->lookups - b->gc_base);
+    total_age += (double)(pool->lookups - b->u.free.gc_base);
     freeable++;
   }
   size_t reclaimed = 0;
@@ -86,8 +86,8 @@ void cs_release_garbage(cs_allocator_t *a) {
     cs_block_t *b = cs_pool_first(pool);
     while (b) {
       cs_block_t *next = cs_pool_next(b);
-      double age = (double)(pool->lookups - b->gc_base);
-      size_t size = b->size;
+      double age = (double)(pool->lookups - b->u.free.gc_base);
+      size_t size = cs_block_size(b);
       if (!cs_block_is_split(b) && age >= age_threshold && cs_pool_release_segment(a, b, true) == 0) {
         freed_any = true;
         reclaimed += size;
