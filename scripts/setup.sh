@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make gcc pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libbsd-dev libjemalloc2 clang libclang-rt-14-dev)
+packages=(cmake make gcc pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do
