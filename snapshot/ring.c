@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "common/cs_error.h"
+#include "common/cs_populate.h"
 
 static const char *const cs_action_names[CS_ACTION_COUNT] = {
     [CS_ACTION_ALLOC] = "alloc",
@@ -33,6 +34,7 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
   if (capacity > 0) {
     r->entries = calloc(capacity, sizeof *r->entries);
     if (!r->entries) return -CS_EHOSTMEM;
+    cs_populate(r->entries, capacity * sizeof *r->entries); /* no page faults on the hot path */
   }
   r->capacity = capacity;
   cs_ticks_init();

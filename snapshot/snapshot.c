@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "common/cs_populate.h"
 
 /* ------------------------------------------------------------------------------------------------
  * The frozen copy
@@ -78,8 +79,8 @@ int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
   if (entries <= s->entry_capacity) return 0;
   cs_ring_entry_t *p = realloc(s->entries, entries * sizeof *p);
   if (!p) return s->error = -CS_EHOSTMEM;
-  /* touched now, so that the page faults are not taken under the allocators' locks */
-  memset(p + s->entry_capacity, 0, (entries - s->entry_capacity) * sizeof *p);
+  /* backed now, so that the page faults are not taken under the allocators' locks */
+  cs_populate(p + s->entry_capacity, (entries - s->entry_capacity) * sizeof *p);
   s->entries = p;
   s->entry_capacity = entries;
   return 0;
