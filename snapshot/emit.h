@@ -9,7 +9,9 @@
  *     TUPLE; JSON arrays;
  *   - frame lists shared by many entries: cs_emit_frames_ref writes a reference to a list written
  *     earlier under the same id (pickle memo: BINGET), or returns false so the caller writes the
- *     list and then calls cs_emit_frames_done(id) (pickle: memoize it). JSON always writes lists out;
+ *     list and then calls cs_emit_frames_done(id) (pickle: memoize it). JSON has no references:
+ *     it keeps the bytes of the list written the first time and copies them out again (a bounded
+ *     cache; a list that does not fit is written out each time, to the same bytes);
  *   - pickle writes lists and dicts as EMPTY_LIST/EMPTY_DICT then MARK ... APPENDS/SETITEMS
  *     batches of at most 1000 items (the viewer fails on huge batches), and only the opcodes the
  *     viewer reads (snapshot-format.md section 3.3);
@@ -22,7 +24,8 @@
  * the sink; cs_emit_finish returns it. No other failure mode except host memory for the memo table
  * (ENOMEM), a pickle string of 4 GiB or more (EOVERFLOW) and, in release builds, calls out of order
  * (EINVAL; debug builds assert), all sticky too.
- * Memory: bounded by the nesting depth plus the memo table (one entry per frame list id). */
+ * Memory: bounded by the nesting depth plus the memo table (one entry per frame list id), and for
+ * JSON the frame list cache (at most 32 MiB, CS_EMIT_CACHE_LIMIT in emit_cache.h). */
 #ifndef CS_EMIT_H
 #define CS_EMIT_H
 
@@ -73,5 +76,9 @@ uint64_t cs_emit_bytes(const cs_emitter_t *e);
 
 /* Non-finite doubles written as 0.0 so far. */
 uint64_t cs_emit_nonfinite(const cs_emitter_t *e);
+
+/* Bound the JSON frame list cache to `bytes` (0: no cache). Call before the first value. The
+ * output is the same for every bound. Used in unit tests. */
+void cs_emit_set_cache_limit(cs_emitter_t *e, size_t bytes);
 
 #endif
