@@ -194,13 +194,13 @@ void cs_emit_list_end(cs_emitter_t *e) {
   if (CS_UNLIKELY(e->cache.state == CS_EMIT_CAPTURE_ON)) cs_emit_capture_list_end(e);
 }
 
-void cs_emit_key(cs_emitter_t *e, const char *key) {
+void cs_emit_key_n(cs_emitter_t *e, const char *key, size_t len) {
   if (e->error != 0) return;
   cs_emit_level_t *lvl = cs_emit_top(e);
   if (!CS_EMIT_REQUIRE(e, lvl != NULL && lvl->kind == CS_EMIT_KIND_DICT && !lvl->want_value)) return;
   e->ops->item_begin(e, lvl);
   lvl->items++;
-  e->ops->key(e, key, strlen(key));
+  e->ops->key(e, key, len);
   lvl->want_value = true;
 }
 
@@ -221,8 +221,6 @@ void cs_emit_float(cs_emitter_t *e, double value) {
   e->ops->float64(e, value);
   cs_emit_value_end(e);
 }
-
-void cs_emit_str(cs_emitter_t *e, const char *value) { cs_emit_str_n(e, value, strlen(value)); }
 
 void cs_emit_str_n(cs_emitter_t *e, const char *value, size_t len) {
   if (!cs_emit_value_begin(e)) return;

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "snapshot/sink.h"
 
@@ -58,11 +59,19 @@ void cs_emit_list_begin(cs_emitter_t *e);
 void cs_emit_list_end(cs_emitter_t *e);
 void cs_emit_tuple_begin(cs_emitter_t *e);
 void cs_emit_tuple_end(cs_emitter_t *e);
-void cs_emit_key(cs_emitter_t *e, const char *key);
+void cs_emit_key_n(cs_emitter_t *e, const char *key, size_t len);
 void cs_emit_int(cs_emitter_t *e, int64_t value);
 void cs_emit_float(cs_emitter_t *e, double value);
-void cs_emit_str(cs_emitter_t *e, const char *value);
 void cs_emit_str_n(cs_emitter_t *e, const char *value, size_t len);
+
+/* Inline so that the length of a literal is known where it is written (keys are nearly all
+ * literals, and there are several per history entry). */
+static inline void cs_emit_key(cs_emitter_t *e, const char *key) {
+  cs_emit_key_n(e, key, strlen(key));
+}
+static inline void cs_emit_str(cs_emitter_t *e, const char *value) {
+  cs_emit_str_n(e, value, strlen(value));
+}
 void cs_emit_bool(cs_emitter_t *e, bool value);
 void cs_emit_none(cs_emitter_t *e);
 
