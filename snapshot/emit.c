@@ -19,6 +19,7 @@ void cs_emit_fail(cs_emitter_t *e, int error) {
 }
 
 void cs_emit_flush(cs_emitter_t *e) {
+  if (CS_UNLIKELY(e->cache.state == CS_EMIT_CAPTURE_ON)) cs_emit_capture_flush(e);
   if (e->len > 0 && e->error == 0) {
     int rc = e->sink.write(e->sink.ctx, e->buf, e->len);
     if (rc != 0)
@@ -136,9 +137,11 @@ static inline void cs_emit_value_end(cs_emitter_t *e) {
 }
 
 static void cs_emit_open(cs_emitter_t *e, cs_emit_kind_t kind) {
+  uint64_t value_pos = cs_emit_pos(e); /* before the separator */
   if (!cs_emit_value_begin(e) || !CS_EMIT_REQUIRE(e, e->depth < CS_EMIT_MAX_DEPTH)) return;
   cs_emit_level_t *lvl = &e->stack[e->depth++];
   *lvl = (cs_emit_level_t){.kind = kind};
+  if (CS_UNLIKELY(e->cache.state == CS_EMIT_CAPTURE_ARMED)) cs_emit_capture_open(e, value_pos, kind);
   e->ops->open(e, lvl);
 }
 
@@ -162,6 +165,7 @@ cs_emitter_t *cs_emitter_create(cs_emit_format_t format, cs_sink_t sink, int pic
   e->ops = format == CS_EMIT_PICKLE ? &cs_emit_pickle_ops : &cs_emit_json_ops;
   e->sink = sink;
   e->pickle_protocol = pickle_protocol;
+  cs_emit_cache_init(&e->cache);
   e->ops->start(e);
   return e;
 }
@@ -172,6 +176,7 @@ int cs_emit_finish(cs_emitter_t *e) {
     cs_emit_flush(e);
   }
   int error = e->error;
+  cs_emit_cache_free(&e->cache);
   free(e->memo);
   free(e);
   return error;
@@ -186,15 +191,16 @@ void cs_emit_tuple_end(cs_emitter_t *e) { cs_emit_close(e, CS_EMIT_KIND_TUPLE); 
 void cs_emit_list_end(cs_emitter_t *e) {
   cs_emit_close(e, CS_EMIT_KIND_LIST);
   e->list_end_pos = cs_emit_pos(e);
+  if (CS_UNLIKELY(e->cache.state == CS_EMIT_CAPTURE_ON)) cs_emit_capture_list_end(e);
 }
 
-void cs_emit_key(cs_emitter_t *e, const char *key) {
+void cs_emit_key_n(cs_emitter_t *e, const char *key, size_t len) {
   if (e->error != 0) return;
   cs_emit_level_t *lvl = cs_emit_top(e);
   if (!CS_EMIT_REQUIRE(e, lvl != NULL && lvl->kind == CS_EMIT_KIND_DICT && !lvl->want_value)) return;
   e->ops->item_begin(e, lvl);
   lvl->items++;
-  e->ops->key(e, key, strlen(key));
+  e->ops->key(e, key, len);
   lvl->want_value = true;
 }
 
@@ -215,8 +221,6 @@ void cs_emit_float(cs_emitter_t *e, double value) {
   e->ops->float64(e, value);
   cs_emit_value_end(e);
 }
-
-void cs_emit_str(cs_emitter_t *e, const char *value) { cs_emit_str_n(e, value, strlen(value)); }
 
 void cs_emit_str_n(cs_emitter_t *e, const char *value, size_t len) {
   if (!cs_emit_value_begin(e)) return;
@@ -240,9 +244,26 @@ void cs_emit_none(cs_emitter_t *e) {
  * Shared frame lists
  * ---------------------------------------------------------------------------------------------- */
 
+/* A format without a memo copies the list's bytes written the first time, if they were kept. */
+static bool cs_emit_frames_copy(cs_emitter_t *e, uint32_t id) {
+  size_t len = 0;
+  const unsigned char *bytes = cs_emit_cache_get(&e->cache, id, &len);
+  if (bytes == NULL) {
+    cs_emit_capture_arm(e, id);
+    return false;
+  }
+  if (!cs_emit_value_begin(e)) return false;
+  cs_emit_write(e, bytes, len);
+  cs_emit_value_end(e);
+  e->list_end_pos = cs_emit_pos(e);
+  return true;
+}
+
 bool cs_emit_frames_ref(cs_emitter_t *e, uint32_t id) {
   cs_assert(id > 0);
-  if (e->error != 0 || id >= e->memo_cap || e->memo[id] == 0) return false;
+  if (e->error != 0) return false;
+  if (e->ops->memo_get == NULL) return cs_emit_frames_copy(e, id);
+  if (id >= e->memo_cap || e->memo[id] == 0) return false;
   if (!cs_emit_value_begin(e)) return false;
   e->ops->memo_get(e, e->memo[id] - 1);
   cs_emit_value_end(e);
@@ -266,7 +287,11 @@ static bool cs_emit_memo_grow(cs_emitter_t *e, uint32_t id) {
 
 void cs_emit_frames_done(cs_emitter_t *e, uint32_t id) {
   cs_assert(id > 0);
-  if (e->error != 0 || e->ops->memo_put == NULL) return;
+  if (e->error != 0) return;
+  if (e->ops->memo_put == NULL) {
+    cs_emit_capture_done(e, id);
+    return;
+  }
   /* The memo stores the top of the unpickler's stack: that must be the list that just ended. */
   if (!CS_EMIT_REQUIRE(e, cs_emit_pos(e) == e->list_end_pos)) return;
   if (e->memo_count == UINT32_MAX) return; /* no index left: the list simply stays unshared */
@@ -282,3 +307,5 @@ void cs_emit_frames_done(cs_emitter_t *e, uint32_t id) {
 uint64_t cs_emit_bytes(const cs_emitter_t *e) { return e->error != 0 ? e->flushed : cs_emit_pos(e); }
 
 uint64_t cs_emit_nonfinite(const cs_emitter_t *e) { return e->nonfinite; }
+
+void cs_emit_set_cache_limit(cs_emitter_t *e, size_t bytes) { cs_emit_cache_set_limit(&e->cache, bytes); }

@@ -9,7 +9,9 @@
  *     TUPLE; JSON arrays;
  *   - frame lists shared by many entries: cs_emit_frames_ref writes a reference to a list written
  *     earlier under the same id (pickle memo: BINGET), or returns false so the caller writes the
- *     list and then calls cs_emit_frames_done(id) (pickle: memoize it). JSON always writes lists out;
+ *     list and then calls cs_emit_frames_done(id) (pickle: memoize it). JSON has no references:
+ *     it keeps the bytes of the list written the first time and copies them out again (a bounded
+ *     cache; a list that does not fit is written out each time, to the same bytes);
  *   - pickle writes lists and dicts as EMPTY_LIST/EMPTY_DICT then MARK ... APPENDS/SETITEMS
  *     batches of at most 1000 items (the viewer fails on huge batches), and only the opcodes the
  *     viewer reads (snapshot-format.md section 3.3);
@@ -22,13 +24,15 @@
  * the sink; cs_emit_finish returns it. No other failure mode except host memory for the memo table
  * (ENOMEM), a pickle string of 4 GiB or more (EOVERFLOW) and, in release builds, calls out of order
  * (EINVAL; debug builds assert), all sticky too.
- * Memory: bounded by the nesting depth plus the memo table (one entry per frame list id). */
+ * Memory: bounded by the nesting depth plus the memo table (one entry per frame list id), and for
+ * JSON the frame list cache (at most 32 MiB, CS_EMIT_CACHE_LIMIT in emit_cache.h). */
 #ifndef CS_EMIT_H
 #define CS_EMIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "snapshot/sink.h"
 
@@ -55,11 +59,19 @@ void cs_emit_list_begin(cs_emitter_t *e);
 void cs_emit_list_end(cs_emitter_t *e);
 void cs_emit_tuple_begin(cs_emitter_t *e);
 void cs_emit_tuple_end(cs_emitter_t *e);
-void cs_emit_key(cs_emitter_t *e, const char *key);
+void cs_emit_key_n(cs_emitter_t *e, const char *key, size_t len);
 void cs_emit_int(cs_emitter_t *e, int64_t value);
 void cs_emit_float(cs_emitter_t *e, double value);
-void cs_emit_str(cs_emitter_t *e, const char *value);
 void cs_emit_str_n(cs_emitter_t *e, const char *value, size_t len);
+
+/* Inline so that the length of a literal is known where it is written (keys are nearly all
+ * literals, and there are several per history entry). */
+static inline void cs_emit_key(cs_emitter_t *e, const char *key) {
+  cs_emit_key_n(e, key, strlen(key));
+}
+static inline void cs_emit_str(cs_emitter_t *e, const char *value) {
+  cs_emit_str_n(e, value, strlen(value));
+}
 void cs_emit_bool(cs_emitter_t *e, bool value);
 void cs_emit_none(cs_emitter_t *e);
 
@@ -73,5 +85,9 @@ uint64_t cs_emit_bytes(const cs_emitter_t *e);
 
 /* Non-finite doubles written as 0.0 so far. */
 uint64_t cs_emit_nonfinite(const cs_emitter_t *e);
+
+/* Bound the JSON frame list cache to `bytes` (0: no cache). Call before the first value. The
+ * output is the same for every bound. Used in unit tests. */
+void cs_emit_set_cache_limit(cs_emitter_t *e, size_t bytes);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "common/cs_compiler.h"
 #include "snapshot/emit.h"
+#include "snapshot/emit_cache.h"
 
 enum {
   /* bytes. The same in every build: where a pickle tuple can drop its MARK depends on it
@@ -78,6 +79,7 @@ struct cs_emitter_s {
   size_t memo_cap;       /* entries in memo */
   uint32_t memo_count;   /* memo indexes handed out */
   size_t len;            /* bytes waiting in buf */
+  cs_emit_cache_t cache; /* frame list bytes, for formats without a memo (emit_cache.h) */
   cs_emit_level_t stack[CS_EMIT_MAX_DEPTH];
   unsigned char buf[CS_EMIT_BUFSIZE];
 };
@@ -110,6 +112,33 @@ static inline void cs_emit_byte(cs_emitter_t *e, unsigned char c) {
 
 /* Stream offset of the next byte. */
 static inline uint64_t cs_emit_pos(const cs_emitter_t *e) { return e->flushed + e->len; }
+
+/* ------------------------------------------------------------------------------------------------
+ * The frame list cache (emit_cache.c; formats without a memo)
+ * ---------------------------------------------------------------------------------------------- */
+
+void cs_emit_cache_init(cs_emit_cache_t *c);
+void cs_emit_cache_free(cs_emit_cache_t *c);
+void cs_emit_cache_set_limit(cs_emit_cache_t *c, size_t limit);
+
+/* The bytes of frame list id and their length, or NULL: not cached, or a capture is under way. */
+const unsigned char *cs_emit_cache_get(const cs_emit_cache_t *c, uint32_t id, size_t *len);
+
+/* A frames_ref of id missed: capture the list that is about to open at the current position. */
+void cs_emit_capture_arm(cs_emitter_t *e, uint32_t id);
+
+/* A container opened while armed, as the value that began at stream offset value_pos. lvl is
+ * pushed, its separator written, its opening byte not yet. */
+void cs_emit_capture_open(cs_emitter_t *e, uint64_t value_pos, cs_emit_kind_t kind);
+
+/* The buffer is about to go to the sink while a list is captured. */
+void cs_emit_capture_flush(cs_emitter_t *e);
+
+/* A list ended (and was popped) while a list is captured. */
+void cs_emit_capture_list_end(cs_emitter_t *e);
+
+/* frames_done(id): keep the captured list if it is id's and nothing followed it; stop capturing. */
+void cs_emit_capture_done(cs_emitter_t *e, uint32_t id);
 
 /* ------------------------------------------------------------------------------------------------
  * UTF-8 (both formats replace invalid input the same way, so their strings stay equal)

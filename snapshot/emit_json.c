@@ -17,18 +17,26 @@ static const char cs_json_digit_pairs[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
+/* How many decimal digits v has. Addresses and times have 15 or 16, so no loop over the powers:
+ * bits * 1233 / 4096 is floor(log10(2^bits)) for bits <= 64 (1233 / 4096 ~ log10(2)), which is
+ * the digit count or one less. */
+static inline size_t cs_json_digits(uint64_t v) {
+  static const uint64_t powers[20] = {
+      UINT64_C(1), UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000),
+      UINT64_C(100000), UINT64_C(1000000), UINT64_C(10000000), UINT64_C(100000000),
+      UINT64_C(1000000000), UINT64_C(10000000000), UINT64_C(100000000000),
+      UINT64_C(1000000000000), UINT64_C(10000000000000), UINT64_C(100000000000000),
+      UINT64_C(1000000000000000), UINT64_C(10000000000000000), UINT64_C(100000000000000000),
+      UINT64_C(1000000000000000000), UINT64_C(10000000000000000000),
+  };
+  if (v < 10) return 1;
+  size_t t = ((size_t)(64 - __builtin_clzll(v)) * 1233) >> 12; /* 1..19 */
+  return t + (v >= powers[t]);
+}
+
 /* The decimal digits of v at out (at most 20), written from the last; returns how many. */
 static size_t cs_json_u64(unsigned char *out, uint64_t v) {
-  static const uint64_t powers[] = {
-      UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000), UINT64_C(100000),
-      UINT64_C(1000000), UINT64_C(10000000), UINT64_C(100000000), UINT64_C(1000000000),
-      UINT64_C(10000000000), UINT64_C(100000000000), UINT64_C(1000000000000),
-      UINT64_C(10000000000000), UINT64_C(100000000000000), UINT64_C(1000000000000000),
-      UINT64_C(10000000000000000), UINT64_C(100000000000000000), UINT64_C(1000000000000000000),
-      UINT64_C(10000000000000000000),
-  };
-  size_t n = 1;
-  while (n < 20 && v >= powers[n - 1]) n++;
+  size_t n = cs_json_digits(v);
   size_t at = n;
   while (v >= 100) {
     size_t pair = (size_t)(v % 100) * 2;
@@ -99,39 +107,75 @@ static const char cs_json_hex[] = "0123456789abcdef";
 #error "cs_json_plain_len reads the first byte of a word from its low end"
 #endif
 
-/* How many bytes at the start of s[0..len) are copied as they are: ASCII, not a control character,
- * '"' or '\\'. Eight bytes at a time: keys and most values are such plain runs. In each word's
- * flags only the lowest set one is exact (a borrow can set flags above it), which is the one
- * used. */
-static size_t cs_json_plain_len(const unsigned char *s, size_t len) {
+/* Flags the bytes of w that are not copied as they are: non-ASCII (0x80 in the byte), a control
+ * character, '"' or '\\'. Only the lowest flag is exact (a borrow can set flags above it), so
+ * "w is all plain" is exactly flags == 0, and the first byte to handle is the lowest flag. */
+static inline uint64_t cs_json_word_flags(uint64_t w) {
   const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
+  uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+  return (((w - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~w & high) | (w & high);
+}
+
+/* How many bytes at the start of s[0..len) are copied as they are. Eight bytes at a time. */
+static size_t cs_json_plain_len(const unsigned char *s, size_t len) {
   size_t i = 0;
   for (; i + 8 <= len; i += 8) {
     uint64_t w;
     memcpy(&w, s + i, sizeof w);
-    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
-    uint64_t flags = ((w - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~w & high;
-    flags |= w & high;
+    uint64_t flags = cs_json_word_flags(w);
     if (flags != 0) return i + (size_t)__builtin_ctzll(flags) / 8;
   }
   while (i < len && s[i] < 0x80 && cs_json_escape[s[i]] == 0) i++;
   return i;
 }
 
-/* A quoted string, then `colon` (a key). Valid UTF-8 is copied as is; each invalid subpart
- * becomes U+FFFD. */
-static void cs_json_quoted(cs_emitter_t *e, const char *value, size_t len, bool colon) {
-  const unsigned char *s = (const unsigned char *)value;
-  size_t i = cs_json_plain_len(s, len);
-  if (CS_LIKELY(i == len && len <= CS_EMIT_BUFSIZE - 3)) { /* the usual case: one copy */
-    unsigned char *p = cs_emit_reserve(e, len + 3);
-    p[0] = '"';
-    memcpy(p + 1, s, len);
-    p[len + 1] = '"';
-    p[len + 2] = ':';
-    cs_emit_commit(e, len + 2 + colon);
-    return;
+/* Copy s[0..len) to out if every byte is copied as it is (cs_json_plain_len would return len);
+ * otherwise return false, out holding some of it. Keys and most values are short plain strings,
+ * so scanning and copying go together, a word at a time, with no loop below 8 bytes: a short
+ * string (or a long one's tail) is read as two overlapping pieces, each padded to a word with a
+ * plain byte ('a'). */
+static inline bool cs_json_copy_plain(unsigned char *out, const unsigned char *s, size_t len) {
+  uint64_t w, bad = 0;
+  if (len >= 8) {
+    for (size_t i = 0; i + 8 < len; i += 8) {
+      memcpy(&w, s + i, sizeof w);
+      bad |= cs_json_word_flags(w);
+      memcpy(out + i, &w, sizeof w);
+    }
+    memcpy(&w, s + len - 8, sizeof w);
+    memcpy(out + len - 8, &w, sizeof w);
+    return (bad | cs_json_word_flags(w)) == 0;
   }
+  if (len >= 4) {
+    uint32_t a, b;
+    memcpy(&a, s, sizeof a);
+    memcpy(&b, s + len - 4, sizeof b);
+    memcpy(out, &a, sizeof a);
+    memcpy(out + len - 4, &b, sizeof b);
+    const uint64_t pad = UINT64_C(0x61616161) << 32;
+    return (cs_json_word_flags(a | pad) | cs_json_word_flags(b | pad)) == 0;
+  }
+  if (len >= 2) {
+    uint16_t a, b;
+    memcpy(&a, s, sizeof a);
+    memcpy(&b, s + len - 2, sizeof b);
+    memcpy(out, &a, sizeof a);
+    memcpy(out + len - 2, &b, sizeof b);
+    const uint64_t pad = UINT64_C(0x616161616161) << 16;
+    return (cs_json_word_flags(a | pad) | cs_json_word_flags(b | pad)) == 0;
+  }
+  if (len == 1) {
+    out[0] = s[0];
+    return cs_json_word_flags(s[0] | UINT64_C(0x61616161616161) << 8) == 0;
+  }
+  return true;
+}
+
+/* cs_json_quoted for a string with escapes or non-ASCII bytes, or too long for the buffer. Out of
+ * line, so that the plain case saves no registers for it. */
+static CS_NOINLINE void cs_json_quoted_slow(cs_emitter_t *e, const unsigned char *s, size_t len,
+                                            bool colon) {
+  size_t i = cs_json_plain_len(s, len);
   cs_emit_byte(e, '"');
   size_t run = 0; /* start of the bytes not yet written */
   while (i < len) {
@@ -171,6 +215,23 @@ static void cs_json_quoted(cs_emitter_t *e, const char *value, size_t len, bool 
   cs_emit_write(e, s + run, len - run);
   cs_emit_byte(e, '"');
   if (colon) cs_emit_byte(e, ':');
+}
+
+/* A quoted string, then `colon` (a key). Valid UTF-8 is copied as is; each invalid subpart
+ * becomes U+FFFD. */
+static void cs_json_quoted(cs_emitter_t *e, const char *value, size_t len, bool colon) {
+  const unsigned char *s = (const unsigned char *)value;
+  if (CS_LIKELY(len <= CS_EMIT_BUFSIZE - 3)) { /* the usual case: one pass, one copy */
+    unsigned char *p = cs_emit_reserve(e, len + 3);
+    if (CS_LIKELY(cs_json_copy_plain(p + 1, s, len))) {
+      p[0] = '"';
+      p[len + 1] = '"';
+      p[len + 2] = ':';
+      cs_emit_commit(e, len + 2 + colon);
+      return;
+    }
+  }
+  cs_json_quoted_slow(e, s, len, colon); /* overwrites what was copied above */
 }
 
 static void cs_json_string(cs_emitter_t *e, const char *value, size_t len) {

@@ -200,12 +200,14 @@ static void cs_emit_kv_bool(cs_emitter_t *e, const char *key, bool value) {
   cs_emit_bool(e, value);
 }
 
-/* A stack as a frame list, innermost first; written once and referenced afterwards (pickle). */
+/* A stack as a frame list, innermost first; written once and referenced (pickle) or copied (JSON)
+ * afterwards. The reference is tried first: a list was only ever shared for a stack the intern
+ * table knows, and ids stay valid, so a hit needs no lookup. */
 static void cs_snap_write_frames(cs_snap_writer_t *w, uint32_t stack_id) {
   cs_emitter_t *e = w->e;
+  if (stack_id && w->intern && cs_emit_frames_ref(e, stack_id)) return;
   size_t n = 0;
   const uintptr_t *pcs = stack_id && w->intern ? cs_intern_get(w->intern, stack_id, &n) : NULL;
-  if (pcs && cs_emit_frames_ref(e, stack_id)) return;
   cs_emit_list_begin(e);
   for (size_t i = 0; pcs && w->sym && i < n; i++) {
     cs_frame_t f = cs_symbolize(w->sym, pcs[i], 0);

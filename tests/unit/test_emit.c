@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -459,6 +460,31 @@ static void test_json_ints(void **state) {
                         "36028797018963968,-9223372036854775808,9223372036854775807]");
 }
 
+/* Every digit count, at both ends: the count comes from the bit length (emit_json.c), which
+ * leaves 10^k - 1 and 10^k one apart. */
+static void test_json_int_digits(void **state) {
+  (void)state;
+  uint64_t power = 1;
+  for (int k = 0; k <= 19; k++) {
+    const uint64_t values[] = {power - 1, power, power + 1, power * 2 - 1};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+      if (values[i] > (uint64_t)INT64_MAX) continue;
+      char want[32];
+      snprintf(want, sizeof want, "%" PRId64 "\n", (int64_t)values[i]);
+      cs_mem_sink_t out;
+      cs_mem_sink_init(&out);
+      cs_emitter_t *e = cs_emitter_create(CS_EMIT_JSON, cs_mem_sink(&out), 0);
+      assert_non_null(e);
+      cs_emit_int(e, (int64_t)values[i]);
+      assert_int_equal(cs_emit_finish(e), 0);
+      assert_int_equal(out.len, strlen(want));
+      assert_memory_equal(out.data, want, out.len);
+      cs_mem_sink_free(&out);
+    }
+    if (k < 19) power *= 10;
+  }
+}
+
 static void test_pickle_ints(void **state) {
   (void)state;
   static const unsigned char want[] =
@@ -548,6 +574,58 @@ static void test_json_strings(void **state) {
              "\"a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd" "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
              "e\xef\xbf\xbd\xef\xbf\xbd" "f\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
              "g\xef\xbf\xbd\"]");
+}
+
+/* One byte that needs work, at every position of plain strings of 0 to 40 bytes, as a value and
+ * as a key: the plain case reads short strings in overlapping pieces and long ones a word at a
+ * time (emit_json.c), so each length and position takes its own path through it. */
+static void test_json_string_positions(void **state) {
+  (void)state;
+  static const struct {
+    char byte;
+    const char *out;
+  } specials[] = {
+      {'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\x01', "\\u0001"}, {'\x1f', "\\u001f"},
+      {'\xff', "\xef\xbf\xbd"}, {' ', " "}, {'\x7f', "\x7f"}, {'!', "!"}, {'~', "~"},
+  };
+  for (size_t len = 0; len <= 40; len++) {
+    for (size_t at = 0; at <= len; at++) { /* at == len: no special byte */
+      for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+        if (at == len && k > 0) break;
+        char in[48], want[160];
+        memset(in, 'x', len);
+        if (at < len) in[at] = specials[k].byte;
+        size_t n = 0;
+        want[n++] = '{';
+        for (int twice = 0; twice < 2; twice++) { /* the key, then the value */
+          want[n++] = '"';
+          for (size_t i = 0; i < len; i++) {
+            const char *piece = i == at ? specials[k].out : "x";
+            memcpy(want + n, piece, strlen(piece));
+            n += strlen(piece);
+          }
+          want[n++] = '"';
+          want[n++] = twice == 0 ? ':' : '}';
+        }
+        want[n++] = '\n';
+        cs_mem_sink_t out;
+        cs_mem_sink_init(&out);
+        cs_emitter_t *e = cs_emitter_create(CS_EMIT_JSON, cs_mem_sink(&out), 0);
+        assert_non_null(e);
+        char key[48];
+        memcpy(key, in, len);
+        key[len] = '\0';
+        cs_emit_dict_begin(e);
+        cs_emit_key(e, key);
+        cs_emit_str_n(e, in, len);
+        cs_emit_dict_end(e);
+        assert_int_equal(cs_emit_finish(e), 0);
+        assert_int_equal(out.len, n);
+        assert_memory_equal(out.data, want, n);
+        cs_mem_sink_free(&out);
+      }
+    }
+  }
 }
 
 static void test_pickle_strings(void **state) {
@@ -1018,11 +1096,13 @@ int main(void) {
       cmocka_unit_test(test_golden_pickle),
       cmocka_unit_test(test_python_roundtrip),
       cmocka_unit_test(test_json_ints),
+      cmocka_unit_test(test_json_int_digits),
       cmocka_unit_test(test_pickle_ints),
       cmocka_unit_test(test_json_floats),
       cmocka_unit_test(test_pickle_floats),
       cmocka_unit_test(test_json_float_locale),
       cmocka_unit_test(test_json_strings),
+      cmocka_unit_test(test_json_string_positions),
       cmocka_unit_test(test_pickle_strings),
       cmocka_unit_test(test_json_tuples),
       cmocka_unit_test(test_pickle_tuples),
