@@ -8,6 +8,7 @@
 #include "allocator/internal.h"
 #include "common/cs_assert.h"
 #include "common/cs_error.h"
+#include "common/cs_spin_lock.h"
 
 /* Blocks a malloc may need: one for a new segment, one for the front of a split. */
 enum { CS_BLOCKS_PER_MALLOC = 2 };
@@ -113,7 +114,7 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
                         uintptr_t *addr) {
   if (size == 0) return -CS_EINVAL;
   cs_request_t r = {.requested = size, .stream = stream, .stack_id = stack_id};
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   int rc = cs_prepare(a);
   if (rc == 0) {
     if (size >= CS_MAX_REQUEST) rc = cs_release_report_oom(a, size, stream, stack_id);
@@ -141,7 +142,7 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
   if (a->conf.cache && a->conf.free_mode == CS_FREE_SYNC && !cs_alloc_is_capturing(a))
     sync_status = a->backend.ops->synchronize(a->backend.self);
 
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   cs_block_t *b = cs_block_map_remove(&a->live, addr);
   int rc = -CS_EINVAL;
   if (b) {
@@ -160,7 +161,7 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
 }
 
 bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   bool owned = cs_block_map_find(&a->live, addr) != NULL;
   pthread_mutex_unlock(&a->lock);
   return owned;
@@ -171,7 +172,7 @@ bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
  * ----------------------------------------------------------------------------------------------*/
 
 int cs_allocator_empty_cache(cs_allocator_t *a) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   if (!cs_alloc_is_capturing(a)) cs_release_cached(a);
   pthread_mutex_unlock(&a->lock);
   return 0;
@@ -184,14 +185,14 @@ static size_t cs_cached_free_locked(const cs_allocator_t *a) {
 }
 
 size_t cs_allocator_cached_free_bytes(cs_allocator_t *a) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   size_t cached = cs_cached_free_locked(a);
   pthread_mutex_unlock(&a->lock);
   return cached;
 }
 
 bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   cs_segment_t *s = a->segments;
   while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
   if (s && base) *base = s->addr;
@@ -200,7 +201,7 @@ bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *bas
 }
 
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   int rc = a->backend.ops->mem_info(a->backend.self, free_bytes, total_bytes);
   size_t cached = cs_cached_free_locked(a);
   pthread_mutex_unlock(&a->lock);
@@ -214,7 +215,7 @@ int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, 
 /* Free every block the program still holds, as if it had called free, then release every
  * segment, to the backend only while the context exists. */
 void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   cs_fence_drop_all(a, context_alive);
   for (cs_segment_t *s = a->segments; s; s = s->next) {
     for (cs_block_t *b = s->first; b; b = b->next) {
@@ -235,7 +236,7 @@ void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
   pthread_mutex_unlock(&a->lock);
 }
 
-void cs_allocator_prefork(cs_allocator_t *a) { pthread_mutex_lock(&a->lock); }
+void cs_allocator_prefork(cs_allocator_t *a) { cs_mutex_acquire(&a->lock); }
 
 void cs_allocator_postfork(cs_allocator_t *a, bool child) {
   if (child) pthread_mutex_init(&a->lock, NULL);
@@ -243,24 +244,24 @@ void cs_allocator_postfork(cs_allocator_t *a, bool child) {
 }
 
 void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   *out = a->stats;
   pthread_mutex_unlock(&a->lock);
 }
 
 void cs_allocator_reset_peak_stats(cs_allocator_t *a) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   cs_stats_reset_peak(&a->stats);
   pthread_mutex_unlock(&a->lock);
 }
 
 void cs_allocator_reset_accumulated_stats(cs_allocator_t *a) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   cs_stats_reset_accumulated(&a->stats);
   pthread_mutex_unlock(&a->lock);
 }
 
-void cs_allocator_lock(cs_allocator_t *a) { pthread_mutex_lock(&a->lock); }
+void cs_allocator_lock(cs_allocator_t *a) { cs_mutex_acquire(&a->lock); }
 void cs_allocator_unlock(cs_allocator_t *a) { pthread_mutex_unlock(&a->lock); }
 
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out) { *out = a->stats; }
@@ -279,7 +280,7 @@ void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, v
 }
 
 void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
-  pthread_mutex_lock(&a->lock);
+  cs_mutex_acquire(&a->lock);
   cs_allocator_visit_locked(a, visit, ctx);
   pthread_mutex_unlock(&a->lock);
 }
