@@ -113,6 +113,7 @@ hot() {
     cudasnap_nostacks) env+=("${preload[@]}" CUDASNAP_STACKS=none) ;;
     cudasnap_stacks8) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=8) ;;
     cudasnap_stacks32) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32) ;;
+    cudasnap_nostacks_streamfree) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_FREE=stream) ;;
     cudasnap_nohistory) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0) ;;
     cudasnap_nohistory_streamfree)
       env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_FREE=stream) ;;
@@ -132,7 +133,10 @@ else
 fi
 configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32)
 if [[ $have_cub == 1 ]]; then configs+=(cub); fi
-if [[ $quick == 0 ]]; then configs+=(cudasnap_nohistory cudasnap_nohistory_streamfree); fi
+if [[ $quick == 0 ]]; then configs+=(cudasnap_nostacks_streamfree cudasnap_nohistory cudasnap_nohistory_streamfree); fi
+# configurations compared with CUB round by round: ratio name -> configuration
+declare -A over_cub=([cudasnap_over_cub]=cudasnap_nostacks)
+if [[ $quick == 0 ]]; then over_cub[cudasnap_streamfree_over_cub]=cudasnap_nostacks_streamfree; fi
 
 log "hot path: ${#configs[@]} configurations x 2 patterns, $rounds interleaved rounds"
 for ((r = 1; r <= rounds; r++)); do
@@ -143,10 +147,12 @@ for ((r = 1; r <= rounds; r++)); do
       hot "$config" "$pattern" "$n" 1 "$samples" >>"$tmp/hot.$pattern.$config"
     done
     if [[ $have_cub == 1 ]]; then
-      # the ratio of the two adjacent runs of this round
-      a=$(tail -n1 "$tmp/hot.$pattern.cudasnap_nostacks")
+      # the ratios of this round's runs
       b=$(tail -n1 "$tmp/hot.$pattern.cub")
-      awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f\n", a / b }' >>"$tmp/hot.$pattern.ratio"
+      for ratio in "${!over_cub[@]}"; do
+        a=$(tail -n1 "$tmp/hot.$pattern.${over_cub[$ratio]}")
+        awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f\n", a / b }' >>"$tmp/hot.$pattern.$ratio"
+      done
     fi
   done
   if [[ $quick == 0 ]]; then hot ctx_calls same "$pairs" 1 "$samples" >>"$tmp/hot.ctx_calls"; fi
@@ -157,7 +163,9 @@ for pattern in same random64; do
     echo "BENCH hotpath_${pattern}_$config $(median "$tmp/hot.$pattern.$config") ns"
   done
   if [[ $have_cub == 1 ]]; then
-    echo "BENCH hotpath_${pattern}_cudasnap_over_cub $(median "$tmp/hot.$pattern.ratio") ratio"
+    for ratio in $(printf '%s\n' "${!over_cub[@]}" | sort); do
+      echo "BENCH hotpath_${pattern}_$ratio $(median "$tmp/hot.$pattern.$ratio") ratio"
+    done
   else
     log "hotpath_${pattern}_cub: missing (bench_cub not built)"
   fi
