@@ -79,7 +79,10 @@ static size_t cs_stack_capture_unw(uintptr_t *pcs, size_t max) {
 /* test seam: replaced by tests that need identical stacks on purpose */
 cs_stack_capture_fn CS_TEST_MUTABLE cs_stack_capture_impl = cs_stack_capture_unw;
 
-size_t cs_stack_capture(uintptr_t *pcs, size_t max) { return cs_stack_capture_impl(pcs, max); }
+/* Never inlined, even by link-time optimization: the symbolizer names a PC by the function around it
+ * and gives the line of the line table, which for inlined code is the inlined function's, so a
+ * caller holding this body would show under its own name with this file's line. */
+CS_NOINLINE size_t cs_stack_capture(uintptr_t *pcs, size_t max) { return cs_stack_capture_impl(pcs, max); }
 
 /* ---- init ---- */
 
