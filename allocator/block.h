@@ -62,7 +62,10 @@ struct cs_block_s {
     } free;
     struct {               /* ALLOCATED or PENDING */
       size_t requested;    /* bytes the program asked for */
-      cs_block_t *next_pending; /* PENDING: FIFO of blocks waiting to become free */
+      union {
+        cs_block_t *next_pending; /* PENDING (and spare blocks): FIFO of blocks waiting to become free */
+        cs_block_t *next_live;    /* ALLOCATED: the next block of its bucket in the live map */
+      };
       cs_fence_t *fence;   /* PENDING: events to wait for; NULL = parked or syncing */
       uint32_t stack_id;   /* interned allocation stack, 0 = none */
     } held;
