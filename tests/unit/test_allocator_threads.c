@@ -1,12 +1,17 @@
 /* 16 threads allocating and freeing on one allocator, each checking that its blocks are never
- * handed to anyone else meanwhile (it writes a tag into a host shadow of each block). Built under
- * TSan by scripts/test.sh, where a missing lock shows up as a data race. */
+ * handed to anyone else meanwhile (it writes a tag into a host shadow of each block), while the
+ * allocator's events go to a history ring with no lock of its own and another thread copies that
+ * ring now and then under the allocator's lock, as a snapshot does. Built under TSan by
+ * scripts/test.sh, where a missing lock (an event emitted outside the allocator's lock) shows up
+ * as a data race. */
 #include "tests/unit/alloc_check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "common/cs_error.h"
+#include "snapshot/ring.h"
+#include "snapshot/snapshot.h"
 
 #define MiB CS_MiB
 
@@ -19,6 +24,31 @@ static uintptr_t shadow_base;
 
 static alloc_fixture_t *fixture;
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The history, as interpose/record.c keeps one per context: small, so it wraps many times. */
+enum { HISTORY = 4096 };
+static cs_ring_t history;
+static atomic_bool workers_done;
+
+static void record(void *ctx, const cs_trace_event_t *ev) {
+  (void)ctx;
+  cs_snap_record_event(&history, 0, ev);
+}
+
+/* What a snapshot does, over and over while the workers run. */
+static void *copier(void *arg) {
+  (void)arg;
+  cs_ring_entry_t *copy = calloc(HISTORY, sizeof *copy);
+  assert_non_null(copy);
+  while (!atomic_load(&workers_done)) {
+    cs_allocator_lock(fixture->a);
+    size_t n = cs_ring_copy(&history, copy, NULL);
+    cs_allocator_unlock(fixture->a);
+    for (size_t i = 0; i < n; i++) assert_true(cs_ring_entry_action(&copy[i]) < CS_ACTION_COUNT);
+  }
+  free(copy);
+  return NULL;
+}
 
 static size_t unit_of(uintptr_t addr) { return (size_t)((addr - shadow_base) / 512) % SHADOW_UNITS; }
 
@@ -81,13 +111,26 @@ static void run_threads(cs_free_mode_t mode) {
   ops = *base.ops;
   ops.synchronize = locked_sync;
   cs_backend_t backend = {.ops = &ops, .self = &fixture->fb};
-  fixture->a = cs_allocator_create(&fixture->conf, &backend, NULL);
+  assert_int_equal(cs_ring_init(&history, HISTORY), 0);
+  cs_allocator_observer_t observer = {.on_event = record};
+  fixture->a = cs_allocator_create(&fixture->conf, &backend, &observer);
   assert_non_null(fixture->a);
   shadow_base = 0x7f0000000000u;
-  pthread_t t[THREADS];
+  atomic_store(&workers_done, false);
+  pthread_t t[THREADS], snapshots;
   for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)), 0);
+  assert_int_equal(pthread_create(&snapshots, NULL, copier, NULL), 0);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  atomic_store(&workers_done, true);
+  pthread_join(snapshots, NULL);
   assert_int_equal(stats_of(fixture->a).allocation[CS_STAT_ALL].current, 0);
+  uint64_t dropped = 0;
+  cs_ring_entry_t *last = calloc(HISTORY, sizeof *last);
+  assert_non_null(last);
+  assert_int_equal(cs_ring_copy(&history, last, &dropped), HISTORY); /* every pair left entries */
+  assert_true(dropped > 0);
+  free(last);
+  cs_ring_destroy(&history);
   fixture_free(fixture);
 }
 
