@@ -1,5 +1,7 @@
 #include "snapshot/ticks.h"
 
+#include <pthread.h>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -19,7 +21,35 @@ static bool cs_ticks_tsc_invariant(void) {
 #endif
 }
 
-void cs_ticks_init(void) { atomic_store_explicit(&cs_ticks_use_tsc, cs_ticks_tsc_invariant(), memory_order_relaxed); }
+#if defined(__x86_64__)
+/* Some hypervisors trap rdtsc (microseconds each) while still reporting an invariant TSC: take
+ * the TSC only if a few readings cost less than as many clock_gettime calls. */
+static bool cs_ticks_tsc_cheap(void) {
+  enum { READS = 64 };
+  volatile uint64_t sink = 0;
+  uint64_t t0 = cs_ticks_monotonic_ns();
+  for (int i = 0; i < READS; i++) sink += __rdtsc();
+  uint64_t t1 = cs_ticks_monotonic_ns();
+  for (int i = 0; i < READS; i++) sink += cs_ticks_monotonic_ns();
+  uint64_t t2 = cs_ticks_monotonic_ns();
+  (void)sink;
+  return t1 - t0 <= t2 - t1;
+}
+#endif
+
+static void cs_ticks_choose(void) {
+  bool tsc = cs_ticks_tsc_invariant();
+#if defined(__x86_64__)
+  tsc = tsc && cs_ticks_tsc_cheap();
+#endif
+  atomic_store_explicit(&cs_ticks_use_tsc, tsc, memory_order_relaxed);
+}
+
+/* Once per process: rings already stamped in one unit must never see the other. */
+void cs_ticks_init(void) {
+  static pthread_once_t chosen = PTHREAD_ONCE_INIT;
+  pthread_once(&chosen, cs_ticks_choose);
+}
 
 cs_ticks_anchor_t cs_ticks_anchor(void) {
   if (!atomic_load_explicit(&cs_ticks_use_tsc, memory_order_relaxed)) {

@@ -2,8 +2,9 @@
  *
  * It is read once per allocator event, on the allocation hot path, where clock_gettime costs 20 to
  * 50 ns (more under a hypervisor's clock source). So on x86-64 with an invariant time-stamp counter
- * (constant rate, running in every power state, the same on every core) it is the TSC, as
- * PyTorch's getApproximateTime() is; elsewhere it is CLOCK_MONOTONIC in nanoseconds. Ticks have no
+ * (constant rate, running in every power state, the same on every core) that is cheaper to read
+ * than the clock (a hypervisor may trap rdtsc) it is the TSC, as PyTorch's getApproximateTime()
+ * is; elsewhere it is CLOCK_MONOTONIC in nanoseconds. Ticks have no
  * fixed unit: an anchor pairs a tick reading with CLOCK_MONOTONIC, and two anchors turn ticks into
  * time at dump time (cs_ticks_rate). */
 #ifndef CS_TICKS_H
@@ -18,11 +19,11 @@
 #include <x86intrin.h>
 #endif
 
-/* Chosen by cs_ticks_init; false (the monotonic clock) until then. Every thread that sets it
- * stores the same value. */
+/* Chosen by cs_ticks_init; false (the monotonic clock) until then. */
 extern atomic_bool cs_ticks_use_tsc;
 
-/* Pick the source. Idempotent; call before the first cs_ticks_now whose value matters. */
+/* Pick the source, once per process (later calls return at once). Call before the first
+ * cs_ticks_now whose value matters. */
 void cs_ticks_init(void);
 
 static inline uint64_t cs_ticks_monotonic_ns(void) {
