@@ -121,7 +121,7 @@ tool=$build/cli/cudasnap
 # cuDNN: CUDNN_ROOT, the toolkit, the system, or the wheel PyTorch depends on
 cudnn_inc="" cudnn_lib=""
 for d in ${CUDNN_ROOT:+"$CUDNN_ROOT"} "$cuda_home" /usr \
-  "$("$python" -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__ or nvidia.cudnn.__path__[0]))' 2>/dev/null)"; do
+  "$("$python" -c 'import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null)"; do
   [[ -n $d && -f $d/include/cudnn.h ]] || continue
   for l in "$d/lib" "$d/lib64" "$d/lib/x86_64-linux-gnu" /usr/lib/x86_64-linux-gnu; do
     if compgen -G "$l/libcudnn.so*" >/dev/null; then cudnn_inc=$d/include cudnn_lib=$l; break 2; fi
