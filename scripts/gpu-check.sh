@@ -84,6 +84,10 @@ result() {
   say "$2  $1: $3"
 }
 nogpu() { result "$1" SKIP "no GPU (dry run)"; }
+# verdict CHECK NUMBERS: PASS, or FAIL with the problems collected in the array msg
+verdict() {
+  if ((${#msg[@]})); then result "$1" FAIL "$(IFS=';'; echo "${msg[*]}"); $2"; else result "$1" PASS "$2"; fi
+}
 
 # ---- the machine --------------------------------------------------------------------------------
 say "checking the machine"
@@ -227,7 +231,7 @@ check_alloc() { # NAME TAG PROGRAM
   [[ -n $traced && -n $allocs && $traced -ge $allocs ]] || msg+=("trace has ${traced:-no} allocs for $allocs cudaMalloc calls")
   local numbers
   numbers="cudaMalloc calls $allocs, cudasnap allocations $(val "$cs" CS_ALLOCATIONS), trace allocs $traced, live bytes $(val "$cs" CS_LIVE_BYTES) for $(val "$cs" REQUESTED_BYTES) requested"
-  if ((${#msg[@]})); then result "$name" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "$name" PASS "$numbers"; fi
+  verdict "$name" "$numbers"
 }
 if [[ $dry == 1 ]]; then
   check_alloc "1. host-built program on the fake runtime" alloc_host "$bin/host_alloc_basic"
@@ -298,7 +302,7 @@ else
     [[ $(val cublas-ref CHECKSUM) == "$(val cublas-cs CHECKSUM)" ]] || msg+=("checksum differs")
     clean "$f" || msg+=("snapshot not clean")
     numbers="${q:-no match}; cudaMalloc calls inside cuBLAS: $(val cublas-cs CUBLAS_ALLOCS); max error $(val cublas-cs MAX_ABS_ERROR)"
-    if ((${#msg[@]})); then result "3. cuBLAS workspace" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "3. cuBLAS workspace" PASS "$numbers"; fi
+    verdict "3. cuBLAS workspace" "$numbers"
   fi
   if [[ -z $cudnn_inc ]]; then result "3. cuDNN workspace" SKIP "cuDNN headers or libraries not found (set CUDNN_ROOT)"
   elif ! have cudnn_workspace; then result "3. cuDNN workspace" FAIL "did not build"
@@ -313,7 +317,7 @@ else
     [[ $(val cudnn-ref CHECKSUM) == "$(val cudnn-cs CHECKSUM)" ]] || msg+=("checksum differs")
     clean "$f" || msg+=("snapshot not clean")
     numbers="workspace $(val cudnn-cs WORKSPACE_BYTES) B: ${q:-no match}; cuDNN's own allocations: ${inner:-none}; cuDNN $(val cudnn-cs CUDNN_VERSION); max error $(val cudnn-cs MAX_ABS_ERROR)"
-    if ((${#msg[@]})); then result "3. cuDNN workspace" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "3. cuDNN workspace" PASS "$numbers"; fi
+    verdict "3. cuDNN workspace" "$numbers"
   fi
 fi
 
@@ -362,7 +366,7 @@ else
         extra="cudasnap_memory_allocated $("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cudasnap_allocated"])' "$logs/$tag.json" 2>/dev/null) (expandable segments map memory with the VMM API, which cudasnap passes through)" ;;
     esac
     numbers="torch $torch_version; loss ${ref_loss%% *}...; $extra"
-    if ((${#msg[@]})); then result "4. PyTorch $label" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "4. PyTorch $label" PASS "$numbers"; fi
+    verdict "4. PyTorch $label" "$numbers"
   done
 fi
 
@@ -387,7 +391,7 @@ else
     f=$(snap "$pkg-cs" exit)
     clean "$f" || msg+=("snapshot not clean (${f:-none written})")
     numbers="cudasnap allocations $n; $("$python" "$gpu/snapshot_query.py" allocs "$f" 2>/dev/null)"
-    if ((${#msg[@]})); then result "5. $pkg" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "5. $pkg" PASS "$numbers"; fi
+    verdict "5. $pkg" "$numbers"
   done
 fi
 
@@ -404,7 +408,7 @@ else
   f=$(snap reset-cs exit)
   clean "$f" || msg+=("snapshot not clean (${f:-none written})")
   numbers="cudasnap_memory_allocated at the end $(val reset-cs CS_ALLOCATED_AFTER)"
-  if ((${#msg[@]})); then result "6. cudaDeviceReset mid-run" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "6. cudaDeviceReset mid-run" PASS "$numbers"; fi
+  verdict "6. cudaDeviceReset mid-run" "$numbers"
 fi
 
 if [[ $dry == 0 ]] && ! have fork_child; then result "6. fork after CUDA init" FAIL "did not build"
@@ -420,7 +424,7 @@ else
   f=$(snap "fork-cs-$parent" exit)
   clean "$f" || msg+=("the parent's snapshot is missing or not clean")
   numbers="child status $(val fork-cs CHILD_STATUS); snapshots written: $files (the parent's only expected)"
-  if ((${#msg[@]})); then result "6. fork after CUDA init" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "6. fork after CUDA init" PASS "$numbers"; fi
+  verdict "6. fork after CUDA init" "$numbers"
 fi
 
 if [[ $dry == 0 ]] && ! have leak; then result "6. exit without freeing: leak report" FAIL "did not build"
@@ -444,7 +448,7 @@ else
   f=$(snap signal-cs signal)
   clean "$f" || msg+=("signal snapshot missing or not clean (${f:-none written})")
   numbers="signal snapshot $(basename "${f:-none}"), $(stat -c %s "${f:-/dev/null}" 2>/dev/null) B"
-  if ((${#msg[@]})); then result "6. SIGUSR1 while kernels run" FAIL "$(IFS=';'; echo "${msg[*]}"); $numbers"; else result "6. SIGUSR1 while kernels run" PASS "$numbers"; fi
+  verdict "6. SIGUSR1 while kernels run" "$numbers"
 fi
 
 # ---- 7. compute-sanitizer -----------------------------------------------------------------------
