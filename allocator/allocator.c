@@ -13,12 +13,15 @@
 /* Blocks a malloc may need: one for a new segment, one for the front of a split. */
 enum { CS_BLOCKS_PER_MALLOC = 2 };
 
+void cs_emit_event(cs_allocator_t *a, const cs_trace_event_t *event) {
+  if (a->observer.on_event) a->observer.on_event(a->observer.ctx, event);
+}
+
 void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
              uintptr_t stream, uint32_t stack_id) {
-  if (!a->observer.on_event) return;
   cs_trace_event_t ev = {.action = action, .addr = addr, .size = size, .stream = stream,
                          .stack_id = stack_id};
-  a->observer.on_event(a->observer.ctx, &ev);
+  cs_emit_event(a, &ev);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -130,7 +133,7 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
  * ----------------------------------------------------------------------------------------------*/
 
 static int cs_passthrough_free(cs_allocator_t *a, cs_block_t *b) {
-  cs_pool_free_block(a, b);
+  cs_pool_free_block_now(a, b);
   return cs_pool_release_segment(a, b, true);
 }
 
@@ -150,9 +153,9 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
     if (!a->conf.cache) rc = cs_passthrough_free(a, b);
     else {
       rc = sync_status > 0 ? sync_status : 0;
-      if (a->conf.free_mode == CS_FREE_STREAM) cs_pool_free_block(a, b);
+      if (a->conf.free_mode == CS_FREE_STREAM) cs_pool_free_block_now(a, b);
       else if (cs_alloc_is_capturing(a)) cs_fence_park(a, b);
-      else if (a->conf.free_mode == CS_FREE_SYNC) cs_pool_free_block(a, b);
+      else if (a->conf.free_mode == CS_FREE_SYNC) cs_pool_free_block_now(a, b);
       else cs_fence_block(a, b);
     }
   }

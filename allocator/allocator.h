@@ -49,6 +49,8 @@ typedef struct cs_trace_event_s {
   uintptr_t stream;
   size_t device_free; /* OOM only */
   uint32_t stack_id;  /* the allocation's stack (block and segment events), else the caller's */
+  bool completes_now; /* FREE_COMPLETED only: in the very call that requested the free (sync and
+                         stream modes, record-only), so at the request's moment */
 } cs_trace_event_t;
 
 /* Receives every trace event in state order. Called with the allocator's lock held: it must be

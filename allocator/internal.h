@@ -77,6 +77,7 @@ static inline cs_pool_t *cs_pool_of(cs_allocator_t *a, const cs_block_t *b) {
 
 void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
              uintptr_t stream, uint32_t stack_id);
+void cs_emit_event(cs_allocator_t *a, const cs_trace_event_t *event);
 
 /* block structs (pool.c) */
 int cs_block_reserve(cs_allocator_t *a, size_t n);
@@ -96,6 +97,8 @@ cs_block_t *cs_pool_alloc_cached_block(cs_allocator_t *a, const cs_request_t *r,
 cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b);
 void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b);
 void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b);
+/* The same, in the call that requested the free (its free_completed says so). */
+void cs_pool_free_block_now(cs_allocator_t *a, cs_block_t *b);
 cs_block_t *cs_pool_first(cs_pool_t *pool);
 cs_block_t *cs_pool_last(cs_pool_t *pool);
 cs_block_t *cs_pool_next(cs_block_t *b);

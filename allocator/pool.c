@@ -327,10 +327,13 @@ static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) 
 
 /* The block becomes reusable: merge with free neighbours and return it to its pool. The
  * inactive_split statistics get one net change each, as PyTorch applies them. */
-void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b) {
+static void cs_pool_complete_free(cs_allocator_t *a, cs_block_t *b, bool now) {
   cs_assert(cs_block_state(b) == CS_BLOCK_PENDING);
   int64_t requested = (int64_t)b->u.held.requested;
-  cs_emit(a, CS_TRACE_FREE_COMPLETED, b->addr, b->u.held.requested, b->stream, b->u.held.stack_id);
+  cs_trace_event_t completed = {.action = CS_TRACE_FREE_COMPLETED, .addr = b->addr,
+                                .size = b->u.held.requested, .stream = b->stream,
+                                .stack_id = b->u.held.stack_id, .completes_now = now};
+  cs_emit_event(a, &completed);
   int64_t original_size = (int64_t)cs_block_size(b);
   int64_t net_blocks = 0;
   int64_t net_bytes = 0;
@@ -354,3 +357,7 @@ void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b) {
   cs_stat_array_decrease(a->stats.active_bytes, small, original_size);
   cs_stat_array_decrease(a->stats.requested_bytes, small, requested);
 }
+
+void cs_pool_free_block(cs_allocator_t *a, cs_block_t *b) { cs_pool_complete_free(a, b, false); }
+
+void cs_pool_free_block_now(cs_allocator_t *a, cs_block_t *b) { cs_pool_complete_free(a, b, true); }

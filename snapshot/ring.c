@@ -23,25 +23,20 @@ const char *cs_action_name(cs_action_t action) {
   return action < CS_ACTION_COUNT ? cs_action_names[action] : "unknown";
 }
 
-static uint64_t cs_wall_clock_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int cs_ring_init(cs_ring_t *r, size_t capacity) {
   memset(r, 0, sizeof *r);
   if (capacity > 0) {
     r->entries = calloc(capacity, sizeof *r->entries);
     if (!r->entries) return -CS_EHOSTMEM;
-    cs_populate(r->entries, capacity * sizeof *r->entries); /* no page faults on the hot path */
   }
   r->capacity = capacity;
   cs_ticks_init();
-  r->start = cs_ticks_anchor();
-  r->start_epoch_us = cs_wall_clock_us();
+  cs_ticks_origin_t origin = cs_ticks_origin();
+  r->start = origin.anchor;
+  r->start_epoch_us = origin.epoch_us;
+  r->converted_until = origin.anchor;
   cs_stream_table_init(&r->streams);
-  r->enabled = capacity > 0;
+  cs_ring_set_enabled(r, capacity > 0);
   return 0;
 }
 
@@ -55,45 +50,63 @@ static uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t action) {
   return time << CS_RING_TIME_SHIFT | device_bits << CS_RING_ACTION_BITS | (uint64_t)action;
 }
 
-/* The time of a new entry, in ring ticks. A free that completes in the call that
- * requested it (sync mode; stream mode with nothing in flight) is pushed right after its request
- * and happened at the same time, so the request's clock read serves both: one read fewer per free. */
-static uint64_t cs_ring_time(const cs_ring_t *r, cs_action_t action, int device, uint64_t addr) {
-  if (action == CS_ACTION_FREE_COMPLETED && r->pushed > 0) {
-    const cs_ring_entry_t *last = &r->entries[(r->head == 0 ? r->capacity : r->head) - 1];
-    uint64_t low_bits = (UINT64_C(1) << CS_RING_TIME_SHIFT) - 1;
-    if (last->addr == addr && !(last->when & CS_RING_TIME_CONVERTED) &&
-        (last->when & low_bits) == cs_ring_pack(0, device, CS_ACTION_FREE_REQUESTED))
-      return last->when >> CS_RING_TIME_SHIFT;
-  }
-  uint64_t time_bits = (CS_RING_TIME_CONVERTED >> CS_RING_TIME_SHIFT) - 1;
-  return (cs_ticks_now() - r->start.ticks) >> CS_RING_TICK_SHIFT & time_bits;
+/* Ticks since the process's time origin, in ring units; a counter read behind the origin (a TSC
+ * not synchronized between sockets) counts as the origin. */
+static uint64_t cs_ring_now(const cs_ring_t *r) {
+  uint64_t ticks = cs_ticks_now();
+  return ticks > r->start.ticks ? (ticks - r->start.ticks) >> CS_RING_TICK_SHIFT & CS_RING_TIME_MASK : 0;
 }
 
-void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
-                  uintptr_t stream, uint32_t stack_id) {
-  if (!r->enabled) return;
-  uint64_t time = cs_ring_time(r, action, device, addr);
+static void cs_ring_append(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                           uintptr_t stream, uint32_t stack_id, uint64_t time) {
   r->entries[r->head] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
                                           .stack_id = stack_id, .stream = cs_stream_table_index(&r->streams, stream)};
   r->head = r->head + 1 == r->capacity ? 0 : r->head + 1; /* no division on the hot path */
   r->pushed++;
 }
 
+void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                  uintptr_t stream, uint32_t stack_id) {
+  if (!r->enabled) return;
+  cs_ring_append(r, action, device, addr, size, stream, stack_id, cs_ring_now(r));
+}
+
+void cs_ring_push_same_time(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                            uintptr_t stream, uint32_t stack_id) {
+  if (!r->enabled) return;
+  const cs_ring_entry_t *last = &r->entries[(r->head == 0 ? r->capacity : r->head) - 1];
+  bool reusable = r->pushed > 0 && !(last->when & CS_RING_TIME_CONVERTED);
+  uint64_t time = reusable ? last->when >> CS_RING_TIME_SHIFT : cs_ring_now(r);
+  cs_ring_append(r, action, device, addr, size, stream, stack_id, time);
+}
+
 void cs_ring_set_enabled(cs_ring_t *r, bool enabled) {
   if (!enabled) cs_ring_clear(r);
   r->enabled = enabled && r->capacity > 0;
+  /* pages backed while recording, so that no page fault is taken on the hot path (10 us each
+   * under a hypervisor); a ring that never records keeps none */
+  if (r->enabled) cs_populate(r->entries, r->capacity * sizeof *r->entries);
 }
 
-/* An entry's time in microseconds since the ring's start, converted in place first if it still
- * holds ticks (us_per_unit: the current estimate of microseconds per ring time unit). */
-static uint64_t cs_ring_entry_start_us(cs_ring_entry_t *e, double us_per_unit) {
-  uint64_t time = e->when >> CS_RING_TIME_SHIFT;
-  if (!(e->when & CS_RING_TIME_CONVERTED)) {
-    time = (uint64_t)((double)time * us_per_unit);
-    e->when = cs_ring_pack(time, cs_ring_entry_device(e), cs_ring_entry_action(e)) | CS_RING_TIME_CONVERTED;
+/* Converts the entries pushed since the last copy in place: microseconds since the origin, from
+ * the last copy's anchor at the rate measured between it and now. pre: the entries are
+ * [oldest, oldest + n) modulo the capacity. */
+static void cs_ring_convert(cs_ring_t *r, size_t oldest, size_t n) {
+  cs_ticks_anchor_t now = cs_ticks_anchor();
+  double ns_per_tick = cs_ticks_rate(&r->converted_until, &now);
+  if (ns_per_tick <= 0.0) return; /* the counter did not advance: convert at the next copy */
+  const cs_ticks_anchor_t *from = &r->converted_until;
+  double from_ns = (double)(from->monotonic_ns - r->start.monotonic_ns);
+  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1) {
+    cs_ring_entry_t *e = &r->entries[slot];
+    if (e->when & CS_RING_TIME_CONVERTED) continue;
+    uint64_t ticks = r->start.ticks + ((e->when >> CS_RING_TIME_SHIFT) << CS_RING_TICK_SHIFT);
+    uint64_t since = ticks > from->ticks ? ticks - from->ticks : 0;
+    uint64_t us = (uint64_t)((from_ns + (double)since * ns_per_tick) / 1000.0);
+    e->when = cs_ring_pack(us & CS_RING_TIME_MASK, cs_ring_entry_device(e), cs_ring_entry_action(e)) |
+              CS_RING_TIME_CONVERTED;
   }
-  return time & ((CS_RING_TIME_CONVERTED >> CS_RING_TIME_SHIFT) - 1);
+  r->converted_until = now;
 }
 
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
@@ -103,13 +116,14 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
   }
   size_t n = r->pushed < r->capacity ? (size_t)r->pushed : r->capacity;
   size_t oldest = r->pushed < r->capacity ? 0 : r->head;
-  cs_ticks_anchor_t now = cs_ticks_anchor();
-  double us_per_unit = cs_ticks_rate(&r->start, &now) * (double)(1u << CS_RING_TICK_SHIFT) / 1000.0;
+  cs_ring_convert(r, oldest, n);
+  /* entries the conversion had to leave (a counter that did not advance) get the last copy's time */
+  uint64_t fallback_us = (r->converted_until.monotonic_ns - r->start.monotonic_ns) / 1000u;
   for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1) {
-    cs_ring_entry_t *e = &r->entries[slot];
-    uint64_t us = r->start_epoch_us + cs_ring_entry_start_us(e, us_per_unit);
+    const cs_ring_entry_t *e = &r->entries[slot];
+    uint64_t us = e->when & CS_RING_TIME_CONVERTED ? e->when >> CS_RING_TIME_SHIFT & CS_RING_TIME_MASK : fallback_us;
     out[i] = *e;
-    out[i].when = cs_ring_pack(us, cs_ring_entry_device(e), cs_ring_entry_action(e));
+    out[i].when = cs_ring_pack(r->start_epoch_us + us, cs_ring_entry_device(e), cs_ring_entry_action(e));
   }
   if (dropped) *dropped = r->pushed - n;
   return n;

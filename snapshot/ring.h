@@ -43,6 +43,7 @@ enum { CS_RING_DEVICE_BITS = 8, CS_RING_ACTION_BITS = 4, CS_RING_TIME_SHIFT = CS
  * CS_RING_TIME_CONVERTED. An entry is converted once, so every snapshot gives it the same time. */
 enum { CS_RING_TICK_SHIFT = 6 };
 #define CS_RING_TIME_CONVERTED (UINT64_C(1) << 63)
+#define CS_RING_TIME_MASK ((CS_RING_TIME_CONVERTED >> CS_RING_TIME_SHIFT) - 1) /* 51 bits */
 
 /* 32 bytes. `when` packs the time, the device and the action. */
 typedef struct cs_ring_entry_s {
@@ -74,19 +75,22 @@ enum { CS_RING_MAX_STREAMS = 1024 };
 typedef struct cs_stream_table_s {
   uintptr_t handles[CS_RING_MAX_STREAMS];
   uint32_t count;
+  uint32_t last; /* the index found last: consecutive events are mostly on one stream */
 } cs_stream_table_t;
 
 static inline void cs_stream_table_init(cs_stream_table_t *t) {
   t->handles[0] = 0;
   t->count = 1;
+  t->last = 0;
 }
 
 static inline uint32_t cs_stream_table_index(cs_stream_table_t *t, uintptr_t stream) {
+  if (t->handles[t->last] == stream) return t->last;
   for (uint32_t i = 0; i < t->count; i++)
-    if (t->handles[i] == stream) return i;
+    if (t->handles[i] == stream) return t->last = i;
   if (t->count == CS_RING_MAX_STREAMS) return CS_RING_MAX_STREAMS - 1;
   t->handles[t->count] = stream;
-  return t->count++;
+  return t->last = t->count++;
 }
 
 static inline uintptr_t cs_stream_table_handle(const cs_stream_table_t *t, uint32_t index) {
@@ -98,8 +102,9 @@ typedef struct cs_ring_s {
   size_t capacity;           /* 0 = no history is kept */
   uint64_t pushed;           /* entries pushed since the last clear */
   size_t head;               /* the slot of the next entry: pushed % capacity */
-  cs_ticks_anchor_t start;   /* the tick counter and CLOCK_MONOTONIC at creation */
-  uint64_t start_epoch_us;   /* the wall clock at the same moment */
+  cs_ticks_anchor_t start;   /* the process's time origin (cs_ticks_origin): entry times count */
+  uint64_t start_epoch_us;   /* from it, and this is its wall clock */
+  cs_ticks_anchor_t converted_until; /* the last copy's anchor: entries before it are converted */
   cs_stream_table_t streams;
   bool enabled;              /* cudasnap_record_history */
 } cs_ring_t;
@@ -112,14 +117,20 @@ void cs_ring_destroy(cs_ring_t *r);
 void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
                   uintptr_t stream, uint32_t stack_id);
 
+/* The same for an event of the moment of the last one pushed (a free completed in the call that
+ * requested it): the last entry's time is reused, one clock read fewer. */
+void cs_ring_push_same_time(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                            uintptr_t stream, uint32_t stack_id);
+
 /* Turn recording on or off; turning it off forgets the history, as PyTorch does (the trace must
  * stay a suffix of what happened). */
 void cs_ring_set_enabled(cs_ring_t *r, bool enabled);
 
 /* Copy the history, oldest first, into out (room for r->capacity entries), with times converted to
- * wall-clock microseconds (entries pushed since the last copy are converted in place at the tick
- * rate measured from the ring's start until now); returns the count and the number of entries
- * dropped because the ring was full. */
+ * wall-clock microseconds; returns the count and the number of entries dropped because the ring
+ * was full. Entries pushed since the last copy are converted in place, piecewise: from the last
+ * copy's anchor at the tick rate measured between it and now, so times never go backwards from
+ * one copy to the next and every snapshot gives an entry the same time. */
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
 
 /* The handle of a stream index. */

@@ -121,10 +121,11 @@ static void cs_snap_merge(cs_ring_entry_t *entries, cs_ring_entry_t *tmp, size_t
 }
 
 /* Several rings (several contexts or devices): one history in time order, a stable merge of the
- * rings' copies, each already in time order. A ring's own order is never changed, so an alloc and
- * its free stay in order even where they share a microsecond. Without the memory for the merge
- * each ring's history stays in one piece, which replays just as well (rings never share an
- * address). */
+ * rings' copies, each already in time order (all rings count from the process's one time origin).
+ * A ring's own order is never changed, so an alloc and its free stay in order even where they
+ * share a microsecond. Without the memory for the merge each ring's history stays in one piece:
+ * rings of different devices still replay, but two contexts of one device can reuse each other's
+ * addresses, and their interleaving is then lost. */
 static void cs_snap_merge_histories(cs_snap_state_t *s) {
   int runs = s->history_count;
   if (runs < 2 || s->entry_count == 0) return;
@@ -171,7 +172,10 @@ void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *e
   };
   /* an OOM has no address: its slot carries the device's free bytes */
   uint64_t addr = event->action == CS_TRACE_OOM ? event->device_free : event->addr;
-  cs_ring_push(ring, actions[event->action], device, addr, event->size, event->stream, event->stack_id);
+  if (event->completes_now) /* right after its free_requested, in the same call and moment */
+    cs_ring_push_same_time(ring, actions[event->action], device, addr, event->size, event->stream, event->stack_id);
+  else
+    cs_ring_push(ring, actions[event->action], device, addr, event->size, event->stream, event->stack_id);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -37,13 +37,25 @@ static bool cs_ticks_tsc_cheap(void) {
 }
 #endif
 
+static cs_ticks_origin_t cs_ticks_process_origin;
+
+static uint64_t cs_ticks_wall_clock_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void cs_ticks_choose(void) {
   bool tsc = cs_ticks_tsc_invariant();
 #if defined(__x86_64__)
   tsc = tsc && cs_ticks_tsc_cheap();
 #endif
   atomic_store_explicit(&cs_ticks_use_tsc, tsc, memory_order_relaxed);
+  cs_ticks_process_origin.anchor = cs_ticks_anchor();
+  cs_ticks_process_origin.epoch_us = cs_ticks_wall_clock_us();
 }
+
+cs_ticks_origin_t cs_ticks_origin(void) { return cs_ticks_process_origin; }
 
 /* Once per process: rings already stamped in one unit must never see the other. */
 void cs_ticks_init(void) {

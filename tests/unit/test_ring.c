@@ -104,27 +104,47 @@ static void test_times_are_wall_clock_microseconds(void **state) {
   cs_ring_destroy(&r);
 }
 
-/* A free completed in the call that requested it takes the request's time; a completion of another
- * block, or one that did not follow its request, reads the clock. */
-static void test_completion_shares_its_requests_time(void **state) {
+/* An event pushed as of the same moment takes the last entry's time; a plain push reads the clock;
+ * after a copy has converted the last entry, the clock is read again. */
+static void test_same_time_pushes(void **state) {
   (void)state;
   cs_ring_t r;
   assert_int_equal(cs_ring_init(&r, 8), 0);
   cs_ring_push(&r, CS_ACTION_FREE_REQUESTED, 3, 0x1000, 512, 0, 0);
   sleep_ms(5);
-  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 3, 0x1000, 512, 0, 0);
+  cs_ring_push_same_time(&r, CS_ACTION_FREE_COMPLETED, 3, 0x1000, 512, 0, 0);
   sleep_ms(5);
-  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 3, 0x1000, 512, 0, 0); /* follows a completion */
-  cs_ring_push(&r, CS_ACTION_FREE_REQUESTED, 3, 0x2000, 512, 0, 0);
-  sleep_ms(5);
-  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 2, 0x2000, 512, 0, 0); /* another device */
+  cs_ring_push(&r, CS_ACTION_FREE_COMPLETED, 3, 0x2000, 512, 0, 0); /* completed later: a fence */
   cs_ring_entry_t out[8];
-  assert_int_equal(cs_ring_copy(&r, out, NULL), 5);
+  assert_int_equal(cs_ring_copy(&r, out, NULL), 3);
+  sleep_ms(5);
+  cs_ring_push_same_time(&r, CS_ACTION_FREE_COMPLETED, 3, 0x3000, 512, 0, 0); /* last one converted */
+  assert_int_equal(cs_ring_copy(&r, out, NULL), 4);
   assert_int_equal(cs_ring_entry_epoch_us(&out[1]), cs_ring_entry_epoch_us(&out[0]));
   assert_true(cs_ring_entry_epoch_us(&out[2]) >= cs_ring_entry_epoch_us(&out[1]) + 4000);
-  assert_true(cs_ring_entry_epoch_us(&out[4]) >= cs_ring_entry_epoch_us(&out[3]) + 4000);
+  assert_true(cs_ring_entry_epoch_us(&out[3]) >= cs_ring_entry_epoch_us(&out[2]) + 4000);
   assert_int_equal(cs_ring_entry_action(&out[1]), CS_ACTION_FREE_COMPLETED);
-  assert_int_equal(cs_ring_entry_device(&out[4]), 2);
+  cs_ring_destroy(&r);
+}
+
+/* Times converted at different copies never go backwards, and a copy changes no earlier time. */
+static void test_times_across_copies(void **state) {
+  (void)state;
+  cs_ring_t r;
+  assert_int_equal(cs_ring_init(&r, 64), 0);
+  cs_ring_entry_t first[64], later[64];
+  uint64_t last_us = 0;
+  size_t n = 0;
+  for (int round = 0; round < 6; round++) {
+    cs_ring_push(&r, CS_ACTION_ALLOC, 0, 0x1000u * (uint64_t)(round + 1), 512, 0, 0);
+    sleep_ms(round % 2 ? 3 : 1);
+    n = cs_ring_copy(&r, later, NULL);
+    assert_int_equal(n, (size_t)round + 1);
+    assert_true(cs_ring_entry_epoch_us(&later[n - 1]) >= last_us);
+    last_us = cs_ring_entry_epoch_us(&later[n - 1]);
+    if (round == 0) first[0] = later[0];
+  }
+  assert_memory_equal(&first[0], &later[0], sizeof first[0]);
   cs_ring_destroy(&r);
 }
 
@@ -134,7 +154,8 @@ int main(void) {
       cmocka_unit_test(test_fields_and_streams),
       cmocka_unit_test(test_disable_forgets_and_zero_capacity),
       cmocka_unit_test(test_times_are_wall_clock_microseconds),
-      cmocka_unit_test(test_completion_shares_its_requests_time),
+      cmocka_unit_test(test_same_time_pushes),
+      cmocka_unit_test(test_times_across_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,6 +243,41 @@ static void test_histories_of_several_rings_merge_by_time(void **state) {
   cs_ring_destroy(&c);
 }
 
+/* The timeline a user reads: in sync mode a free completes at once (the request's time); in fence
+ * mode it completes when a later call finds its fence passed, and its time says so. */
+static uint64_t completion_delay_us(cs_free_mode_t mode) {
+  assert_int_equal(cs_ring_init(&ring, 64), 0);
+  alloc_fixture_t *f = fixture_new(64 * MiB);
+  f->conf.free_mode = mode;
+  f->fb.events_complete_on_record = true;
+  cs_allocator_observer_t obs = {.on_event = observe, .ctx = &device0};
+  fixture_start(f, &obs);
+  uintptr_t p = traced_alloc(f->a, 4096);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  sleep_ms(20);
+  uintptr_t q = traced_alloc(f->a, 4096); /* processes the fence in fence mode */
+  assert_int_equal(cs_allocator_free(f->a, q), 0);
+  cs_ring_entry_t out[64];
+  cs_allocator_lock(f->a);
+  size_t n = cs_ring_copy(&ring, out, NULL);
+  cs_allocator_unlock(f->a);
+  uint64_t requested = 0, completed = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (out[i].addr != p || completed) continue;
+    if (cs_ring_entry_action(&out[i]) == CS_ACTION_FREE_REQUESTED) requested = cs_ring_entry_epoch_us(&out[i]);
+    if (cs_ring_entry_action(&out[i]) == CS_ACTION_FREE_COMPLETED) completed = cs_ring_entry_epoch_us(&out[i]);
+  }
+  assert_true(requested > 0 && completed >= requested);
+  finish_program(f);
+  return completed - requested;
+}
+
+static void test_completion_times_follow_the_free_mode(void **state) {
+  (void)state;
+  assert_int_equal(completion_delay_us(CS_FREE_SYNC), 0);
+  assert_true(completion_delay_us(CS_FREE_FENCE) >= 15000);
+}
+
 static int setup(void **state) {
   (void)state;
   intern = cs_intern_create(1024);
@@ -260,6 +295,7 @@ int main(void) {
       cmocka_unit_test(test_json_and_pickle_agree_and_validate),
       cmocka_unit_test(test_every_ring_size_replays),
       cmocka_unit_test(test_histories_of_several_rings_merge_by_time),
+      cmocka_unit_test(test_completion_times_follow_the_free_mode),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
