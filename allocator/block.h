@@ -72,6 +72,9 @@ struct cs_block_s {
   } u;
 };
 
+/* The layout the accessors and the union rely on: 80 bytes (bench/README.md, host memory). */
+_Static_assert(sizeof(cs_block_t) == 80, "cs_block_t grew: check bench_memory's bytes per allocation");
+
 struct cs_segment_s {
   uintptr_t addr;
   size_t size;             /* bytes obtained from the backend */

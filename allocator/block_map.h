@@ -1,7 +1,8 @@
 /* cs_block_map_t: device address -> block, for the blocks a program holds (free() looks them up).
  *
- * A chained hash table whose chains run through the blocks themselves (u.held.next_live, free
- * while a block is ALLOCATED), so the table is one pointer per bucket and the map costs 8 to 16
+ * A chained hash table whose chains run through the blocks themselves (u.held.next_live, used only
+ * while a block is ALLOCATED; it shares storage with next_pending), so the table is one pointer per
+ * bucket and the map costs 8 to 16
  * bytes per held block (open addressing at load 1/2 cost 17 to 21; bench/README.md, host memory).
  * The table doubles when it holds as many blocks as buckets, so chains stay about one block long;
  * growing is the only allocation, amortized O(1) per insert. Not thread-safe: the owning

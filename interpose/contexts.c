@@ -234,10 +234,10 @@ typedef struct cs_history_mark_s {
   bool marked[CS_SNAP_MAX_DEVICES];
 } cs_history_mark_t;
 
-/* One `snapshot` entry per device, in the first history of the device. */
+/* One `snapshot` entry per device, in the first history of the device that keeps entries. */
 static void cs_history_mark(cs_history_t *h, void *arg) {
   cs_history_mark_t *m = arg;
-  if (h->device < 0 || h->device >= CS_SNAP_MAX_DEVICES || m->marked[h->device]) return;
+  if (h->device < 0 || h->device >= CS_SNAP_MAX_DEVICES || m->marked[h->device] || !h->ring.enabled) return;
   m->marked[h->device] = true;
   cs_ring_push(&h->ring, CS_ACTION_SNAPSHOT, h->device, 0,
                (uint64_t)m->state->stats[h->device].active_bytes[CS_STAT_ALL].current, 0, 0);

@@ -136,11 +136,17 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   const cs_options_t *opts = cs_runtime_options();
   pthread_mutex_lock(&cs_dump_lock);
   int number = ++cs_dump_number;
-  cs_snap_state_t state;
+  /* on the heap: 70 KB, and cudasnap_dump may run on a program's thread with a small stack */
+  cs_snap_state_t *state = malloc(sizeof *state);
+  if (!state) {
+    cs_log_error("cannot take a snapshot: out of host memory");
+    pthread_mutex_unlock(&cs_dump_lock);
+    return -1;
+  }
   int rc = -1;
-  if (cs_snap_state_init(&state, cs_contexts_device_count()) == 0) {
-    cs_contexts_snapshot(&state, true);
-    cs_snap_state_finish(&state);
+  if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
+    cs_contexts_snapshot(state, true);
+    cs_snap_state_finish(state);
   }
   cs_dump_process_t proc;
   cs_dump_process(&proc);
@@ -148,9 +154,9 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   cs_output_fields_t fields = {.executable = proc.exe, .pid = (long)getpid(), .host = proc.host,
                                .rank = cs_output_rank(), .dump_number = number,
                                .trigger = cs_trigger_names[trigger]};
-  if (state.error) {
+  if (state->error) {
     cs_log_error("cannot take a snapshot: out of host memory");
-  } else if (cs_snap_state_empty(&state)) {
+  } else if (cs_snap_state_empty(state)) {
     /* the viewer cannot open an empty snapshot; at exit this is no news (the program used CUDA
      * without allocating), on request it is the answer */
     if (trigger == CS_TRIGGER_EXIT) cs_log_debug("no device memory was allocated: no snapshot written");
@@ -168,7 +174,7 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
                                .options = opts, .alloc_conf_text = opts->alloc_conf_text};
     cs_output_t out;
     uint64_t bytes = 0;
-    int err = cs_dump_to_file(&state, &meta, path, &out, &bytes);
+    int err = cs_dump_to_file(state, &meta, path, &out, &bytes);
     if (err) {
       cs_log_error("cannot write snapshot %s: %s", path, strerror(err));
     } else {
@@ -176,14 +182,15 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
       cs_dump_size_text(bytes, size, sizeof size);
       bool pickle = cs_dump_format(opts, out.final_path) == CS_EMIT_PICKLE;
       cs_log_info("wrote %s (%s, %zu events%s): open it at https://pytorch.org/memory_viz%s", out.final_path, size,
-                  cs_snap_state_events(&state), state.dropped ? ", oldest dropped" : "",
+                  cs_snap_state_events(state), state->dropped ? ", oldest dropped" : "",
                   pickle ? " or with python -m torch.cuda._memory_viz" : "");
       rc = 0;
     }
-    cs_contexts_mark_snapshot(&state);
+    cs_contexts_mark_snapshot(state);
   }
-  if (trigger == CS_TRIGGER_EXIT && !state.error) cs_dump_report_leaks(&state);
-  cs_snap_state_free(&state);
+  if (trigger == CS_TRIGGER_EXIT && !state->error) cs_dump_report_leaks(state);
+  cs_snap_state_free(state);
+  free(state);
   pthread_mutex_unlock(&cs_dump_lock);
   return rc;
 }
@@ -203,12 +210,14 @@ static void cs_dump_at_exit(void) {
     return;
   }
   /* no snapshot wanted, but the leak report still is */
-  cs_snap_state_t state;
-  if (cs_snap_state_init(&state, cs_contexts_device_count()) == 0) {
-    cs_contexts_snapshot(&state, false);
-    cs_dump_report_leaks(&state);
+  cs_snap_state_t *state = malloc(sizeof *state);
+  if (!state) return;
+  if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
+    cs_contexts_snapshot(state, false);
+    cs_dump_report_leaks(state);
   }
-  cs_snap_state_free(&state);
+  cs_snap_state_free(state);
+  free(state);
 }
 
 /* ---- the signal: the handler writes one byte; the control thread does the work ---- */

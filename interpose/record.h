@@ -19,8 +19,9 @@ void cs_record_start(const cs_options_t *opts);
 /* The caller's interned stack, or 0 (stacks off, not started, or the table is full). Hot path. */
 uint32_t cs_record_stack(void);
 
-/* One context's history: the ring and the device its entries name. Every call on it is made under
- * the context allocator's lock. */
+/* One context's history: the ring and the device its entries name. After its set-up (before the
+ * allocator exists) every call on it is made under the context allocator's lock, or in a fork
+ * child before it runs anything else. */
 typedef struct cs_history_s {
   cs_ring_t ring;
   int device;
