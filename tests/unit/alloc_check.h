@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "allocator/allocator.h"
+#include "allocator/internal.h" /* the free sets, checked directly */
 #include "allocator/size_class.h"
 #include "tests/fakes/fake_backend.h"
 
@@ -20,7 +21,7 @@ typedef struct alloc_walk_s {
   size_t seg_size;
   uintptr_t expect_next;    /* where the next block of the current segment must start */
   int prev_state;           /* state of the previous block in the segment, -1 at a segment start */
-  size_t segments, reserved, allocated_blocks, allocated_bytes, active_bytes, free_bytes;
+  size_t segments, reserved, allocated_blocks, allocated_bytes, active_bytes, free_blocks, free_bytes;
   size_t split_free_blocks, split_free_bytes;
   size_t blocks_in_segment;
   bool ok;
@@ -52,6 +53,7 @@ static inline void alloc_walk_visit(void *ctx, const cs_segment_info_t *s, const
   }
   if (b->state != CS_BLOCK_FREE) w->active_bytes += b->size;
   if (b->state == CS_BLOCK_FREE) {
+    w->free_blocks++;
     w->free_bytes += b->size;
     if (b->size != s->size) {
       w->split_free_blocks++;
@@ -60,13 +62,18 @@ static inline void alloc_walk_visit(void *ctx, const cs_segment_info_t *s, const
   }
 }
 
-/* The blocks tile every segment, free neighbours are merged, and the statistics agree with the
- * state they describe. */
+/* The blocks tile every segment, free neighbours are merged, the pools' free sets are valid trees
+ * holding exactly the free blocks, and the statistics agree with the state they describe. */
 static inline void assert_allocator_consistent(cs_allocator_t *a) {
   alloc_walk_t w = {.ok = true, .prev_state = -1};
   cs_allocator_visit(a, alloc_walk_visit, &w);
   alloc_walk_close_segment(&w);
   assert_true(w.ok);
+  cs_allocator_lock(a);
+  long small_free = cs_free_set_check(&a->small.free), large_free = cs_free_set_check(&a->large.free);
+  cs_allocator_unlock(a);
+  assert_true(small_free >= 0 && large_free >= 0);
+  assert_int_equal((size_t)(small_free + large_free), w.free_blocks);
   cs_stats_t st;
   cs_allocator_get_stats(a, &st);
   assert_int_equal(st.segment[CS_STAT_ALL].current, (int64_t)w.segments);
