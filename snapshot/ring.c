@@ -129,10 +129,6 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
   return n;
 }
 
-uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index) {
-  return cs_stream_table_handle(&r->streams, index);
-}
-
 void cs_ring_clear(cs_ring_t *r) {
   r->pushed = 0;
   r->head = 0;

@@ -133,9 +133,6 @@ void cs_ring_set_enabled(cs_ring_t *r, bool enabled);
  * one copy to the next and every snapshot gives an entry the same time. */
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
 
-/* The handle of a stream index. */
-uintptr_t cs_ring_stream(const cs_ring_t *r, uint32_t index);
-
 /* Forget the history (after fork, in the child: it is the parent's). */
 void cs_ring_clear(cs_ring_t *r);
 

@@ -40,8 +40,8 @@ static void test_fields_and_streams(void **state) {
   assert_int_equal(cs_ring_copy(&r, out, NULL), 3);
   assert_int_equal(cs_ring_entry_action(&out[0]), CS_ACTION_OOM);
   assert_int_equal(cs_ring_entry_device(&out[0]), 63);
-  assert_int_equal(cs_ring_stream(&r, out[0].stream), 0xabc0);
-  assert_int_equal(cs_ring_stream(&r, out[1].stream), 0);   /* the default stream is index 0 */
+  assert_int_equal(cs_stream_table_handle(&r.streams, out[0].stream), 0xabc0);
+  assert_int_equal(cs_stream_table_handle(&r.streams, out[1].stream), 0); /* the default stream is index 0 */
   assert_int_equal(out[2].stream, out[0].stream);           /* the same handle, the same index */
   assert_string_equal(cs_action_name(CS_ACTION_SEGMENT_FREE), "segment_free");
   assert_string_equal(cs_action_name(CS_ACTION_FREE_REQUESTED), "free_requested");
