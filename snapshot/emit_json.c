@@ -104,7 +104,7 @@ static const unsigned char cs_json_escape[128] = {
 static const char cs_json_hex[] = "0123456789abcdef";
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "cs_json_plain_len reads the first byte of a word from its low end"
+#error "cs_json_copy_plain reads the first byte of a word from its low end"
 #endif
 
 /* Flags the bytes of w that are not copied as they are: non-ASCII (0x80 in the byte), a control
@@ -116,21 +116,8 @@ static inline uint64_t cs_json_word_flags(uint64_t w) {
   return (((w - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~w & high) | (w & high);
 }
 
-/* How many bytes at the start of s[0..len) are copied as they are. Eight bytes at a time. */
-static size_t cs_json_plain_len(const unsigned char *s, size_t len) {
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    uint64_t w;
-    memcpy(&w, s + i, sizeof w);
-    uint64_t flags = cs_json_word_flags(w);
-    if (flags != 0) return i + (size_t)__builtin_ctzll(flags) / 8;
-  }
-  while (i < len && s[i] < 0x80 && cs_json_escape[s[i]] == 0) i++;
-  return i;
-}
-
-/* Copy s[0..len) to out if every byte is copied as it is (cs_json_plain_len would return len);
- * otherwise return false, out holding some of it. Keys and most values are short plain strings,
+/* Copy s[0..len) to out if every byte is copied as it is; otherwise return false, out holding some
+ * of it. Keys and most values are short plain strings,
  * so scanning and copying go together, a word at a time, with no loop below 8 bytes: a short
  * string (or a long one's tail) is read as two overlapping pieces, each padded to a word with a
  * plain byte ('a'). */
@@ -175,44 +162,30 @@ static inline bool cs_json_copy_plain(unsigned char *out, const unsigned char *s
  * line, so that the plain case saves no registers for it. */
 static CS_NOINLINE void cs_json_quoted_slow(cs_emitter_t *e, const unsigned char *s, size_t len,
                                             bool colon) {
-  size_t i = cs_json_plain_len(s, len);
   cs_emit_byte(e, '"');
+  /* The runs between escapes go through the emitter's UTF-8 repair: a byte that needs an escape is
+   * ASCII, and no valid sequence or invalid subpart contains one, so splitting there changes
+   * nothing. */
   size_t run = 0; /* start of the bytes not yet written */
-  while (i < len) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      unsigned char escape = cs_json_escape[c];
-      if (escape == 0) {
-        i += cs_json_plain_len(s + i, len - i);
-        continue;
-      }
-      cs_emit_write(e, s + run, i - run);
-      unsigned char *p = cs_emit_reserve(e, 6);
-      p[0] = '\\';
-      p[1] = escape;
-      if (escape == 'u') {
-        p[2] = '0';
-        p[3] = '0';
-        p[4] = (unsigned char)cs_json_hex[c >> 4];
-        p[5] = (unsigned char)cs_json_hex[c & 15];
-        cs_emit_commit(e, 6);
-      } else {
-        cs_emit_commit(e, 2);
-      }
-      run = ++i;
-      continue;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char escape = s[i] < 0x80 ? cs_json_escape[s[i]] : 0;
+    if (escape == 0) continue;
+    cs_emit_utf8_fixed(e, s + run, i - run);
+    unsigned char *p = cs_emit_reserve(e, 6);
+    p[0] = '\\';
+    p[1] = escape;
+    if (escape == 'u') {
+      p[2] = '0';
+      p[3] = '0';
+      p[4] = (unsigned char)cs_json_hex[s[i] >> 4];
+      p[5] = (unsigned char)cs_json_hex[s[i] & 15];
+      cs_emit_commit(e, 6);
+    } else {
+      cs_emit_commit(e, 2);
     }
-    size_t seq;
-    if (cs_utf8_seq(s + i, len - i, &seq)) {
-      i += seq;
-      continue;
-    }
-    cs_emit_write(e, s + run, i - run);
-    cs_emit_write(e, CS_UTF8_REPLACEMENT, sizeof CS_UTF8_REPLACEMENT - 1);
-    i += seq;
-    run = i;
+    run = i + 1;
   }
-  cs_emit_write(e, s + run, len - run);
+  cs_emit_utf8_fixed(e, s + run, len - run);
   cs_emit_byte(e, '"');
   if (colon) cs_emit_byte(e, ':');
 }
