@@ -57,3 +57,22 @@ bool cs_cli_parse_count(const char *subcommand, const char *option, const char *
   *out = value;
   return true;
 }
+
+int cs_cli_count_options(const char *subcommand, const char *help, int argc, char **argv,
+                         const char *name, uint64_t max, uint64_t *count) {
+  const struct option options[] = {
+      {name, required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  char option[64];
+  snprintf(option, sizeof option, "--%s", name);
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(help, stdout); return CS_CLI_OK;
+    case 'c':
+      if (!cs_cli_parse_count(subcommand, option, optarg, 1, max, count)) return CS_CLI_USAGE;
+      break;
+    default: return cs_cli_bad_option(subcommand, c, argv);
+    }
+  }
+  return -1;
+}

@@ -48,4 +48,10 @@ bool cs_cli_operands(const char *subcommand, int argc, char **argv, int want, co
 bool cs_cli_parse_count(const char *subcommand, const char *option, const char *text, uint64_t min,
                         uint64_t max, uint64_t *out);
 
+/* The options of a subcommand whose one option is a count (`--NAME N`, 1..max) besides -h/--help:
+ * *count keeps its default unless given. Returns -1 to go on with the operands at argv[optind],
+ * otherwise the status to exit with (CS_CLI_OK after printing help, CS_CLI_USAGE). */
+int cs_cli_count_options(const char *subcommand, const char *help, int argc, char **argv,
+                         const char *name, uint64_t max, uint64_t *count);
+
 #endif

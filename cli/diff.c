@@ -136,19 +136,10 @@ static int cs_diff_print(const char *a, const char *b, const cs_sites_t sites[2]
 }
 
 int cs_cli_diff(int argc, char **argv) {
-  static const struct option options[] = {
-      {"top", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   uint64_t top = CS_DIFF_TOP_DEFAULT;
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    switch (c) {
-    case 'h': fputs(cs_diff_help, stdout); return CS_CLI_OK;
-    case 't':
-      if (!cs_cli_parse_count(cs_diff_name, "--top", optarg, 1, CS_DIFF_TOP_MAX, &top)) return CS_CLI_USAGE;
-      break;
-    default: return cs_cli_bad_option(cs_diff_name, c, argv);
-    }
-  }
+  int status = cs_cli_count_options(cs_diff_name, cs_diff_help, argc, argv, "top", CS_DIFF_TOP_MAX,
+                                    &top);
+  if (status >= 0) return status;
   if (!cs_cli_operands(cs_diff_name, argc, argv, 2, "A B")) return CS_CLI_USAGE;
   const char *paths[2] = {argv[optind], argv[optind + 1]};
   cJSON *roots[2] = {NULL, NULL};

@@ -164,20 +164,10 @@ static int cs_dump_signal_and_wait(pid_t pid, int sig, const char *pattern, uint
 }
 
 int cs_cli_dump(int argc, char **argv) {
-  static const struct option options[] = {
-      {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   uint64_t timeout = CS_DUMP_TIMEOUT_DEFAULT;
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    switch (c) {
-    case 'h': fputs(cs_dump_help, stdout); return CS_CLI_OK;
-    case 't':
-      if (!cs_cli_parse_count(cs_dump_name, "--timeout", optarg, 1, CS_DUMP_TIMEOUT_MAX, &timeout))
-        return CS_CLI_USAGE;
-      break;
-    default: return cs_cli_bad_option(cs_dump_name, c, argv);
-    }
-  }
+  int status = cs_cli_count_options(cs_dump_name, cs_dump_help, argc, argv, "timeout", CS_DUMP_TIMEOUT_MAX,
+                                    &timeout);
+  if (status >= 0) return status;
   if (!cs_cli_operands(cs_dump_name, argc, argv, 1, "PID")) return CS_CLI_USAGE;
   uint64_t pid;
   if (!cs_cli_parse_count(cs_dump_name, "PID", argv[optind], 1, INT_MAX, &pid)) return CS_CLI_USAGE;

@@ -196,19 +196,10 @@ static int cs_summary_device(const cJSON *root, int device, uint64_t top) {
 }
 
 int cs_cli_summary(int argc, char **argv) {
-  static const struct option options[] = {
-      {"top", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   uint64_t top = CS_SUMMARY_TOP_DEFAULT;
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    switch (c) {
-    case 'h': fputs(cs_summary_help, stdout); return CS_CLI_OK;
-    case 't':
-      if (!cs_cli_parse_count(cs_summary_name, "--top", optarg, 1, CS_SUMMARY_TOP_MAX, &top)) return CS_CLI_USAGE;
-      break;
-    default: return cs_cli_bad_option(cs_summary_name, c, argv);
-    }
-  }
+  int status = cs_cli_count_options(cs_summary_name, cs_summary_help, argc, argv, "top", CS_SUMMARY_TOP_MAX,
+                                    &top);
+  if (status >= 0) return status;
   if (!cs_cli_operands(cs_summary_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
   const char *path = argv[optind];
   cJSON *root = cs_load_snapshot(path, NULL);
