@@ -13,17 +13,6 @@
 /* Blocks a malloc may need: one for a new segment, one for the front of a split. */
 enum { CS_BLOCKS_PER_MALLOC = 2 };
 
-void cs_emit_event(cs_allocator_t *a, const cs_trace_event_t *event) {
-  if (a->observer.on_event) a->observer.on_event(a->observer.ctx, event);
-}
-
-void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
-             uintptr_t stream, uint32_t stack_id) {
-  cs_trace_event_t ev = {.action = action, .addr = addr, .size = size, .stream = stream,
-                         .stack_id = stack_id};
-  cs_emit_event(a, &ev);
-}
-
 /* ------------------------------------------------------------------------------------------------
  * Life cycle
  * ----------------------------------------------------------------------------------------------*/

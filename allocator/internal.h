@@ -75,9 +75,18 @@ static inline cs_pool_t *cs_pool_of(cs_allocator_t *a, const cs_block_t *b) {
   return cs_block_small(b) ? &a->small : &a->large;
 }
 
-void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr, size_t size,
-             uintptr_t stream, uint32_t stack_id);
-void cs_emit_event(cs_allocator_t *a, const cs_trace_event_t *event);
+/* Events go to the observer from the part that makes them (pool.c), under the lock, so that
+ * the parts never call back up into allocator.c. */
+static inline void cs_emit_event(cs_allocator_t *a, const cs_trace_event_t *event) {
+  if (a->observer.on_event) a->observer.on_event(a->observer.ctx, event);
+}
+
+static inline void cs_emit(cs_allocator_t *a, cs_trace_action_t action, uintptr_t addr,
+                           size_t size, uintptr_t stream, uint32_t stack_id) {
+  cs_trace_event_t ev = {.action = action, .addr = addr, .size = size, .stream = stream,
+                         .stack_id = stack_id};
+  cs_emit_event(a, &ev);
+}
 
 /* block structs (pool.c) */
 int cs_block_reserve(cs_allocator_t *a, size_t n);
