@@ -32,7 +32,7 @@
 #include "allocator/allocator.h"
 #include "allocator/sim_backend.h"
 #include "common/cs_error.h"
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 #define MiB (1024.0 * 1024.0)
 

@@ -18,7 +18,7 @@
 #include "allocator/allocator.h"
 #include "allocator/sim_backend.h"
 #include "bench/bench_common.h"
-#include "snapshot/ring.h"
+#include "record/ring.h"
 
 static size_t bench_heap_in_use(void) {
   struct mallinfo2 m = mallinfo2();

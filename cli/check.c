@@ -1,12 +1,12 @@
-/* `cudasnap check FILE`: the memory_viz viewer's rules (snapshot/validate.h), one line per
+/* `cudasnap check FILE`: the memory_viz viewer's rules (reader/validate.h), one line per
  * finding, then a verdict. */
 #include <getopt.h>
 #include <stdio.h>
 
 #include "cli/cli.h"
-#include "cli/format.h"
+#include "common/cs_format.h"
 #include "cli/load.h"
-#include "snapshot/validate.h"
+#include "reader/validate.h"
 
 static const char cs_check_help[] =
     "usage: cudasnap check FILE\n"

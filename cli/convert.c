@@ -14,8 +14,8 @@
 #include "cli/progress.h"
 #include "cli/tree.h"
 #include "cli/tree_emit.h"
-#include "snapshot/output.h"
-#include "snapshot/sink.h"
+#include "memviz/output.h"
+#include "memviz/sink.h"
 
 static const char cs_convert_help[] =
     "usage: cudasnap convert [--format json|pickle] [--force] IN OUT\n"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "cli/format.h"
+#include "common/cs_format.h"
 #include "cli/load.h"
 #include "cli/sites.h"
 #include "cli/snapview.h"

@@ -1,4 +1,4 @@
-/* Reading snapshot files for the subcommands, JSON or pickle (snapshot/reader.h does the parsing).
+/* Reading snapshot files for the subcommands, JSON or pickle (reader/reader.h does the parsing).
  *
  * Every failure is reported here, as exactly one line on stderr, so a subcommand only has to
  * exit: "FILE: byte N: problem" when the bytes are not a snapshot (truncated, garbled, hostile),
@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 /* A whole file in memory (malloc'ed; free with cs_load_bytes_free). */
 typedef struct cs_load_bytes_s {

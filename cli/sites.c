@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot/leaks.h"
-#include "snapshot/reader.h"
+#include "memviz/site_rule.h"
+#include "reader/reader.h"
 
 /* ------------------------------------------------------------------------------------------------
  * The site of a frame list
@@ -32,7 +32,7 @@ cs_site_t cs_site_of(const cJSON *frames) {
     site = cs_site_of_frame(frame);
     /* The leak report's rule takes an int line; only name and filename matter to it. */
     cs_frame_t f = {.name = site.name, .filename = site.filename, .line = 0};
-    if (!cs_leak_frame_is_cuda(&f)) return site;
+    if (!cs_frame_is_cuda(&f)) return site;
   }
   return site; /* the outermost frame, or no site */
 }

@@ -18,7 +18,7 @@ typedef struct cs_site_s {
 } cs_site_t;
 
 /* The site of a frame list (innermost frame first): the first frame outside CUDA's runtime and
- * driver and outside cudasnap, by the rule of the exit leak report (cs_leak_frame_is_cuda), so
+ * driver and outside cudasnap, by the rule the exit leak report uses too (memviz/site_rule.h), so
  * static and dynamic cudart programs both point at the program's own call; the outermost frame
  * when every frame is CUDA's; no site for a missing or empty list. A frame whose name or filename
  * is not a string reads as "??". */

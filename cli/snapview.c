@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 bool cs_view_int(const cJSON *obj, const char *key, int64_t *out) {
   return cs_reader_int_exact(cJSON_GetObjectItemCaseSensitive(obj, key), out) != 0;

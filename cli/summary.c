@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/format.h"
+#include "common/cs_format.h"
 #include "cli/load.h"
 #include "cli/peak.h"
 #include "cli/sites.h"

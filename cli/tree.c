@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 /* The type bits cJSON sets, without its flags (IsReference, StringIsConst). */
 static int cs_tree_type(const cJSON *item) { return item->type & 0xff; }

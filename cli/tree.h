@@ -1,4 +1,4 @@
-/* Whole-tree operations on the reader's cJSON values (snapshot/reader.h): exact equality and
+/* Whole-tree operations on the reader's cJSON values (reader/reader.h): exact equality and
  * hashing, nesting depth and size. Numbers compare as the reader keeps them: integers exactly
  * (cs_reader_int_exact, beyond 2^53 too), other numbers as doubles; cJSON_Compare would allow a
  * relative error, which could make two different frame lists one. Object members compare in

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli/tree.h"
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Distinct frame lists -> dense ids from 1 (the emitter's memo is an array indexed by id)

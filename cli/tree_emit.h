@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/progress.h"
-#include "snapshot/emit.h"
+#include "memviz/emit.h"
 
 /* Can the emitter write this tree? Returns 0, or -1 with the reason in why (it nests deeper
  * than CS_EMIT_MAX_DEPTH, or holds a NaN or an infinity, which neither format can carry). */

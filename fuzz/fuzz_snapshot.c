@@ -28,8 +28,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "snapshot/reader.h"
-#include "snapshot/validate.h"
+#include "reader/reader.h"
+#include "reader/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,44 +11,9 @@
 
 #include "common/cs_log.h"
 #include "interpose/guard.h"
+#include "interpose/libc_dlsym.h"
 #include "interpose/lifecycle.h"
 #include "interpose/real.h"
-
-typedef void *(*cs_dlsym_fn)(void *, const char *);
-
-/* glibc's versioned dlsym, found without calling dlsym. */
-static cs_dlsym_fn cs_libc_dlsym_fn(void) {
-  static _Atomic(cs_dlsym_fn) cached;
-  cs_dlsym_fn fn = atomic_load_explicit(&cached, memory_order_acquire);
-  if (fn) return fn;
-  void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-#if defined(__x86_64__)
-  if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-#elif defined(__aarch64__)
-  if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
-#endif
-  memcpy(&fn, &p, sizeof fn);
-  atomic_store_explicit(&cached, fn, memory_order_release);
-  return fn;
-}
-
-void *cs_libc_dlsym(void *handle, const char *name) { return cs_libc_dlsym_fn()(handle, name); }
-
-/* The dlsym after cudasnap in the search order: another overrider or libc's. Asking libc's dlsym
- * for RTLD_NEXT "dlsym" from here keeps unversioned overriders behind cudasnap in the chain, which
- * dlvsym would skip (interposition.md section 4.2, pitfall 5). */
-static cs_dlsym_fn cs_next_dlsym_fn(void) {
-  static _Atomic(cs_dlsym_fn) cached;
-  cs_dlsym_fn fn = atomic_load_explicit(&cached, memory_order_acquire);
-  if (fn) return fn;
-  void *p = cs_libc_dlsym(RTLD_NEXT, "dlsym");
-  fn = p ? NULL : cs_libc_dlsym_fn();
-  if (p) memcpy(&fn, &p, sizeof fn);
-  atomic_store_explicit(&cached, fn, memory_order_release);
-  return fn;
-}
-
-void *cs_next_dlsym(void *handle, const char *name) { return cs_next_dlsym_fn()(handle, name); }
 
 /* Was the lookup made from inside the CUDA driver? The driver's own lookups of hooked names must
  * get the driver's functions, or a driver that resolves its entry points with dlsym would hand

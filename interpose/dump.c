@@ -16,9 +16,9 @@
 #include "interpose/contexts.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
-#include "snapshot/emit.h"
+#include "memviz/emit.h"
 #include "snapshot/leaks.h"
-#include "snapshot/output.h"
+#include "memviz/output.h"
 #include "snapshot/snapshot.h"
 
 static const char *const cs_trigger_names[] = {"exit", "signal", "oom", "api"};

@@ -11,6 +11,7 @@
 #include "interpose/contexts.h"
 #include "interpose/dump.h"
 #include "interpose/foreign.h"
+#include "interpose/libc_dlsym.h"
 #include "interpose/preload_env.h"
 #include "interpose/real.h"
 #include "interpose/record.h"

@@ -4,6 +4,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/hooks.h"
+#include "interpose/libc_dlsym.h"
 
 /* cudaGetDriverEntryPoint is deprecated, but programs still call it: it is hooked on purpose. */
 #pragma GCC diagnostic push

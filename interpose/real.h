@@ -81,9 +81,4 @@ static inline cs_any_fn cs_real(cs_fn_t fn) {
 /* Typed access, e.g. CS_REAL_FN(cuMemAlloc_v2, PFN_cuMemAlloc_v3020)(&p, n). */
 #define CS_REAL_FN(name, pfn) ((pfn)cs_real(CS_FN_##name))
 
-/* The libc dlsym, and the next dlsym after cudasnap in the search order (another overrider, or
- * libc's): resolved without state, so they work before any constructor ran. */
-void *cs_libc_dlsym(void *handle, const char *name);
-void *cs_next_dlsym(void *handle, const char *name);
-
 #endif

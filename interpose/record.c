@@ -4,7 +4,7 @@
 
 #include "common/cs_log.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/stack.h"
+#include "record/stack.h"
 
 /* Distinct stacks kept at most; a program with more gets "no stack" for the rest instead of an
  * ever-growing table (about 70 MiB at 32 frames each, at worst). */

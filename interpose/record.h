@@ -10,8 +10,8 @@
 
 #include "allocator/allocator.h"
 #include "common/cs_options.h"
-#include "snapshot/intern.h"
-#include "snapshot/ring.h"
+#include "record/intern.h"
+#include "record/ring.h"
 
 /* At activation. A failure leaves recording off (one warning); allocation is unaffected. */
 void cs_record_start(const cs_options_t *opts);

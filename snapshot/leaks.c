@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_format.h"
 #include "common/cs_log.h"
+#include "memviz/site_rule.h"
 
 typedef struct cs_leak_site_s {
   uintptr_t pc;      /* the site's return address, 0 = unknown */
@@ -12,25 +14,12 @@ typedef struct cs_leak_site_s {
   uint64_t blocks;
 } cs_leak_site_t;
 
-static bool cs_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
-bool cs_leak_frame_is_cuda(const cs_frame_t *f) {
-  const char *file = strrchr(f->filename, '/');
-  file = file ? file + 1 : f->filename;
-  if (cs_starts_with(file, "libcuda") || cs_starts_with(file, "libcudasnap")) return true;
-  const char *n = f->name;
-  /* the runtime's entry points and internals, also when linked statically into the program */
-  if (cs_starts_with(n, "cuda") || cs_starts_with(n, "__cudart") || cs_starts_with(n, "cudart::"))
-    return true;
-  return n[0] == 'c' && n[1] == 'u' && n[2] >= 'A' && n[2] <= 'Z'; /* driver API: cuMemAlloc_v2 */
-}
-
 static uintptr_t cs_leak_site_pc(const cs_intern_t *intern, cs_symbolizer_t *sym, uint32_t stack_id) {
   size_t n = 0;
   const uintptr_t *pcs = stack_id ? cs_intern_get(intern, stack_id, &n) : NULL;
   for (size_t i = 0; pcs && sym && i < n; i++) {
     cs_frame_t f = cs_symbolize(sym, pcs[i], 0);
-    if (!cs_leak_frame_is_cuda(&f)) return pcs[i];
+    if (!cs_frame_is_cuda(&f)) return pcs[i];
   }
   return pcs && n > 0 ? pcs[n - 1] : 0;
 }
@@ -38,18 +27,6 @@ static uintptr_t cs_leak_site_pc(const cs_intern_t *intern, cs_symbolizer_t *sym
 static int cs_leak_site_cmp(const void *x, const void *y) {
   const cs_leak_site_t *a = x, *b = y;
   return (a->bytes < b->bytes) - (a->bytes > b->bytes); /* most bytes first */
-}
-
-static void cs_format_bytes(uint64_t bytes, char *buf, size_t len) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    u++;
-  }
-  if (u == 0) snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-  else snprintf(buf, len, "%.1f %s", v, units[u]);
 }
 
 void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symbolizer_t *sym) {
@@ -61,7 +38,7 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
   }
   if (blocks == 0) return;
   char total[32];
-  cs_format_bytes(bytes, total, sizeof total);
+  cs_format_size(bytes, total, sizeof total);
 
   /* group the live blocks by site: a few hundred distinct sites at most, so a plain array */
   cs_leak_site_t *sites = calloc(blocks, sizeof *sites);
@@ -83,7 +60,7 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
     qsort(sites, count, sizeof *sites, cs_leak_site_cmp);
     for (size_t i = 0; i < count && i < CS_LEAK_TOP_SITES; i++) {
       char size[32];
-      cs_format_bytes(sites[i].bytes, size, sizeof size);
+      cs_format_size(sites[i].bytes, size, sizeof size);
       cs_frame_t f = sites[i].pc && sym ? cs_symbolize(sym, sites[i].pc, 0)
                                         : (cs_frame_t){.name = "(no stack)", .filename = "??", .line = 0};
       cs_log_info("  %s in %llu block%s: %s (%s:%d)", size, (unsigned long long)sites[i].blocks,

@@ -14,9 +14,9 @@
 
 #include "allocator/allocator.h"
 #include "common/cs_options.h"
-#include "snapshot/emit.h"
-#include "snapshot/intern.h"
-#include "snapshot/ring.h"
+#include "memviz/emit.h"
+#include "record/intern.h"
+#include "record/ring.h"
 #include "snapshot/symbolize.h"
 #include "stats/stats.h"
 

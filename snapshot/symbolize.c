@@ -25,7 +25,7 @@
 #include "common/cs_compiler.h"
 #include "common/cs_log.h"
 #include "snapshot/symbolize.h"
-#include "snapshot/private_libs.h"
+#include "common/cs_private_libs.h"
 
 /* Every libdw/libelf call goes through the privately loaded table (private_libs.h). */
 static const cs_dw_api_t *cs_dw;

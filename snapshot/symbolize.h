@@ -10,11 +10,7 @@
 
 #include <stdint.h>
 
-typedef struct cs_frame_s {
-  const char *name;     /* function, demangled; "??" when unknown */
-  const char *filename; /* source file, else the module's path, else "??" */
-  int line;             /* 0 when unknown */
-} cs_frame_t;
+#include "memviz/frame.h"
 
 typedef struct cs_symbolizer_s cs_symbolizer_t;
 

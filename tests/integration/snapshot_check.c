@@ -1,6 +1,6 @@
 /* snapshot_check FILE [--frame NAME FILE LINE] [--action NAME] [--devices N] [--dropped]
  *
- * Reads a snapshot (JSON or pickle), checks it against the viewer's rules (snapshot/validate.h)
+ * Reads a snapshot (JSON or pickle), checks it against the viewer's rules (reader/validate.h)
  * and the expectations given:
  *   --frame NAME FILE LINE  some frame names function NAME in a file ending with FILE at LINE
  *   --action NAME           the trace has an entry with this action
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot/reader.h"
-#include "snapshot/validate.h"
+#include "reader/reader.h"
+#include "reader/validate.h"
 
 static bool frame_matches(const cJSON *frames, const char *name, const char *file, int line) {
   const cJSON *f;

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 
 #include "common/cs_error.h"
-#include "snapshot/ring.h"
+#include "record/ring.h"
 #include "snapshot/snapshot.h"
 
 #define MiB CS_MiB

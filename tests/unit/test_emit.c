@@ -1,4 +1,4 @@
-/* Unit tests for snapshot/emit*.c and snapshot/sink.c: golden outputs of one sample tree in both
+/* Unit tests for memviz/emit*.c and memviz/sink.c: golden outputs of one sample tree in both
  * formats, the exact encodings at every boundary, Python as an independent reader
  * (emit_roundtrip.py), sticky sink failures, and the fd sink over a file, a pipe and a write(2)
  * that is interrupted and short.
@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "snapshot/emit.h"
-#include "snapshot/sink.h"
+#include "memviz/emit.h"
+#include "memviz/sink.h"
 
 #ifndef CS_GOLDEN_DIR
 #define CS_GOLDEN_DIR "../golden" /* from tests/unit, the test's working directory */
@@ -642,6 +642,22 @@ static void test_pickle_strings(void **state) {
   check_pickle(fill_escapes, want, sizeof want - 1);
 }
 
+/* f0 90 80 is one maximal invalid subpart of three bytes: replaced by the three bytes of U+FFFD,
+ * the string keeps its length, yet it must not be copied as it is (Python's unpickler would
+ * refuse the pickle, the viewer would show different text). */
+static void fill_same_length_invalid(cs_emitter_t *e) {
+  cs_emit_list_begin(e);
+  cs_emit_str(e, "\xf0\x90\x80x");
+  cs_emit_list_end(e);
+}
+
+static void test_pickle_same_length_invalid(void **state) {
+  (void)state;
+  static const unsigned char want[] = "](\x8c\x04\xef\xbf\xbd" "xe";
+  check_pickle(fill_same_length_invalid, want, sizeof want - 1);
+  check_json(fill_same_length_invalid, "[\"\xef\xbf\xbdx\"]");
+}
+
 static void fill_tuples(cs_emitter_t *e) { emit_tuples(e); }
 
 static void test_pickle_tuples(void **state) {
@@ -1104,6 +1120,7 @@ int main(void) {
       cmocka_unit_test(test_json_strings),
       cmocka_unit_test(test_json_string_positions),
       cmocka_unit_test(test_pickle_strings),
+      cmocka_unit_test(test_pickle_same_length_invalid),
       cmocka_unit_test(test_json_tuples),
       cmocka_unit_test(test_pickle_tuples),
       cmocka_unit_test(test_pickle_tuples_everywhere),

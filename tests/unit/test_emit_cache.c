@@ -1,4 +1,4 @@
-/* Unit tests for snapshot/emit_cache.c, the JSON frame list cache: the output is the same bytes
+/* Unit tests for memviz/emit_cache.c, the JSON frame list cache: the output is the same bytes
  * whether every list comes from the cache, none does (no cache), or some do (a cache that fills
  * up), and the cache really is used. Lists sit where the separators differ (first item, later
  * item, dict value), span buffer flushes, hold escapes, invalid UTF-8 and nested lists, and the
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot/emit.h"
-#include "snapshot/sink.h"
+#include "memviz/emit.h"
+#include "memviz/sink.h"
 
 enum { LISTS = 60, ROUNDS = 4 };
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "snapshot/intern.h"
-#include "snapshot/stack.h"
+#include "record/intern.h"
+#include "record/stack.h"
 
 /* Stack number k: 1..40 PCs that look like code addresses, different for every k. */
 static size_t make_stack(uint32_t k, uintptr_t *pcs) {

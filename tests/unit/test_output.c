@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "snapshot/output.h"
+#include "memviz/output.h"
 
 static const cs_output_fields_t fields = {.executable = "train", .pid = 4711, .host = "node7",
                                           .rank = "3", .dump_number = 2, .trigger = "signal"};

@@ -1,4 +1,4 @@
-/* snapshot/reader: JSON and pickle into one cJSON tree (snapshot-format.md sections 3.2-3.4).
+/* reader/reader: JSON and pickle into one cJSON tree (snapshot-format.md sections 3.2-3.4).
  *
  * The same snapshot read from JSON and from three pickles (Python protocol 2, protocol 4 with FRAME
  * and MEMOIZE, and the minimal opcode writer) must give equal trees; every truncation of a small file
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 #ifndef CS_TEST_DATA_DIR
 #define CS_TEST_DATA_DIR "../data"
@@ -364,6 +364,11 @@ static void test_pickle_semantics(void **state) {
   t = READ_LIT("\x80\x02\x8c\x03" "a\xff" "b.", &err);
   if (t == NULL) fail_msg("%s", err.message);
   assert_string_equal(t->valuestring, "a\xEF\xBF\xBD" "b");
+  cJSON_Delete(t);
+  /* a three-byte invalid subpart: as long as its U+FFFD, still replaced */
+  t = READ_LIT("\x80\x02\x8c\x04" "\xF0\x90\x80" "x.", &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  assert_string_equal(t->valuestring, "\xEF\xBF\xBD" "x");
   cJSON_Delete(t);
   /* bytes after STOP are ignored (the NUL padding of add_local_files) */
   t = READ_LIT("\x80\x02N.\x00\x00", &err);

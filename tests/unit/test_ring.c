@@ -8,7 +8,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "snapshot/ring.h"
+#include "record/ring.h"
 
 static void test_order_and_wrap(void **state) {
   (void)state;

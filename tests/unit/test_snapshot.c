@@ -5,13 +5,13 @@
 #include "tests/unit/alloc_check.h"
 
 #include "common/cs_error.h"
-#include "snapshot/emit.h"
-#include "snapshot/intern.h"
-#include "snapshot/reader.h"
-#include "snapshot/ring.h"
+#include "memviz/emit.h"
+#include "record/intern.h"
+#include "reader/reader.h"
+#include "record/ring.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/symbolize.h"
-#include "snapshot/validate.h"
+#include "reader/validate.h"
 
 #include <time.h>
 

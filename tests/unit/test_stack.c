@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "common/cs_compiler.h"
-#include "snapshot/stack.h"
+#include "record/stack.h"
 
 /* noclone: GCC must not turn these into "a.constprop.0" copies with other return addresses. */
 #ifdef __clang__

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "snapshot/stack.h"
+#include "record/stack.h"
 #include "snapshot/symbolize.h"
 
 /* noclone: GCC must not rename these to "x.constprop.0" clones; and a call followed by

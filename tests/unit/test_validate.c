@@ -1,4 +1,4 @@
-/* snapshot/validate: the viewer's rules (snapshot-format.md sections 3.2-3.9).
+/* reader/validate: the viewer's rules (snapshot-format.md sections 3.2-3.9).
  *
  * Every fixture of tests/data/fixtures/MANIFEST.tsv gets its verdict (PASS = no error). The backward
  * replay of the Allocator State History view is checked on its own: a trace that is valid only
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "snapshot/reader.h"
-#include "snapshot/validate.h"
+#include "reader/reader.h"
+#include "reader/validate.h"
 
 #ifndef CS_TEST_DATA_DIR
 #define CS_TEST_DATA_DIR "../data"

@@ -1,6 +1,6 @@
 /* The two sinks: a buffered file descriptor (production) and a growing memory buffer (tests, the
  * reader). */
-#include "snapshot/sink.h"
+#include "memviz/sink.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "snapshot/ticks.h"
+#include "record/ticks.h"
 
 #include <pthread.h>
 

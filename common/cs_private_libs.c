@@ -1,4 +1,4 @@
-#include "snapshot/private_libs.h"
+#include "common/cs_private_libs.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

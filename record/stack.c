@@ -7,8 +7,8 @@
 #include <stdbool.h>
 
 #include "common/cs_compiler.h"
-#include "snapshot/stack.h"
-#include "snapshot/private_libs.h"
+#include "record/stack.h"
+#include "common/cs_private_libs.h"
 
 /* A test seam is writable only in test builds (style.md section 14.5, jemalloc's JET_MUTABLE). */
 #ifndef CS_TEST_MUTABLE

@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "snapshot/sink.h"
+#include "memviz/sink.h"
 
 enum { CS_EMIT_MAX_DEPTH = 32, CS_EMIT_BATCH = 1000 };
 

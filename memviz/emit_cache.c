@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot/emit_impl.h"
+#include "memviz/emit_impl.h"
 
 /* bytes: the arena's first allocation; it doubles from there up to the limit */
 enum { CS_EMIT_ARENA_MIN = 64 * 1024 };

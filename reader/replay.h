@@ -1,4 +1,4 @@
-/* Internal to snapshot/: the Allocator State History view's backward replay, for one device
+/* Internal to reader/: the Allocator State History view's backward replay, for one device
  * (snapshot-format.md section 3.7; MemoryViz.js MemoryView.simulate_memory and draw).
  *
  * The viewer starts from the final state: the device's segments (sorted by address) and its blocks in

@@ -1,6 +1,6 @@
 /* The format-independent half of the emitter: nesting, the sticky error, the output buffer, the
  * byte count and the frame-list memo table. The bytes come from emit_json.c or emit_pickle.c. */
-#include "snapshot/emit.h"
+#include "memviz/emit.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/cs_assert.h"
-#include "snapshot/emit_impl.h"
+#include "memviz/emit_impl.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Output buffer and errors
@@ -61,32 +61,8 @@ static CS_COLD bool cs_emit_misuse(cs_emitter_t *e, const char *expr, int line) 
 }
 
 /* ------------------------------------------------------------------------------------------------
- * UTF-8 replacement (declared in emit_impl.h)
+ * UTF-8 replacement (declared in emit_impl.h; the rule is common/cs_utf8.h)
  * ---------------------------------------------------------------------------------------------- */
-
-static inline bool cs_ascii8(const unsigned char *s) {
-  uint64_t w;
-  memcpy(&w, s, sizeof w);
-  return (w & UINT64_C(0x8080808080808080)) == 0;
-}
-
-size_t cs_utf8_fixed_len(const unsigned char *s, size_t n) {
-  size_t out = n;
-  for (size_t i = 0; i < n;) {
-    if (i + 8 <= n && cs_ascii8(s + i)) {
-      i += 8;
-      continue;
-    }
-    if (s[i] < 0x80) {
-      i++;
-      continue;
-    }
-    size_t len;
-    if (!cs_utf8_seq(s + i, n - i, &len)) out = out - len + (sizeof CS_UTF8_REPLACEMENT - 1);
-    i += len;
-  }
-  return out;
-}
 
 void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
   size_t run = 0; /* start of the bytes not yet written */

@@ -4,7 +4,7 @@
  * Fixed capacity, allocated once; when full the oldest entry is overwritten, so what remains is
  * always a suffix of the history, and any suffix of a consistent trace replays consistently
  * (snapshot-format.md section 8, item 5). Push is O(1) with no allocation and no lock: a read of
- * the tick counter (snapshot/ticks.h) and a 32-byte copy. Entries hold ticks; cs_ring_copy turns
+ * the tick counter (record/ticks.h) and a 32-byte copy. Entries hold ticks; cs_ring_copy turns
  * them into wall-clock microseconds.
  *
  * Not thread-safe: the owner serializes every call. cudasnap's rings belong to a context's
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "snapshot/ticks.h"
+#include "record/ticks.h"
 
 /* The memory_viz actions, in one place for the ring and the writers. */
 typedef enum cs_action_e {

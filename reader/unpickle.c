@@ -1,4 +1,4 @@
-/* The viewer's pickle subset, read into a cJSON tree (contract in snapshot/unpickle.h).
+/* The viewer's pickle subset, read into a cJSON tree (contract in reader/unpickle.h).
  *
  * Ownership rule: a value is owned by exactly one place at a time: a non-NULL stack slot, its parent
  * container, or the graveyard. The memo only points at values. A memoized value is marked with
@@ -19,7 +19,8 @@
 #include <string.h>
 
 #include "common/cs_compiler.h"
-#include "snapshot/unpickle.h"
+#include "common/cs_utf8.h"
+#include "reader/unpickle.h"
 
 /* A type bit cJSON does not use (it masks types with 0xFF and uses only 256 and 512 above). */
 #define CS_UNPICKLE_MEMO_FLAG (1 << 14)
@@ -285,67 +286,14 @@ static bool cs_unpickle_push_int(cs_unpickle_t *u, int64_t x) {
   return cs_unpickle_push_new(u, v, 0);
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF). */
-static size_t cs_utf8_seq(const uint8_t *s, size_t n) {
-  uint8_t c = s[0];
-  if (c < 0x80) return 1;
-  size_t need;
-  uint8_t lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    need = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    need = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    need = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (n < need) return 0;
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < need; i++)
-    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-  return need;
-}
-
 /* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does. */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
-  size_t out_len = 0;
-  bool valid = true;
-  for (size_t i = 0; i < n;) {
-    size_t k = cs_utf8_seq(s + i, n - i);
-    if (k == 0) {
-      valid = false;
-      out_len += 3;
-      i++;
-    } else {
-      out_len += k;
-      i += k;
-    }
-  }
+  bool valid;
+  size_t out_len = cs_utf8_fixed_len(s, n, &valid);
   char *buf = cJSON_malloc(out_len + 1);
   if (buf == NULL) return cs_unpickle_oom(u);
-  if (valid) {
-    memcpy(buf, s, n);
-  } else {
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-      size_t k = cs_utf8_seq(s + i, n - i);
-      if (k == 0) {
-        memcpy(buf + o, "\xEF\xBF\xBD", 3);
-        o += 3;
-        i++;
-      } else {
-        memcpy(buf + o, s + i, k);
-        o += k;
-        i += k;
-      }
-    }
-  }
+  if (valid) memcpy(buf, s, n);
+  else cs_utf8_fix(buf, s, n);
   buf[out_len] = '\0';
   cJSON *v = cJSON_CreateNull();
   if (v == NULL) {

@@ -1,4 +1,4 @@
-/* Internal to snapshot/: the unpickler behind cs_read_snapshot, plus what the validator needs to
+/* Internal to reader/: the unpickler behind cs_read_snapshot, plus what the validator needs to
  * know about the bytes it read (batch sizes, protocol).
  *
  * The unpickler accepts exactly the opcodes of the viewer (snapshot-format.md section 3.3) and
@@ -22,7 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "snapshot/reader.h"
+#include "reader/reader.h"
 
 enum {
   CS_READER_MAX_DEPTH = 1000,        /* nested containers, JSON and pickle (cJSON's own limit) */

@@ -1,9 +1,12 @@
-/* Text helpers for the subcommands' output. */
-#ifndef CS_CLI_FORMAT_H
-#define CS_CLI_FORMAT_H
+/* Byte counts and plurals for the text people read: the exit leak report and the tool's output. */
+#ifndef CS_FORMAT_H
+#define CS_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* "3.0 MiB": readable only; "512 B" below 1 KiB. */
+void cs_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* "12582912 B (12.0 MiB)": exact, then readable; just "512 B" below 1 KiB. */
 void cs_format_bytes(uint64_t bytes, char *buf, size_t len);

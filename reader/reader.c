@@ -1,4 +1,4 @@
-/* Snapshot files into a cJSON tree (contract in snapshot/reader.h).
+/* Snapshot files into a cJSON tree (contract in reader/reader.h).
  *
  * Format: like the viewer, which tries JSON.parse and falls back to its unpickler. A file whose
  * first byte is 0x80 (PROTO) cannot be JSON and goes straight to the unpickler. Anything else is
@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include "common/cs_compiler.h"
-#include "snapshot/reader.h"
-#include "snapshot/unpickle.h"
+#include "reader/reader.h"
+#include "reader/unpickle.h"
 
 #define CS_TWO_POW_53 9007199254740992.0
 /* cJSON copies a number into a 64-byte buffer before strtod; longer tokens fail there. */

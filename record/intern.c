@@ -38,7 +38,7 @@
 
 #include "common/cs_assert.h"
 #include "common/cs_compiler.h"
-#include "snapshot/intern.h"
+#include "record/intern.h"
 
 enum {
   CS_INTERN_INITIAL_SLOTS = 1024,       /* 8 KiB: programs with few allocation sites stay small */

@@ -1,4 +1,4 @@
-#include "snapshot/output.h"
+#include "memviz/output.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "snapshot/ring.h"
+#include "record/ring.h"
 
 #include <stdlib.h>
 #include <string.h>

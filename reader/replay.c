@@ -1,4 +1,4 @@
-/* The Allocator State History replay (contract in snapshot/replay.h). */
+/* The Allocator State History replay (contract in reader/replay.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include "common/cs_compiler.h"
 #include "common/cs_error.h"
-#include "snapshot/replay.h"
+#include "reader/replay.h"
 
 typedef struct cs_replay_seg_s {
   double addr, size;

@@ -1,9 +1,9 @@
-/* The viewer's rules on a snapshot (contract in snapshot/validate.h; the rules are
+/* The viewer's rules on a snapshot (contract in reader/validate.h; the rules are
  * snapshot-format.md sections 3.2-3.9, checked against MemoryViz.js).
  *
  * Errors are reported one by one (each names its place). Silent problems that tend to repeat on
  * every entry (no time_us, addresses above 2^53, ...) are counted and reported once, with the first
- * place, at the end. The replay of each device (snapshot/replay.h) runs only on devices whose
+ * place, at the end. The replay of each device (reader/replay.h) runs only on devices whose
  * segments and trace have no structural error, so one bad field does not cascade. */
 #include <inttypes.h>
 #include <math.h>
@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "common/cs_compiler.h"
-#include "snapshot/reader.h"
-#include "snapshot/replay.h"
-#include "snapshot/unpickle.h"
-#include "snapshot/validate.h"
+#include "reader/reader.h"
+#include "reader/replay.h"
+#include "reader/unpickle.h"
+#include "reader/validate.h"
 
 #define CS_REPORT_MAX_FINDINGS 200
 #define CS_TWO_POW_53 9007199254740992.0

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "snapshot/emit_impl.h"
+#include "memviz/emit_impl.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Numbers

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "snapshot/emit_impl.h"
+#include "memviz/emit_impl.h"
 
 enum {
   CS_PK_MARK = '(',
@@ -93,12 +93,13 @@ static void cs_pickle_float(cs_emitter_t *e, double value) {
  * pass; valid strings (all of them, in practice) are copied as they are. */
 static void cs_pickle_str(cs_emitter_t *e, const char *value, size_t len) {
   const unsigned char *s = (const unsigned char *)value;
-  size_t out = cs_utf8_fixed_len(s, len);
+  bool valid;
+  size_t out = cs_utf8_fixed_len(s, len, &valid);
   if (out > UINT32_MAX) { /* would need BINUNICODE8, which the viewer lacks */
     cs_emit_fail(e, EOVERFLOW);
     return;
   }
-  if (out == len && len <= UINT8_MAX) { /* the usual case: one copy */
+  if (valid && len <= UINT8_MAX) { /* the usual case: one copy */
     unsigned char *p = cs_emit_reserve(e, 2 + len);
     p[0] = CS_PK_SHORT_BINUNICODE;
     p[1] = (unsigned char)len;
@@ -116,7 +117,7 @@ static void cs_pickle_str(cs_emitter_t *e, const char *value, size_t len) {
     cs_pickle_le32(p + 1, (uint32_t)out);
     cs_emit_commit(e, 5);
   }
-  if (out == len)
+  if (valid)
     cs_emit_write(e, s, len);
   else
     cs_emit_utf8_fixed(e, s, len);

@@ -1,0 +1,30 @@
+#include "common/cs_format.h"
+
+#include <stdio.h>
+
+void cs_format_size(uint64_t bytes, char *buf, size_t len) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) {
+    snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    return;
+  }
+  double value = (double)bytes / 1024.0;
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
+    value /= 1024.0;
+    unit++;
+  }
+  snprintf(buf, len, "%.1f %s", value, units[unit]);
+}
+
+void cs_format_bytes(uint64_t bytes, char *buf, size_t len) {
+  if (bytes < 1024) {
+    snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    return;
+  }
+  char size[32];
+  cs_format_size(bytes, size, sizeof size);
+  snprintf(buf, len, "%llu B (%s)", (unsigned long long)bytes, size);
+}
+
+const char *cs_plural(uint64_t n) { return n == 1 ? "" : "s"; }

@@ -1,0 +1,46 @@
+#include "common/cs_utf8.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static inline bool cs_ascii8(const unsigned char *s) {
+  uint64_t w;
+  memcpy(&w, s, sizeof w);
+  return (w & UINT64_C(0x8080808080808080)) == 0;
+}
+
+size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool *valid) {
+  size_t out = n;
+  *valid = true;
+  for (size_t i = 0; i < n;) {
+    if (i + 8 <= n && cs_ascii8(s + i)) {
+      i += 8;
+      continue;
+    }
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t len;
+    if (!cs_utf8_seq(s + i, n - i, &len)) {
+      out = out - len + (sizeof CS_UTF8_REPLACEMENT - 1);
+      *valid = false;
+    }
+    i += len;
+  }
+  return out;
+}
+
+void cs_utf8_fix(char *out, const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    size_t len = 1;
+    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
+      memcpy(out, s + i, len);
+      out += len;
+    } else {
+      memcpy(out, CS_UTF8_REPLACEMENT, sizeof CS_UTF8_REPLACEMENT - 1);
+      out += sizeof CS_UTF8_REPLACEMENT - 1;
+    }
+    i += len;
+  }
+}
