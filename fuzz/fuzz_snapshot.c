@@ -10,7 +10,8 @@
  *
  * Besides crashes, UB, leaks and timeouts, it checks the readers' documented contracts (a failed
  * check aborts, so libFuzzer records the input):
- *   - a returned tree holds only plain cJSON types (no leftover unpickler flag bits), containers
+ *   - a returned tree holds only plain cJSON types (no leftover unpickler flag bits; numbers may
+ *     carry the float mark, lists the tuple mark), containers
  *     have valueint 0 (the unpickler's subtree counts are cleared), no object repeats a key;
  *   - an exact integer (cs_reader_int_exact on a number with digits in valuestring) rounds to the
  *     number's double;
@@ -70,7 +71,10 @@ static void fuzz_walk(const cJSON *item, bool in_object) {
     int base = c->type & 0xFF;
     FUZZ_CHECK(base == cJSON_False || base == cJSON_True || base == cJSON_NULL || base == cJSON_Number ||
                base == cJSON_String || base == cJSON_Array || base == cJSON_Object);
-    FUZZ_CHECK((c->type & ~(0xFF | cJSON_IsReference | cJSON_StringIsConst)) == 0);
+    FUZZ_CHECK((c->type & ~(0xFF | cJSON_IsReference | cJSON_StringIsConst | CS_READER_FLOAT | CS_READER_TUPLE)) ==
+               0);
+    FUZZ_CHECK(base == cJSON_Number || (c->type & CS_READER_FLOAT) == 0);
+    FUZZ_CHECK(base == cJSON_Array || (c->type & CS_READER_TUPLE) == 0);
     FUZZ_CHECK((c->type & cJSON_IsReference) == 0);
     FUZZ_CHECK(!in_object || c->string != NULL);
     if (base == cJSON_String) FUZZ_CHECK(c->valuestring != NULL);
