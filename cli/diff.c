@@ -25,6 +25,11 @@ static const char cs_diff_help[] =
     "CHANGE reads \"+9437184 B (9.0 MiB)\" or \"-512 B\"; BYTES reads \"9437184 B (9.0 MiB)\".\n"
     "Rows are ordered by the absolute change in bytes, then in blocks, then by site.\n"
     "\n"
+    "A file whose numbers would mean nothing is refused with one line on stderr, exit 1:\n"
+    "  FILE: WHERE: problem    not a snapshot (neither segments nor device_traces), or an\n"
+    "                          address or size that is not a finite non-negative number\n"
+    "Other problems the viewer has with a file (`cudasnap check` lists them) do not stop it.\n"
+    "\n"
     "options:\n"
     "  --top N     rows listed (default 20)\n"
     "  -h, --help  this text\n";

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/progress.h"
+#include "reader/validate.h"
 
 /* read(2) in pieces of this size, so the progress line moves. */
 enum { CS_LOAD_CHUNK = 8 << 20 };
@@ -88,10 +89,23 @@ cJSON *cs_load_parse(const char *path, const cs_load_bytes_t *b, cs_snapshot_for
   return root;
 }
 
+/* Refuses (deletes) root when its numbers mean nothing. */
+static cJSON *cs_load_refuse_unreadable(const char *path, cJSON *root) {
+  cs_report_t report;
+  cs_report_init(&report);
+  if (!cs_validate_readable(root, &report)) {
+    fprintf(stderr, "%s: %s: %s\n", path, report.first_unreadable.where, report.first_unreadable.message);
+    cJSON_Delete(root);
+    root = NULL;
+  }
+  cs_report_free(&report);
+  return root;
+}
+
 cJSON *cs_load_snapshot(const char *path, cs_snapshot_format_t *format) {
   cs_load_bytes_t bytes;
   if (cs_load_bytes(path, &bytes) != 0) return NULL;
   cJSON *root = cs_load_parse(path, &bytes, format);
   cs_load_bytes_free(&bytes);
-  return root;
+  return root != NULL ? cs_load_refuse_unreadable(path, root) : NULL;
 }

@@ -2,6 +2,7 @@
  *
  * Every failure is reported here, as exactly one line on stderr, so a subcommand only has to
  * exit: "FILE: byte N: problem" when the bytes are not a snapshot (truncated, garbled, hostile),
+ * "FILE: WHERE: problem" when they parse but the numbers in them mean nothing (cs_load_snapshot),
  * "FILE: cannot read: reason" when there are no bytes to look at. Big files get a progress line
  * (cli/progress.h). */
 #ifndef CS_CLI_LOAD_H
@@ -28,7 +29,11 @@ void cs_load_bytes_free(cs_load_bytes_t *b);
  * *format (may be NULL) says how the bytes were encoded. */
 cJSON *cs_load_parse(const char *path, const cs_load_bytes_t *b, cs_snapshot_format_t *format);
 
-/* Both of the above, for subcommands that need only the tree. */
+/* Both of the above, then the refusal of a tree whose numbers mean nothing (the errors that
+ * reader/validate.h marks unreadable: not a snapshot at all, addresses or sizes that are not
+ * finite non-negative numbers), reported as "FILE: WHERE: problem". For the subcommands that
+ * interpret a snapshot (summary, diff); the viewer's other errors and its warnings do not stop
+ * them (`check` lists those). */
 cJSON *cs_load_snapshot(const char *path, cs_snapshot_format_t *format);
 
 #endif

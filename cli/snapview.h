@@ -1,9 +1,10 @@
 /* Read-only views of a snapshot tree (snapshot-format.md section 2) for the subcommands that
  * interpret one: summary and diff.
  *
- * The tree has passed the reader, not the viewer's rules: any key may be missing or of the wrong
- * type. Each accessor says what it makes of that, and none of them fails: a snapshot too broken to
- * render still gets a summary of whatever it does hold. A legacy snapshot (a bare list of
+ * The tree has passed the reader and the refusal of meaningless numbers (cli/load.h), not the
+ * viewer's other rules: any key may be missing or of the wrong type. Each accessor says what it
+ * makes of that, and none of them fails: a snapshot too broken to render still gets a summary of
+ * whatever it does hold. A legacy snapshot (a bare list of
  * segments, torch.cuda.memory_snapshot()) is read as one with no traces. */
 #ifndef CS_CLI_SNAPVIEW_H
 #define CS_CLI_SNAPVIEW_H

@@ -42,6 +42,11 @@ static const char cs_summary_help[] =
     "event 0\" means at its start. Blocks never freed: active_allocated blocks at the snapshot.\n"
     "Rounding: size - requested_size of active blocks; gaps: inactive blocks.\n"
     "\n"
+    "A file whose numbers would mean nothing is refused with one line on stderr, exit 1:\n"
+    "  FILE: WHERE: problem    not a snapshot (neither segments nor device_traces), or an\n"
+    "                          address or size that is not a finite non-negative number\n"
+    "Other problems the viewer has with a file (`cudasnap check` lists them) do not stop it.\n"
+    "\n"
     "options:\n"
     "  --top N     sites listed per ranking (default 10)\n"
     "  -h, --help  this text\n";

@@ -1,6 +1,7 @@
 /* Whole-tree operations (contract in cli/tree.h). */
 #include "cli/tree.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "reader/reader.h"
@@ -9,6 +10,9 @@
 static int cs_tree_type(const cJSON *item) { return item->type & 0xff; }
 
 static bool cs_tree_number_equal(const cJSON *a, const cJSON *b) {
+  if (cs_reader_is_float(a) != cs_reader_is_float(b)) return false; /* 2 and 2.0: not one value to Python */
+  if (cs_reader_is_float(a))
+    return a->valuedouble == b->valuedouble && !signbit(a->valuedouble) == !signbit(b->valuedouble);
   int64_t x, y;
   bool xi = cs_reader_int_exact(a, &x) != 0, yi = cs_reader_int_exact(b, &y) != 0;
   if (xi || yi) return xi && yi && x == y;
@@ -22,6 +26,7 @@ static bool cs_tree_key_equal(const cJSON *a, const cJSON *b) {
 
 bool cs_tree_equal(const cJSON *a, const cJSON *b) {
   if (cs_tree_type(a) != cs_tree_type(b)) return false;
+  if (cs_reader_is_tuple(a) != cs_reader_is_tuple(b)) return false;
   if (cJSON_IsNumber(a)) return cs_tree_number_equal(a, b);
   if (cJSON_IsString(a)) return strcmp(a->valuestring, b->valuestring) == 0;
   if (!cJSON_IsArray(a) && !cJSON_IsObject(a)) return true; /* null, true, false */
@@ -44,7 +49,7 @@ static uint64_t cs_tree_hash_from(uint64_t h, const cJSON *item) {
   h = cs_tree_mix(h, &type, sizeof type);
   if (cJSON_IsNumber(item)) {
     int64_t x;
-    if (cs_reader_int_exact(item, &x)) return cs_tree_mix(h, &x, sizeof x);
+    if (!cs_reader_is_float(item) && cs_reader_int_exact(item, &x)) return cs_tree_mix(h, &x, sizeof x);
     return cs_tree_mix(h, &item->valuedouble, sizeof item->valuedouble);
   }
   if (cJSON_IsString(item)) return cs_tree_mix(h, item->valuestring, strlen(item->valuestring) + 1);

@@ -136,9 +136,15 @@ static void cs_tree_write_list(cs_tree_writer_t *w, const cJSON *item, const cha
       return;
     }
   }
-  cs_emit_list_begin(w->e);
-  cs_tree_write_children(w, item);
-  cs_emit_list_end(w->e);
+  if (cs_reader_is_tuple(item)) {
+    cs_emit_tuple_begin(w->e);
+    cs_tree_write_children(w, item);
+    cs_emit_tuple_end(w->e);
+  } else {
+    cs_emit_list_begin(w->e);
+    cs_tree_write_children(w, item);
+    cs_emit_list_end(w->e);
+  }
   if (id != 0) cs_emit_frames_done(w->e, id);
 }
 
@@ -146,7 +152,7 @@ static void cs_tree_write(cs_tree_writer_t *w, const cJSON *item, const char *ke
   if (w->progress != NULL && (++w->written & 0xffff) == 0) cs_progress_update(w->progress, w->written);
   int64_t exact;
   if (cJSON_IsNumber(item)) {
-    if (cs_reader_int_exact(item, &exact)) cs_emit_int(w->e, exact);
+    if (!cs_reader_is_float(item) && cs_reader_int_exact(item, &exact)) cs_emit_int(w->e, exact);
     else cs_emit_float(w->e, item->valuedouble);
   } else if (cJSON_IsString(item)) {
     cs_emit_str(w->e, item->valuestring);

@@ -2,9 +2,11 @@
  * of `cudasnap convert`.
  *
  * What is written reads back as the same tree (cs_tree_equal): dicts, lists, strings, booleans and
- * null as they are; a number as an integer when it is one exactly (cs_reader_int_exact), else as a
- * float. The tree does not record whether a number was written 2 or 2.0, so an integral float
- * comes out as an integer; JavaScript and Python compare the two as equal.
+ * null as they are; a number as it was read: a float (cs_reader_is_float: 2.0 stays 2.0) as a
+ * float, an integer as an integer, exactly (cs_reader_int_exact), and a tuple (cs_reader_is_tuple)
+ * as a tuple. So Python loads the same objects, ints and floats, tuples and lists alike, from the
+ * input and the output. The one exception: a JSON
+ * integer beyond int64, of which the reader keeps only the double, is written as a float.
  *
  * Frame lists (the non-empty lists under a "frames" key) that are equal share one pickle memo
  * entry, as in PyTorch's own pickles: the first is written out and memoized, later ones are a

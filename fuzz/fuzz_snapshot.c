@@ -10,14 +10,17 @@
  *
  * Besides crashes, UB, leaks and timeouts, it checks the readers' documented contracts (a failed
  * check aborts, so libFuzzer records the input):
- *   - a returned tree holds only plain cJSON types (no leftover unpickler flag bits), containers
+ *   - a returned tree holds only plain cJSON types (no leftover unpickler flag bits; numbers may
+ *     carry the float mark, lists the tuple mark), containers
  *     have valueint 0 (the unpickler's subtree counts are cleared), no object repeats a key;
  *   - an exact integer (cs_reader_int_exact on a number with digits in valuestring) rounds to the
  *     number's double;
  *   - error messages are NUL-terminated, and a failed read fills one;
  *   - the report's counts add up (count + dropped == errors + warnings, at most 200 kept), and
  *     cs_validate_bytes agrees with cs_read_snapshot + cs_validate_tree (one more error at most,
- *     for a pickle: the APPENDS batch rule).
+ *     for a pickle: the APPENDS batch rule);
+ *   - the errors marked unreadable are errors, the first is kept, and cs_validate_readable (no
+ *     replay) finds exactly as many as cs_validate_tree.
  *
  * Build and run: fuzz/README.md. */
 #include <stdbool.h>
@@ -68,7 +71,10 @@ static void fuzz_walk(const cJSON *item, bool in_object) {
     int base = c->type & 0xFF;
     FUZZ_CHECK(base == cJSON_False || base == cJSON_True || base == cJSON_NULL || base == cJSON_Number ||
                base == cJSON_String || base == cJSON_Array || base == cJSON_Object);
-    FUZZ_CHECK((c->type & ~(0xFF | cJSON_IsReference | cJSON_StringIsConst)) == 0);
+    FUZZ_CHECK((c->type & ~(0xFF | cJSON_IsReference | cJSON_StringIsConst | CS_READER_FLOAT | CS_READER_TUPLE)) ==
+               0);
+    FUZZ_CHECK(base == cJSON_Number || (c->type & CS_READER_FLOAT) == 0);
+    FUZZ_CHECK(base == cJSON_Array || (c->type & CS_READER_TUPLE) == 0);
     FUZZ_CHECK((c->type & cJSON_IsReference) == 0);
     FUZZ_CHECK(!in_object || c->string != NULL);
     if (base == cJSON_String) FUZZ_CHECK(c->valuestring != NULL);
@@ -103,6 +109,11 @@ static void fuzz_check_report(const cs_report_t *r) {
     if (f->level == CS_FINDING_ERROR) e++;
   }
   FUZZ_CHECK(r->dropped > 0 || e == r->errors);
+  FUZZ_CHECK(r->unreadable <= r->errors);
+  if (r->unreadable > 0) {
+    FUZZ_CHECK(r->first_unreadable.unreadable && r->first_unreadable.level == CS_FINDING_ERROR);
+    FUZZ_CHECK(fuzz_nul_terminated(r->first_unreadable.message, sizeof r->first_unreadable.message));
+  }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -125,6 +136,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_check_report(&tr);
     FUZZ_CHECK(tree_ok == (tr.errors == 0));
     tree_errors = tr.errors;
+    cs_report_t rr;
+    cs_report_init(&rr);
+    bool readable = cs_validate_readable(root, &rr);
+    fuzz_check_report(&rr);
+    FUZZ_CHECK(readable == (rr.unreadable == 0));
+    FUZZ_CHECK(rr.unreadable == tr.unreadable);
+    cs_report_free(&rr);
     cs_report_free(&tr);
     cJSON_Delete(root);
   } else {

@@ -19,6 +19,7 @@
 #include "memviz/emit.h"
 #include "snapshot/leaks.h"
 #include "memviz/output.h"
+#include "memviz/viewer_limit.h"
 #include "snapshot/snapshot.h"
 
 static const char *const cs_trigger_names[] = {"exit", "signal", "oom", "api"};
@@ -181,9 +182,10 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
       char size[32];
       cs_dump_size_text(bytes, size, sizeof size);
       bool pickle = cs_dump_format(opts, out.final_path) == CS_EMIT_PICKLE;
-      cs_log_info("wrote %s (%s, %zu events%s): open it at https://pytorch.org/memory_viz%s", out.final_path, size,
-                  cs_snap_state_events(state), state->dropped ? ", oldest dropped" : "",
-                  pickle ? " or with python -m torch.cuda._memory_viz" : "");
+      cs_log_info("wrote %s (%s, %zu events%s): %s", out.final_path, size, cs_snap_state_events(state),
+                  state->dropped ? ", oldest dropped" : "",
+                  pickle ? "open it at https://pytorch.org/memory_viz or with python -m torch.cuda._memory_viz"
+                         : cs_viewer_json_advice(bytes));
       rc = 0;
     }
     cs_contexts_mark_snapshot(state);

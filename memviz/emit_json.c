@@ -4,6 +4,7 @@
  * sizes, times, line numbers) and snprintf would dominate the write time. Doubles are rare (one
  * allocator setting) and go through snprintf. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memviz/emit_impl.h"
@@ -63,13 +64,19 @@ static void cs_json_int(cs_emitter_t *e, int64_t value) {
   cs_emit_commit(e, n);
 }
 
-/* %.17g round-trips every double. Two traps: the program may have set LC_NUMERIC to a locale with
- * another radix character (cudasnap runs inside any program), so whatever sits between the digits
- * and is not an exponent becomes '.'; and an integral value ("2") would read back as an int, so it
- * gets ".0" (Python's json.dumps writes 2.0 too). */
+/* The shortest %.Ng that reads back as the same double (0.1, not 0.10000000000000001; %.17g
+ * always does), as Python's repr does. Two traps: the program may have set LC_NUMERIC to a locale
+ * with another radix character (cudasnap runs inside any program), so whatever sits between the
+ * digits and is not an exponent becomes '.' (the round-trip check reads the text back in the same
+ * locale); and an integral value ("2") would read back as an int, so it gets ".0" (Python's
+ * json.dumps writes 2.0 too). */
 static void cs_json_float(cs_emitter_t *e, double value) {
   char text[40];
-  int len = snprintf(text, sizeof text, "%.17g", value);
+  int len = 0;
+  for (int digits = 1; digits <= 17; digits++) {
+    len = snprintf(text, sizeof text, "%.*g", digits, value);
+    if (digits == 17 || strtod(text, NULL) == value) break;
+  }
   unsigned char *p = cs_emit_reserve(e, sizeof text);
   size_t n = 0;
   bool fraction = false; /* a radix point or an exponent was written */

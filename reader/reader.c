@@ -60,6 +60,9 @@ typedef struct cs_json_scan_s {
   size_t len, pos;
   cs_json_big_t *bigs;
   size_t nbigs, capbigs;
+  size_t numbers;  /* number tokens so far */
+  size_t *floats;  /* the ordinals (among number tokens) of those with a fraction or an exponent */
+  size_t nfloats, capfloats;
   cs_read_error_t *err;
 } cs_json_scan_t;
 
@@ -172,6 +175,20 @@ static bool cs_json_scan_number(cs_json_scan_t *s) {
     cs_reader_set_error(s->err, start, "number token of %zu characters (at most %d are supported)", n,
                         CS_JSON_MAX_NUMBER);
     return false;
+  }
+  size_t ordinal = s->numbers++;
+  if (frac || exp) { /* a float to Python's json and to the writers (cs_reader_is_float) */
+    if (s->nfloats == s->capfloats) {
+      size_t ncap = s->capfloats ? s->capfloats * 2 : 64;
+      size_t *f = realloc(s->floats, ncap * sizeof *f);
+      if (f == NULL) {
+        cs_reader_set_error(s->err, start, "out of host memory");
+        return false;
+      }
+      s->floats = f;
+      s->capfloats = ncap;
+    }
+    s->floats[s->nfloats++] = ordinal;
   }
   /* Below 10^15 without an exponent it is below 2^53: no exact digits needed. */
   if (!exp && int_digits < 16) return true;
@@ -287,17 +304,28 @@ static bool cs_json_scan(cs_json_scan_t *s) {
   }
 }
 
-/* Exact digits for big integers: walk number items in document order (cJSON keeps members in
- * order, duplicates included), pairing those of magnitude >= 2^53 with the recorded tokens. */
+/* Exact digits for big integers, and the float mark: walk number items in document order (cJSON
+ * keeps members in order, duplicates included), pairing those of magnitude >= 2^53 with the
+ * recorded big tokens, and counting them to find the float tokens' ordinals. */
 typedef struct cs_json_fix_s {
   const uint8_t *p;
   const cs_json_big_t *bigs;
   size_t nbigs, next;
+  const size_t *floats;
+  size_t nfloats, next_float;
+  size_t number; /* ordinal of the next number item */
   bool oom;
 } cs_json_fix_t;
 
 static void cs_json_fix_item(cs_json_fix_t *f, cJSON *item) {
   for (cJSON *c = item; c != NULL; c = c->next) {
+    if (cJSON_IsNumber(c)) {
+      size_t ordinal = f->number++;
+      if (f->next_float < f->nfloats && f->floats[f->next_float] == ordinal) {
+        f->next_float++;
+        c->type |= CS_READER_FLOAT;
+      }
+    }
     if (cJSON_IsNumber(c) && fabs(c->valuedouble) >= CS_TWO_POW_53) {
       if (f->next >= f->nbigs) continue; /* cannot happen: same strtod on the same token */
       const cs_json_big_t *b = &f->bigs[f->next++];
@@ -324,12 +352,22 @@ static void cs_json_fix_item(cs_json_fix_t *f, cJSON *item) {
   }
 }
 
+/* JSON has no tuples; PyTorch's one tuple is the segment pool id (cs_reader_is_tuple). */
+static void cs_json_mark_tuples(cJSON *item) {
+  for (cJSON *c = item->child; c != NULL; c = c->next) {
+    if (cJSON_IsArray(c) && cJSON_IsObject(item) && c->string != NULL && strcmp(c->string, "segment_pool_id") == 0)
+      c->type |= CS_READER_TUPLE;
+    if (c->child != NULL) cs_json_mark_tuples(c);
+  }
+}
+
 static cJSON *cs_read_json(const uint8_t *data, size_t len, cs_read_error_t *err) {
   size_t start = 0;
   if (len >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF) start = 3; /* TextDecoder drops it */
   cs_json_scan_t s = {.p = data, .len = len, .pos = start, .err = err};
   if (!cs_json_scan(&s)) {
     free(s.bigs);
+    free(s.floats);
     return NULL;
   }
   const char *end = NULL;
@@ -338,17 +376,20 @@ static cJSON *cs_read_json(const uint8_t *data, size_t len, cs_read_error_t *err
     size_t at = end != NULL ? (size_t)(end - (const char *)data) : start;
     cs_reader_set_error(err, at, "JSON that cJSON cannot read (a lone UTF-16 surrogate escape?)");
     free(s.bigs);
+    free(s.floats);
     return NULL;
   }
-  cs_json_fix_t f = {.p = data, .bigs = s.bigs, .nbigs = s.nbigs};
-  if (s.nbigs > 0) cs_json_fix_item(&f, root);
+  cs_json_fix_t f = {.p = data, .bigs = s.bigs, .nbigs = s.nbigs, .floats = s.floats, .nfloats = s.nfloats};
+  if (s.nbigs > 0 || s.nfloats > 0) cs_json_fix_item(&f, root);
   free(s.bigs);
+  free(s.floats);
   if (f.oom) {
     cJSON_Delete(root);
     cs_reader_set_error(err, 0, "out of host memory");
     return NULL;
   }
   cs_reader_dedupe_keys(root);
+  cs_json_mark_tuples(root);
   return root;
 }
 
@@ -447,6 +488,14 @@ cJSON *cs_read_snapshot_file(const char *path, cs_snapshot_format_t *format, cs_
   cJSON *root = cs_read_snapshot(buf, len, format, err);
   free(buf);
   return root;
+}
+
+int cs_reader_is_float(const cJSON *item) {
+  return item != NULL && cJSON_IsNumber(item) && (item->type & CS_READER_FLOAT) != 0;
+}
+
+int cs_reader_is_tuple(const cJSON *item) {
+  return item != NULL && cJSON_IsArray(item) && (item->type & CS_READER_TUPLE) != 0;
 }
 
 int cs_reader_int_exact(const cJSON *item, int64_t *out) {

@@ -595,7 +595,7 @@ static bool cs_unpickle_setitems(cs_unpickle_t *u, bool new_dict) {
 }
 
 /* LIST/TUPLE (all values above the mark) or TUPLE1/2/3 (the top k). */
-static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k) {
+static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k, bool tuple) {
   size_t first;
   if (from_mark) {
     size_t cont;
@@ -607,6 +607,7 @@ static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k) {
   size_t n = u->nstack - first;
   cJSON *a = cs_unpickle_new_container(false);
   if (a == NULL) return cs_unpickle_oom(u);
+  if (tuple) a->type |= CS_READER_TUPLE;
   if (!cs_unpickle_count(u, 1)) {
     cJSON_Delete(a);
     return false;
@@ -701,8 +702,12 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   case CS_OP_EMPTY_DICT:
     return cs_unpickle_push_new(u, cs_unpickle_new_container(true), 1);
   case CS_OP_EMPTY_LIST:
-  case CS_OP_EMPTY_TUPLE:
     return cs_unpickle_push_new(u, cs_unpickle_new_container(false), 1);
+  case CS_OP_EMPTY_TUPLE: {
+    cJSON *t = cs_unpickle_new_container(false);
+    if (t != NULL) t->type |= CS_READER_TUPLE;
+    return cs_unpickle_push_new(u, t, 1);
+  }
   case CS_OP_SETITEM: {
     if (!cs_unpickle_need(u, 3)) return false;
     size_t d = u->nstack - 3;
@@ -726,14 +731,15 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   case CS_OP_APPENDS:
     return cs_unpickle_appends(u);
   case CS_OP_LIST:
+    return cs_unpickle_make_list(u, true, 0, false);
   case CS_OP_TUPLE:
-    return cs_unpickle_make_list(u, true, 0);
+    return cs_unpickle_make_list(u, true, 0, true);
   case CS_OP_TUPLE1:
-    return cs_unpickle_make_list(u, false, 1);
+    return cs_unpickle_make_list(u, false, 1, true);
   case CS_OP_TUPLE2:
-    return cs_unpickle_make_list(u, false, 2);
+    return cs_unpickle_make_list(u, false, 2, true);
   case CS_OP_TUPLE3:
-    return cs_unpickle_make_list(u, false, 3);
+    return cs_unpickle_make_list(u, false, 3, true);
   case CS_OP_BININT:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
     return cs_unpickle_push_int(u, (int64_t)(int32_t)cs_le32(p));
@@ -762,7 +768,9 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     for (size_t i = 0; i < 8; i++) x = x << 8 | p[i]; /* big-endian */
     double d;
     memcpy(&d, &x, sizeof d);
-    return cs_unpickle_push_new(u, cJSON_CreateNumber(d), 0);
+    cJSON *v = cJSON_CreateNumber(d);
+    if (v != NULL) v->type |= CS_READER_FLOAT;
+    return cs_unpickle_push_new(u, v, 0);
   }
   case CS_OP_NONE:
     return cs_unpickle_push_new(u, cJSON_CreateNull(), 0);

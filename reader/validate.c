@@ -36,12 +36,17 @@ void cs_report_free(cs_report_t *r) {
   memset(r, 0, sizeof *r);
 }
 
-CS_PRINTF(4, 5)
-static void cs_report_add(cs_report_t *r, cs_finding_level_t level, const char *where, const char *fmt, ...) {
+/* Every finding goes through here; msg is already formatted. */
+static void cs_report_put(cs_report_t *r, cs_finding_level_t level, bool unreadable, const char *where,
+                          const char *msg) {
   if (level == CS_FINDING_ERROR)
     r->errors++;
   else
     r->warnings++;
+  cs_finding_t f = {.level = level, .unreadable = unreadable};
+  snprintf(f.where, sizeof f.where, "%s", where);
+  snprintf(f.message, sizeof f.message, "%s", msg);
+  if (unreadable && r->unreadable++ == 0) r->first_unreadable = f;
   if (r->count >= CS_REPORT_MAX_FINDINGS) {
     r->dropped++;
     return;
@@ -49,21 +54,36 @@ static void cs_report_add(cs_report_t *r, cs_finding_level_t level, const char *
   if (r->count == r->capacity) {
     size_t ncap = r->capacity ? r->capacity * 2 : 16;
     if (ncap > CS_REPORT_MAX_FINDINGS) ncap = CS_REPORT_MAX_FINDINGS;
-    cs_finding_t *f = realloc(r->findings, ncap * sizeof *f);
-    if (f == NULL) {
+    cs_finding_t *grown = realloc(r->findings, ncap * sizeof *grown);
+    if (grown == NULL) {
       r->dropped++;
       return;
     }
-    r->findings = f;
+    r->findings = grown;
     r->capacity = ncap;
   }
-  cs_finding_t *f = &r->findings[r->count++];
-  f->level = level;
-  snprintf(f->where, sizeof f->where, "%s", where);
+  r->findings[r->count++] = f;
+}
+
+CS_PRINTF(4, 5)
+static void cs_report_add(cs_report_t *r, cs_finding_level_t level, const char *where, const char *fmt, ...) {
+  char msg[sizeof ((cs_finding_t *)0)->message];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(f->message, sizeof f->message, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  cs_report_put(r, level, false, where, msg);
+}
+
+/* An error that leaves the numbers meaningless (validate.h). */
+CS_PRINTF(3, 4)
+static void cs_report_unreadable(cs_report_t *r, const char *where, const char *fmt, ...) {
+  char msg[sizeof ((cs_finding_t *)0)->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cs_report_put(r, CS_FINDING_ERROR, true, where, msg);
 }
 
 /* Formats a place ("segments[3].blocks[2]") into a cs_finding_t-sized buffer. */
@@ -121,7 +141,18 @@ static void cs_report_at(cs_report_t *r, cs_finding_level_t level, const cs_loc_
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   cs_where_t w = cs_loc_where(loc);
-  cs_report_add(r, level, w.s, "%s", msg);
+  cs_report_put(r, level, false, w.s, msg);
+}
+
+CS_PRINTF(3, 4)
+static void cs_report_unreadable_at(cs_report_t *r, const cs_loc_t *loc, const char *fmt, ...) {
+  char msg[sizeof ((cs_finding_t *)0)->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cs_where_t w = cs_loc_where(loc);
+  cs_report_put(r, CS_FINDING_ERROR, true, w.s, msg);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -145,6 +176,7 @@ CS_PRINTF(3, 4) static void cs_agg_hit(cs_agg_t *a, const cs_loc_t *where, const
 
 typedef struct cs_vctx_s {
   cs_report_t *r;
+  bool legacy;         /* the snapshot is a bare list of segments */
   cs_agg_t big;        /* numbers above 2^53 */
   cs_agg_t negative;   /* negative addresses or sizes */
   cs_agg_t fractional; /* non-integral addresses or sizes */
@@ -178,19 +210,21 @@ static const cJSON *cs_get(const cJSON *obj, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
-/* An address or size present in the file: a finite number (else an error), ideally a non-negative
- * integer below 2^53 (else a counted warning). why: what breaks if it is not a number. */
+/* An address or size present in the file: a finite non-negative number (else an unreadable error),
+ * ideally an integer below 2^53 (else a counted warning). why: what breaks if it is not a number.
+ * Negative values are counted and reported once (they come in bulk when a writer stores unsigned
+ * values as signed); they do not stop the replay. */
 static bool cs_validate_number(cs_vctx_t *c, const cJSON *v, const cs_loc_t *w, const char *why) {
   if (!cJSON_IsNumber(v)) {
     if (cJSON_IsString(v))
-      cs_report_at(c->r, CS_FINDING_ERROR, w, "is a string (\"%.40s\"), not a number: %s", v->valuestring, why);
+      cs_report_unreadable_at(c->r, w, "is a string (\"%.40s\"), not a number: %s", v->valuestring, why);
     else
-      cs_report_at(c->r, CS_FINDING_ERROR, w, "is %s, not a number: %s", cs_validate_type(v), why);
+      cs_report_unreadable_at(c->r, w, "is %s, not a number: %s", cs_validate_type(v), why);
     return false;
   }
   double d = v->valuedouble;
   if (!isfinite(d)) {
-    cs_report_at(c->r, CS_FINDING_ERROR, w, "is not finite (%g): NaN geometry in the viewer", d);
+    cs_report_unreadable_at(c->r, w, "is not finite (%g): NaN geometry in the viewer", d);
     return false;
   }
   if (d < 0) cs_agg_hit(&c->negative, w, "%.17g", d);
@@ -350,8 +384,12 @@ static bool cs_validate_segment(cs_vctx_t *c, const cJSON *s, const cs_loc_t *w,
   vs->device_ok = false;
   vs->device = -1;
   if (!cJSON_IsObject(s)) {
-    cs_report_at(c->r, CS_FINDING_ERROR, w, "segment is %s, not a dict: the viewer throws at load",
-                 cs_validate_type(s));
+    if (c->legacy) /* then nothing says the list is a snapshot at all */
+      cs_report_unreadable_at(c->r, w, "is %s, not a dict: a bare list of segments is a legacy snapshot, this is not",
+                              cs_validate_type(s));
+    else
+      cs_report_at(c->r, CS_FINDING_ERROR, w, "segment is %s, not a dict: the viewer throws at load",
+                   cs_validate_type(s));
     return false;
   }
   bool ok = true;
@@ -553,8 +591,10 @@ static void cs_validate_flush_aggs(cs_vctx_t *c) {
                   "wrong and distinct addresses may merge",
                   c->big.count, c->big.detail);
   if (c->negative.count)
-    cs_report_add(r, CS_FINDING_WARNING, c->negative.first.s, "%zu negative address/size values (first: %s)",
-                  c->negative.count, c->negative.detail);
+    cs_report_unreadable(r, c->negative.first.s,
+                         "%zu negative address/size values (first: %s): none can be negative (an unsigned value "
+                         "written as signed?); the viewer draws negative widths and every total is wrong",
+                         c->negative.count, c->negative.detail);
   if (c->fractional.count)
     cs_report_add(r, CS_FINDING_WARNING, c->fractional.first.s,
                   "%zu non-integral address/size values (first: %s)", c->fractional.count, c->fractional.detail);
@@ -655,39 +695,46 @@ static void cs_validate_replay(cs_vctx_t *c, size_t d, const cs_vseg_t *vsegs, s
   free(baddr);
 }
 
-bool cs_validate_tree(const cJSON *snap, cs_report_t *r) {
+/* Both cs_validate_tree and cs_validate_readable; replay: run the history replay of each device. */
+static bool cs_validate_walk(const cJSON *snap, cs_report_t *r, bool replay) {
   size_t errors0 = r->errors;
   cs_vctx_t c;
   memset(&c, 0, sizeof c);
   c.r = r;
-  if (!cJSON_IsObject(snap)) {
-    if (cJSON_IsArray(snap))
-      cs_report_add(r, CS_FINDING_ERROR, "(top level)",
-                    "a bare list (legacy segments-only snapshot): the viewer needs a dict with 'segments' and "
-                    "'device_traces'");
-    else
-      cs_report_add(r, CS_FINDING_ERROR, "(top level)", "is %s, not a dict", cs_validate_type(snap));
+  const bool legacy = cJSON_IsArray(snap);
+  c.legacy = legacy;
+  if (!cJSON_IsObject(snap) && !legacy) {
+    cs_report_unreadable(r, "(top level)", "is %s, not a dict: not a snapshot", cs_validate_type(snap));
     return false;
   }
 
-  /* Top level */
-  const cJSON *segments = cs_get(snap, "segments");
-  const cJSON *traces = cs_get(snap, "device_traces");
-  bool top_ok = true;
-  if (!cJSON_IsArray(segments)) {
+  /* Top level. A legacy bare list is its segments, with no traces: the viewer cannot load it, but
+   * its numbers are checked for the readers that take it as a snapshot without traces. */
+  const cJSON *segments = legacy ? snap : cs_get(snap, "segments");
+  const cJSON *traces = legacy ? NULL : cs_get(snap, "device_traces");
+  bool top_ok = !legacy;
+  size_t ndev = 0;
+  if (legacy) {
+    cs_report_add(r, CS_FINDING_ERROR, "(top level)",
+                  "a bare list (legacy segments-only snapshot): the viewer needs a dict with 'segments' and "
+                  "'device_traces'");
+  } else if (!cJSON_IsArray(segments) && !cJSON_IsArray(traces)) {
+    cs_report_unreadable(r, "(top level)",
+                         "neither 'segments' (%s) nor 'device_traces' (%s) is a list: not a snapshot (the viewer "
+                         "throws at load)",
+                         cs_validate_type(segments), cs_validate_type(traces));
+    top_ok = false;
+  } else if (!cJSON_IsArray(segments)) {
     cs_report_add(r, CS_FINDING_ERROR, "segments", "is %s, not a list: the viewer throws at load ('not iterable')",
                   cs_validate_type(segments));
     top_ok = false;
-  }
-  size_t ndev = 0;
-  if (!cJSON_IsArray(traces)) {
+  } else if (!cJSON_IsArray(traces)) {
     cs_report_add(r, CS_FINDING_ERROR, "device_traces",
                   "is %s, not a list of lists (one per device): the viewer throws at load ('not iterable')",
                   cs_validate_type(traces));
     top_ok = false;
-  } else {
-    ndev = (size_t)cJSON_GetArraySize(traces);
   }
+  if (cJSON_IsArray(traces)) ndev = (size_t)cJSON_GetArraySize(traces);
 
   /* Segments */
   size_t nsegs = cJSON_IsArray(segments) ? (size_t)cJSON_GetArraySize(segments) : 0;
@@ -772,7 +819,7 @@ bool cs_validate_tree(const cJSON *snap, cs_report_t *r) {
       bool nonempty = cJSON_IsArray(tr) && tr->child != NULL;
       if (!nonempty && !dev_has_seg[d]) continue;
       offered++;
-      if (global_bad || dev_bad[d] || !cJSON_IsArray(tr)) continue;
+      if (!replay || global_bad || dev_bad[d] || !cJSON_IsArray(tr)) continue;
       cs_validate_replay(&c, d, vsegs, nsegs, &blocks, dev_events[d], dev_nevents[d]);
     }
     if (offered == 0)
@@ -791,6 +838,14 @@ out:
   free(dev_bad);
   free(dev_has_seg);
   return r->errors == errors0;
+}
+
+bool cs_validate_tree(const cJSON *snap, cs_report_t *r) { return cs_validate_walk(snap, r, true); }
+
+bool cs_validate_readable(const cJSON *snap, cs_report_t *r) {
+  size_t unreadable0 = r->unreadable;
+  cs_validate_walk(snap, r, false);
+  return r->unreadable == unreadable0;
 }
 
 bool cs_validate_bytes(const void *data, size_t len, cs_report_t *r) {

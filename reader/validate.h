@@ -8,7 +8,15 @@
  * pickle opcode subset, APPENDS batch sizes) are checked on the file's bytes.
  *
  * Verdict: clean (no error) means the viewer loads and renders the file; the fixtures in
- * ../shared/fixtures/MANIFEST.tsv say PASS for exactly the clean ones. */
+ * ../shared/fixtures/MANIFEST.tsv say PASS for exactly the clean ones.
+ *
+ * Some errors also leave the numbers meaningless for any reader, not only for the viewer; they are
+ * marked `unreadable`, and the subcommands that interpret a snapshot (summary, diff) refuse a file
+ * that has one: the top level is neither a dict nor a list; neither 'segments' nor
+ * 'device_traces' is a list; an address or size (a segment's address and total_size, a block's
+ * size and requested_size, a trace entry's addr, size and device_free) is there but is not a
+ * finite number, or is negative. A legacy bare list of segments is an error for the viewer but
+ * readable (as a snapshot without traces): its segments are checked like any others. */
 #ifndef CS_VALIDATE_H
 #define CS_VALIDATE_H
 
@@ -24,6 +32,7 @@ typedef enum cs_finding_level_e {
 
 typedef struct cs_finding_s {
   cs_finding_level_t level;
+  bool unreadable;    /* an error that leaves the numbers meaningless (above) */
   char where[96];     /* e.g. "device_traces[0][17]" or "byte 1234" */
   char message[192];  /* one line */
 } cs_finding_t;
@@ -35,6 +44,8 @@ typedef struct cs_report_s {
   size_t errors;
   size_t warnings;
   size_t dropped;     /* findings beyond the cap (the first ones are kept) */
+  size_t unreadable;  /* errors marked unreadable */
+  cs_finding_t first_unreadable; /* the first of them, kept even when it is beyond the cap */
 } cs_report_t;
 
 void cs_report_init(cs_report_t *r);
@@ -46,5 +57,10 @@ bool cs_validate_bytes(const void *data, size_t len, cs_report_t *r);
 
 /* Check a parsed snapshot's content only. */
 bool cs_validate_tree(const cJSON *snapshot, cs_report_t *r);
+
+/* The same checks without the history replay (which finds nothing unreadable): for readers that
+ * only need to know whether the numbers mean anything. Returns true when no finding is marked
+ * unreadable; the other findings are in *r too. */
+bool cs_validate_readable(const cJSON *snapshot, cs_report_t *r);
 
 #endif

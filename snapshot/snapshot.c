@@ -279,21 +279,30 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
   cs_emit_dict_end(e);
 }
 
-static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entry) {
+/* One trace entry. prev: the entry written just before it in the same device's trace, or NULL.
+ * What the viewer never reads from such an entry is left out, which matters most for JSON, where
+ * every frame list is written out in full:
+ *   - a free_completed right after the free_requested of the same address has no frames: the
+ *     viewer merges the two into one `free` event that keeps the free_requested's frames and
+ *     drops the free_completed (annotate_snapshot); in cudasnap's traces both carry the same
+ *     stack, the allocating one, so a reader that wants it finds it one entry earlier;
+ *   - compile_context and user_metadata, which PyTorch writes as "" when it has none, are left
+ *     out: cudasnap never has any, and the viewer shows nothing for "" or for no key at all. */
+static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entry, const cs_ring_entry_t *prev) {
   cs_emitter_t *e = w->e;
   cs_action_t action = cs_ring_entry_action(entry);
+  bool merged_free = action == CS_ACTION_FREE_COMPLETED && prev != NULL &&
+                     cs_ring_entry_action(prev) == CS_ACTION_FREE_REQUESTED && prev->addr == entry->addr;
   cs_emit_dict_begin(e);
   cs_emit_kv_str(e, "action", cs_action_name(action));
   cs_emit_kv_int(e, action == CS_ACTION_OOM ? "device_free" : "addr", (int64_t)entry->addr);
   cs_emit_kv_int(e, "size", (int64_t)entry->size);
   cs_emit_kv_int(e, "stream", (int64_t)cs_stream_table_handle(&w->state->streams, entry->stream));
   cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_entry_epoch_us(entry));
-  if (entry->stack_id) {
+  if (entry->stack_id && !merged_free) {
     cs_emit_key(e, "frames");
     cs_snap_write_frames(w, entry->stack_id);
   }
-  cs_emit_kv_str(e, "compile_context", "");
-  cs_emit_kv_str(e, "user_metadata", "");
   cs_emit_dict_end(e);
 }
 
@@ -383,8 +392,12 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
   cs_emit_list_begin(e);
   for (int d = 0; d < s->device_count; d++) {
     cs_emit_list_begin(e);
+    const cs_ring_entry_t *prev = NULL;
     for (size_t i = 0; i < s->entry_count; i++) {
-      if (cs_ring_entry_device(&s->entries[i]) == d) cs_snap_write_entry(&w, &s->entries[i]);
+      if (cs_ring_entry_device(&s->entries[i]) == d) {
+        cs_snap_write_entry(&w, &s->entries[i], prev);
+        prev = &s->entries[i];
+      }
       cs_snap_progress(meta, ++done, total);
     }
     cs_emit_list_end(e);

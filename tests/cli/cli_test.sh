@@ -320,6 +320,38 @@ bad_input)
       ls "$dir" | grep -q '\.tmp\.' && fail "$cmd left a temporary file"
     done
   done
+  # Files that parse but whose numbers mean nothing: summary and diff refuse them with one line,
+  # FILE: WHERE: problem (check calls each an error too).
+  printf '{}\n' >"$dir/empty-dict.json"
+  printf '{"segments":[{"device":0,"address":1e999,"total_size":-4096,"stream":0,"blocks":[{"size":-4096,"requested_size":-4096,"state":"active_allocated"}]}],"device_traces":[[]]}\n' >"$dir/infinite.json"
+  printf '{"segments":[{"device":0,"address":1048576,"total_size":-4096,"stream":0,"blocks":[{"size":-4096,"requested_size":1,"state":"active_allocated"}]}],"device_traces":[[]]}\n' >"$dir/negative.json"
+  declare -A problem=([empty-dict.json]="\(top level\): neither 'segments' \(missing\) nor 'device_traces' \(missing\) is a list"
+    [infinite.json]="segments\[0\]\.address: is not finite \(inf\)"
+    [negative.json]="segments\[0\]\.total_size: 2 negative address/size values")
+  for bad in empty-dict.json infinite.json negative.json; do
+    f=$dir/$bad
+    for cmd in "summary $f" "diff $f $good" "diff $good $f"; do
+      # shellcheck disable=SC2086
+      expect 1 "$cudasnap" $cmd
+      one_stderr_line "^$f: ${problem[$bad]}"
+      [[ -s $dir/out ]] && fail "$cmd printed: $(cat "$dir/out")"
+    done
+    expect 1 "$cudasnap" check "$f"
+    stdout_has "^$f: error: "
+  done
+  # What the viewer fails on but still has meaningful numbers is summarized: a legacy bare list of
+  # segments (torch.cuda.memory_snapshot()), a snapshot without device_traces; so are files that
+  # only draw warnings.
+  printf '[{"device":0,"address":1048576,"total_size":4096,"stream":0,"blocks":[{"size":4096,"requested_size":4000,"state":"active_allocated"}]}]\n' >"$dir/legacy.json"
+  expect 0 "$cudasnap" summary "$dir/legacy.json"
+  stdout_has "^$dir/legacy.json: PyTorch snapshot, 1 device$"
+  stdout_has '^blocks never freed: 1 block, 4000 B'
+  [[ -s $dir/err ]] && fail "stderr: $(cat "$dir/err")"
+  for ok in memviz_bad_missing_device_traces.json memviz_silent_no_time_us.json memviz_silent_unknown_block_state.json; do
+    expect 0 "$cudasnap" summary "$fixtures/$ok"
+    [[ -s $dir/err ]] && fail "$ok: stderr: $(cat "$dir/err")"
+    expect 0 "$cudasnap" diff "$fixtures/$ok" "$good"
+  done
   # A directory is not a file either.
   expect 1 "$cudasnap" summary "$dir"
   one_stderr_line ": cannot read: Is a directory$"

@@ -40,8 +40,7 @@ def expected():
     for i in range(4):
         traces.append({
             "action": "alloc", "addr": 0x7F0000000000 + i * 512, "size": 512, "stream": 0,
-            "time_us": 1700000000000000 + i, "compile_context": "", "user_metadata": "",
-            "frames": frames_b if i == 2 else frames_a,
+            "time_us": 1700000000000000 + i, "frames": frames_b if i == 2 else frames_a,
         })
     many = []
     for i in range(300):

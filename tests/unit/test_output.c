@@ -1,5 +1,6 @@
 /* Snapshot file names and writing: the CUDASNAP_OUTPUT pattern, an existing file never replaced,
- * no partial file left behind, and an unwritable directory reported as an error. */
+ * no partial file left behind, and an unwritable directory reported as an error; and what the
+ * report of a written JSON file says about its size (memviz/viewer_limit.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "memviz/output.h"
+#include "memviz/viewer_limit.h"
 
 static const cs_output_fields_t fields = {.executable = "train", .pid = 4711, .host = "node7",
                                           .rank = "3", .dump_number = 2, .trigger = "signal"};
@@ -114,8 +116,23 @@ static void test_unwritable_directory(void **state) {
   }
 }
 
+/* Up to the limit the line says where to open the file; above it, that a browser will not
+ * reliably, and which variable writes a pickle instead. */
+static void test_json_size_advice(void **state) {
+  (void)state;
+  assert_int_equal(CS_VIEWER_JSON_LIMIT, 256u << 20);
+  assert_string_equal(cs_viewer_json_advice(1000), "open it at https://pytorch.org/memory_viz");
+  assert_string_equal(cs_viewer_json_advice(CS_VIEWER_JSON_LIMIT), "open it at https://pytorch.org/memory_viz");
+  const char *big = cs_viewer_json_advice(CS_VIEWER_JSON_LIMIT + 1);
+  assert_non_null(strstr(big, "too big for the viewer in a browser"));
+  assert_non_null(strstr(big, "CUDASNAP_FORMAT=pickle"));
+  assert_null(strchr(big, '\n')); /* one line */
+  assert_string_equal(cs_viewer_json_advice(UINT64_MAX), big);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_json_size_advice),
       cmocka_unit_test(test_expand),
       cmocka_unit_test(test_rank_from_launcher),
       cmocka_unit_test(test_never_replaces),

@@ -6,6 +6,7 @@
  * unsupported opcodes, stack underflow, memo expansion) must be errors without leaks (ASan). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -439,6 +440,53 @@ static void test_fixture_errors(void **state) {
   cJSON_Delete(t);
 }
 
+/* Python's types survive reading: a float stays a float (0.0 is not 0), a tuple a tuple; what
+ * `convert` needs to write the same objects back (cs_reader_is_float, cs_reader_is_tuple). */
+static void test_number_and_tuple_types(void **state) {
+  (void)state;
+  cs_read_error_t err;
+  cJSON *t = READ_LIT("{\"n\": [0.0, 0, 1e3, -0.0, 2, 1E-2, 12345678901234567890.5, 9007199254740993, 1.5e300, "
+                      "-7], \"segment_pool_id\": [0, 0], \"s\": [{\"segment_pool_id\": [1, 2], \"l\": [1, 2]}], "
+                      "\"dup\": 0, \"dup\": 1.0}",
+                      &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  static const bool is_float[] = {true, false, true, true, false, true, true, false, true, false};
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "n");
+  assert_int_equal(cJSON_GetArraySize(n), 10);
+  for (int i = 0; i < 10; i++) {
+    if (cs_reader_is_float(cJSON_GetArrayItem(n, i)) != is_float[i]) fail_msg("n[%d]: float mark wrong", i);
+  }
+  int64_t x;
+  assert_true(cs_reader_int_exact(cJSON_GetArrayItem(n, 7), &x)); /* an exact int beside the floats */
+  assert_true(x == INT64_C(9007199254740993));
+  assert_true(cs_reader_int_exact(cJSON_GetArrayItem(n, 0), &x)); /* the value of an integral float */
+  assert_true(cs_reader_is_float(cJSON_GetObjectItemCaseSensitive(t, "dup"))); /* the last value's mark */
+  assert_true(cs_reader_is_tuple(cJSON_GetObjectItemCaseSensitive(t, "segment_pool_id")));
+  const cJSON *seg = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "s"), 0);
+  assert_true(cs_reader_is_tuple(cJSON_GetObjectItemCaseSensitive(seg, "segment_pool_id")));
+  assert_false(cs_reader_is_tuple(cJSON_GetObjectItemCaseSensitive(seg, "l")));
+  assert_false(cs_reader_is_tuple(n));
+  assert_false(cs_reader_is_float(NULL));
+  assert_false(cs_reader_is_tuple(NULL));
+  cJSON_Delete(t);
+
+  /* [0.0, 0, <memo copy of 0.0>, (1, 2), <memo copy of (1, 2)>, (), [1, 2]] */
+  static const uint8_t pk[] = {0x80, 0x02, ']', '(', 'G', 0, 0, 0, 0, 0, 0, 0, 0, 'q', 0, 'K', 0, 'h', 0,
+                               'K', 1, 'K', 2, 0x86, 'q', 1, 'h', 1, ')', '(', 'K', 1, 'K', 2, 'l', 'e', '.'};
+  t = read_bytes(pk, sizeof pk, &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  assert_int_equal(cJSON_GetArraySize(t), 7);
+  assert_true(cs_reader_is_float(cJSON_GetArrayItem(t, 0)));
+  assert_false(cs_reader_is_float(cJSON_GetArrayItem(t, 1)));
+  assert_true(cs_reader_is_float(cJSON_GetArrayItem(t, 2)));
+  assert_true(cs_reader_is_tuple(cJSON_GetArrayItem(t, 3)));
+  assert_true(cs_reader_is_tuple(cJSON_GetArrayItem(t, 4)));
+  assert_true(cs_reader_is_tuple(cJSON_GetArrayItem(t, 5)));
+  assert_false(cs_reader_is_tuple(cJSON_GetArrayItem(t, 6)));
+  assert_false(cs_reader_is_tuple(t));
+  cJSON_Delete(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_and_pickles_equal),
@@ -453,6 +501,7 @@ int main(void) {
       cmocka_unit_test(test_pickle_semantics),
       cmocka_unit_test(test_json_strictness),
       cmocka_unit_test(test_fixture_errors),
+      cmocka_unit_test(test_number_and_tuple_types),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

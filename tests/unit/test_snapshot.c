@@ -290,12 +290,53 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* What the viewer never reads is left out of trace entries (snapshot.c, cs_snap_write_entry):
+ * a free_completed right after its own free_requested has no frames (the viewer merges the two
+ * and shows the free_requested's), and no entry has compile_context or user_metadata. Every
+ * alloc and free_requested still has its frames, and the file still passes the viewer's rules. */
+static void test_entries_carry_what_the_viewer_reads(void **state) {
+  (void)state;
+  alloc_fixture_t *f = run_program(CS_FREE_SYNC, 100000);
+  size_t len;
+  char *json = write_snapshot(f, CS_EMIT_JSON, &len);
+  assert_clean(json, len);
+  cs_read_error_t err;
+  cJSON *root = cs_read_snapshot(json, len, NULL, &err);
+  assert_non_null(root);
+  const cJSON *prev = NULL, *entry;
+  size_t merged = 0, with_frames = 0;
+  cJSON_ArrayForEach(entry, cJSON_GetArrayItem(cJSON_GetObjectItem(root, "device_traces"), 0)) {
+    const char *action = cJSON_GetObjectItem(entry, "action")->valuestring;
+    const cJSON *frames = cJSON_GetObjectItemCaseSensitive(entry, "frames");
+    assert_null(cJSON_GetObjectItemCaseSensitive(entry, "compile_context"));
+    assert_null(cJSON_GetObjectItemCaseSensitive(entry, "user_metadata"));
+    bool after_its_request =
+        prev != NULL && strcmp(action, "free_completed") == 0 &&
+        strcmp(cJSON_GetObjectItem(prev, "action")->valuestring, "free_requested") == 0 &&
+        cJSON_GetObjectItem(prev, "addr")->valuedouble == cJSON_GetObjectItem(entry, "addr")->valuedouble;
+    if (after_its_request) {
+      assert_null(frames);
+      merged++;
+    } else if (strcmp(action, "alloc") == 0 || strcmp(action, "free_requested") == 0) {
+      assert_non_null(frames);
+      with_frames++;
+    }
+    prev = entry;
+  }
+  assert_true(merged >= 20); /* sync mode: every free completes at once */
+  assert_true(with_frames >= 2 * merged);
+  cJSON_Delete(root);
+  free(json);
+  finish_program(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_and_pickle_agree_and_validate),
       cmocka_unit_test(test_every_ring_size_replays),
       cmocka_unit_test(test_histories_of_several_rings_merge_by_time),
       cmocka_unit_test(test_completion_times_follow_the_free_mode),
+      cmocka_unit_test(test_entries_carry_what_the_viewer_reads),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,6 +5,7 @@
  * because free_requested + free_completed collapse into one event; ring-buffer truncation (dropping
  * the oldest N entries keeps a valid trace valid, for every N) on the fixture and on a generated
  * trace with expandable segments; and entries dropped from the middle that break it. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -572,12 +573,149 @@ static void test_findings_cap(void **state) {
   cJSON_Delete(list);
 }
 
+/* The errors that leave the numbers meaningless (validate.h: `unreadable`), which summary and diff
+ * refuse: exactly those, on the fixtures and on small trees; everything else stays readable. */
+static bool readable(const cJSON *t, cs_report_t *r) {
+  cs_report_init(r);
+  bool ok = cs_validate_readable(t, r);
+  assert_true(ok == (r->unreadable == 0));
+  return ok;
+}
+
+static void expect_unreadable(cJSON *t, const char *where, const char *message_part) {
+  cs_report_t r;
+  if (readable(t, &r)) fail_msg("readable, expected unreadable at %s", where);
+  assert_string_equal(r.first_unreadable.where, where);
+  assert_true(r.first_unreadable.unreadable);
+  assert_int_equal(r.first_unreadable.level, CS_FINDING_ERROR);
+  if (strstr(r.first_unreadable.message, message_part) == NULL)
+    fail_msg("message '%s' lacks '%s'", r.first_unreadable.message, message_part);
+  cs_report_free(&r);
+  /* check (the whole validator) calls it an error too */
+  assert_false(check_tree(t, &r));
+  assert_true(r.unreadable > 0);
+  cs_report_free(&r);
+  cJSON_Delete(t);
+}
+
+static cJSON *one_segment_snapshot(void) {
+  cJSON *s = new_snapshot();
+  add_segment(s, 0x100000, k_one, k_inactive, 1, 0);
+  return s;
+}
+
+static void test_unreadable(void **state) {
+  (void)state;
+  /* The fixtures: the viewer's PASS files are readable; of its FAIL files only those whose
+   * addresses or sizes are strings are not. */
+  static const char *const unreadable_fixtures[] = {"memviz_bad_hex_string_addresses.json",
+                                                   "memviz_bad_string_sizes.json"};
+  size_t n;
+  char *manifest = (char *)slurp_fixture("MANIFEST.tsv", &n);
+  char *save = NULL;
+  size_t checked = 0, refused = 0;
+  for (char *line = strtok_r(manifest, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+    char *tab = strchr(line, '\t');
+    if (tab == NULL || strcmp(line, "file\texpected\twhat it exercises") == 0) continue;
+    *tab = '\0';
+    size_t len;
+    uint8_t *data = slurp_fixture(line, &len);
+    cs_read_error_t err;
+    cJSON *t = cs_read_snapshot(data, len, NULL, &err);
+    free(data);
+    if (t == NULL) continue; /* refused by the reader already */
+    bool want = true;
+    for (size_t i = 0; i < sizeof unreadable_fixtures / sizeof unreadable_fixtures[0]; i++)
+      if (strcmp(line, unreadable_fixtures[i]) == 0) want = false;
+    cs_report_t r;
+    bool got = readable(t, &r);
+    if (got != want)
+      fail_msg("%s: readable %d, expected %d (%s: %s)", line, got, want, r.first_unreadable.where,
+               r.first_unreadable.message);
+    refused += !got;
+    checked++;
+    cs_report_free(&r);
+    cJSON_Delete(t);
+  }
+  free(manifest);
+  assert_int_equal(checked, 29);
+  assert_int_equal(refused, 2);
+
+  /* not a snapshot */
+  expect_unreadable(cJSON_CreateObject(), "(top level)", "neither 'segments' (missing) nor 'device_traces'");
+  expect_unreadable(cJSON_CreateNumber(5), "(top level)", "is a number, not a dict");
+  cJSON *numbers = cJSON_CreateArray();
+  cJSON_AddItemToArray(numbers, cJSON_CreateNumber(1));
+  expect_unreadable(numbers, "segments[0]", "not a dict");
+
+  /* an infinite address; negative sizes (reported once, where the first is) */
+  cJSON *s = one_segment_snapshot();
+  cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(s, "segments"), 0), "address",
+                            cJSON_CreateNumber(INFINITY));
+  expect_unreadable(s, "segments[0].address", "is not finite (inf)");
+  s = new_snapshot();
+  static const double negative[] = {-4096};
+  add_segment(s, 0x100000, negative, k_inactive, 1, 0);
+  /* total_size, size, requested_size */
+  expect_unreadable(s, "segments[0].total_size", "3 negative address/size values (first: -4096)");
+  s = one_segment_snapshot();
+  add_event(s, "alloc", 0x100000, -1, 0);
+  expect_unreadable(s, "device_traces[0][0].size", "1 negative address/size values (first: -1)");
+  s = one_segment_snapshot();
+  add_event(s, "segment_alloc", 0x100000, 4096, 0);
+  cJSON_ReplaceItemInObject(cJSON_GetArrayItem(trace0(s), 0), "addr", cJSON_CreateNull());
+  expect_unreadable(s, "device_traces[0][0].addr", "is null, not a number");
+
+  /* The first one is kept when it comes after the cap on findings. */
+  s = one_segment_snapshot();
+  for (int i = 0; i < 250; i++) cJSON_AddItemToArray(trace0(s), cJSON_CreateObject()); /* no action: errors */
+  add_event(s, "alloc", NAN, 4096, 0);
+  cs_report_t r;
+  assert_false(readable(s, &r));
+  assert_true(r.dropped > 0); /* the unreadable finding is one of them */
+  assert_int_equal(r.unreadable, 1);
+  assert_string_equal(r.first_unreadable.where, "device_traces[0][250].addr");
+  cs_report_free(&r);
+  cJSON_Delete(s);
+
+  /* Readable: a legacy bare list (an error for the viewer), one of the two top-level lists alone,
+   * and warnings (no time_us). */
+  cJSON *legacy = cJSON_CreateArray();
+  s = one_segment_snapshot();
+  cJSON_AddItemToArray(legacy, cJSON_DetachItemFromArray(cJSON_GetObjectItem(s, "segments"), 0));
+  cJSON_Delete(s);
+  assert_true(readable(legacy, &r));
+  cs_report_free(&r);
+  assert_false(check_tree(legacy, &r));
+  assert_int_equal(r.errors, 1);
+  cs_report_free(&r);
+  cJSON_Delete(legacy);
+  s = one_segment_snapshot();
+  cJSON_DeleteItemFromObject(s, "device_traces");
+  assert_true(readable(s, &r));
+  cs_report_free(&r);
+  cJSON_Delete(s);
+  s = one_segment_snapshot();
+  cJSON_DeleteItemFromObject(s, "segments");
+  assert_true(readable(s, &r));
+  cs_report_free(&r);
+  cJSON_Delete(s);
+  s = one_segment_snapshot();
+  add_event(s, "segment_free", 0x200000, 4096, 0);
+  cJSON_DeleteItemFromObject(cJSON_GetArrayItem(trace0(s), 0), "time_us");
+  assert_true(readable(s, &r));
+  assert_int_equal(r.errors, 0);
+  assert_true(r.warnings > 0);
+  cs_report_free(&r);
+  cJSON_Delete(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_manifest),        cmocka_unit_test(test_replay_collapse),
       cmocka_unit_test(test_replay_rules),    cmocka_unit_test(test_ring_truncation),
       cmocka_unit_test(test_middle_drop),     cmocka_unit_test(test_appends_batches),
-      cmocka_unit_test(test_findings_cap),
+      cmocka_unit_test(test_findings_cap),    cmocka_unit_test(test_unreadable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
