@@ -14,6 +14,7 @@ typedef struct cs_tl_builder_s {
   cs_report_stacks_t *r;
   const cs_sites_t *top;
   uint32_t *band_of;      /* per site position: band + 1; 0 = not looked up yet */
+  size_t band_of_len;     /* positions covered */
   size_t band_of_cap;
   cs_report_point_t now;  /* the state being sampled */
   size_t points_cap, markers_cap;
@@ -39,7 +40,7 @@ static int cs_tl_grow(void **items, size_t *cap, size_t want, size_t size) {
  * Bands
  * ---------------------------------------------------------------------------------------------- */
 
-/* The band of the site at `pos` of the site table. pre: band_of has room for pos. */
+/* The band of the site at `pos` of the site table. pre: pos < band_of_len. */
 static size_t cs_tl_band_of(cs_tl_builder_t *b, uint32_t pos) {
   if (b->band_of[pos] == 0) {
     const cs_site_t *site = &b->r->sites.totals[pos].site;
@@ -56,14 +57,16 @@ static size_t cs_tl_band_of(cs_tl_builder_t *b, uint32_t pos) {
   return b->band_of[pos] - 1;
 }
 
-/* Register a block's site (and maybe its stack) and give its band. */
+/* Register a block's site (and maybe its stack) and give its band. The site table is shared by
+ * every device of the report, so a site may already be there from an earlier device: band_of
+ * covers the positions this walk has met, whatever the table's size. */
 static int cs_tl_site(cs_tl_builder_t *b, const cs_live_t *block, size_t *band) {
-  size_t before = b->r->sites.count;
   uint32_t pos;
   if (cs_report_site(b->r, block->frames, block->bytes, &pos) != 0) return -1;
-  if (b->r->sites.count > before) {
-    if (cs_tl_grow((void **)&b->band_of, &b->band_of_cap, b->r->sites.count, sizeof *b->band_of) != 0) return -1;
-    memset(b->band_of + before, 0, (b->r->sites.count - before) * sizeof *b->band_of);
+  if (pos >= b->band_of_len) {
+    if (cs_tl_grow((void **)&b->band_of, &b->band_of_cap, (size_t)pos + 1, sizeof *b->band_of) != 0) return -1;
+    memset(b->band_of + b->band_of_len, 0, ((size_t)pos + 1 - b->band_of_len) * sizeof *b->band_of);
+    b->band_of_len = (size_t)pos + 1;
   }
   *band = cs_tl_band_of(b, pos);
   return 0;

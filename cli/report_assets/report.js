@@ -468,12 +468,13 @@
     var pinned = null;
     function show(si, bytesHeld, blocks) {
       var s = site(si);
-      panel.replaceChildren(
+      var kids = [
         el('div', {class: 'title', text: siteName(si) + (s.name !== null ? '  ' + basename(s.file) + ':' + s.line : '')}),
         el('div', {class: 'sub', text: bytes(bytesHeld) + ' in ' + plural(blocks, 'block') +
-          (s.name !== null ? ' \u00b7 ' + s.file : '')}),
-        s.stack >= 0 ? el('div', {class: 'sub', text: 'The stack of its largest block (innermost frame first):'}) : null,
-        stackList(s.stack, si, 0));
+          (s.name !== null ? ' \u00b7 ' + s.file : '')})];
+      if (s.stack >= 0) kids.push(el('div', {class: 'sub', text: 'The stack of its largest block (innermost frame first):'}));
+      kids.push(stackList(s.stack, si, 0));
+      panel.replaceChildren.apply(panel, kids);
     }
     function placeholder() {
       panel.replaceChildren(el('div', {class: 'sub', text: 'Hover a site to see where it was allocated; click one to keep it here.'}));
@@ -552,7 +553,8 @@
       (pending ? ' ' + bytes(pending) + ' pending free (waiting on other streams).' : '')]));
     sec.appendChild(el('div', {class: 'legend', style: 'margin-bottom:6px'}, [
       el('span', {}, [swatch(PALETTE[0]), 'allocated (coloured by site, as above)']),
-      el('span', {}, [swatch(PENDING), 'pending free']),
+      el('span', {}, [el('span', {class: 'swatch', style: 'background:repeating-linear-gradient(135deg,' + PENDING + ' 0 2px,#fff3d6 2px 4px)'}),
+        'pending free']),
       el('span', {}, [el('span', {class: 'swatch', style: 'background:' + FREE + ';border:1px solid #c9d0d6'}), 'free']),
       el('span', {class: 'sub', text: 'One row per segment, largest first; a row is the whole segment.' +
         (dev.segments_merged ? ' Neighbouring blocks in the same state are drawn as one (too many blocks to draw each).' : '')})]));
@@ -565,6 +567,21 @@
     var viewRows = Math.min(segs.length, 26);
     scroll.style.height = (viewRows * ROW + 2) + 'px';
     sec.appendChild(scroll);
+
+    /* pending frees: amber stripes, unlike any band colour */
+    var stripes = null;
+    function pendingFill(g) {
+      if (!stripes) {
+        var tile = document.createElement('canvas');
+        tile.width = tile.height = 6;
+        var t = tile.getContext('2d');
+        t.fillStyle = '#fff3d6'; t.fillRect(0, 0, 6, 6);
+        t.strokeStyle = PENDING; t.lineWidth = 2;
+        t.beginPath(); t.moveTo(-1, 7); t.lineTo(7, -1); t.stroke();
+        stripes = tile;
+      }
+      return g.createPattern(stripes, 'repeat');
+    }
 
     function colorOf(stack) {
       var si = stack >= 0 ? DATA.stack_sites[stack] : NO_STACK_SITE;
@@ -596,7 +613,7 @@
         var x = barX, flat = seg.flat;
         for (var j = 0; j < flat.length; j += 5) {
           var w = flat[j] / seg.total * barW, state = flat[j + 2];
-          g.fillStyle = state === 0 ? colorOf(flat[j + 3]) : state === 1 ? PENDING : FREE;
+          g.fillStyle = state === 0 ? colorOf(flat[j + 3]) : state === 1 ? pendingFill(g) : FREE;
           g.fillRect(x, y + 3, Math.max(w, 0.6), ROW - 6);
           if (w >= 4) { g.fillStyle = '#fff'; g.fillRect(x + w - 0.5, y + 3, 1, ROW - 6); }
           x += w;
@@ -726,8 +743,9 @@
     var topCard;
     if (dev.peak_sites.length) {
       var t = dev.peak_sites[0], si = t[0];
-      topCard = card('top', 'Top site at the peak', siteName(si), siteWhere(si) + ' \u00b7 ' + bytes(t[1]) + ', ' +
-        percent(t[1], dev.peak.bytes) + ' of the peak, ' + plural(t[2], 'block'), 'name');
+      var where = siteWhere(si);
+      topCard = card('top', dev.events ? 'Top site at the peak' : 'Top site', siteName(si), (where ? where + ' \u00b7 ' : '') +
+        bytes(t[1]) + ', ' + percent(t[1], dev.peak.bytes) + (dev.events ? ' of the peak, ' : ' of it, ') + plural(t[2], 'block'), 'name');
       topCard.title = siteFull(si);
       topCard.id = 'top-site';
     } else {
