@@ -188,11 +188,22 @@
     this.dev = dev;
     this.n = n;
     this.mode = 'entries';
-    /* cumulative tops of the bands, bottom band first */
+    /* Stacking order: the sites that hold the most bytes on average over the trace at the bottom
+     * (weights, caches: flat), the ones that come and go above them, "other sites" on top; so a
+     * steady site is drawn flat instead of riding on the waves of the others. */
+    var others = tl.bands.length - 1, mean = tl.bands.map(function (band) {
+      var sum = 0;
+      for (var i = 0; i < n; i++) sum += band[i] * ((i + 1 < n ? tl.state[i + 1] : dev.events + 1) - tl.state[i]);
+      return sum;
+    });
+    this.order = tl.bands.map(function (b, k) { return k; }).filter(function (k) { return k < others; });
+    this.order.sort(function (a, b) { return mean[b] - mean[a] || a - b; });
+    this.order.push(others);
+    /* cumulative tops of the bands, in stacking order, bottom first */
     this.tops = [];
     var running = new Float64Array(n);
-    tl.bands.forEach(function (band) {
-      var top = new Float64Array(n);
+    this.order.forEach(function (k) {
+      var band = tl.bands[k], top = new Float64Array(n);
       for (var i = 0; i < n; i++) { running[i] += band[i]; top[i] = running[i]; }
       self.tops.push(top);
     });
@@ -268,7 +279,10 @@
       var x = Math.round(s.x(v)) + 0.5;
       g.strokeStyle = '#d9dee3';
       g.beginPath(); g.moveTo(x, s.y0); g.lineTo(x, s.y0 + 4); g.stroke();
-      g.fillText(this.mode === 'time' ? '+' + seconds(v - s.d[0]) : count(v), x, s.y0 + 6);
+      var tick = this.mode === 'time' ? '+' + seconds(v - s.d[0]) : count(v);
+      /* the last label stays inside the canvas */
+      g.textAlign = x + g.measureText(tick).width / 2 > this.width - 2 ? 'right' : 'center';
+      g.fillText(tick, g.textAlign === 'right' ? this.width - 2 : x, s.y0 + 6);
     }
     g.fillStyle = '#8a96a1';
     g.textAlign = 'right';
@@ -294,7 +308,7 @@
         g.lineTo(xs[i], yb);
       }
       g.closePath();
-      g.fillStyle = colors[k];
+      g.fillStyle = colors[this.order[k]];
       g.fill();
     }
     /* reserved */
@@ -377,7 +391,7 @@
     var value = s.yInv(my), band = -1;
     for (var k = 0; k < this.tops.length; k++) {
       var below = k > 0 ? this.tops[k - 1][i] : 0;
-      if (value >= below && value < this.tops[k][i]) { band = k; break; }
+      if (value >= below && value < this.tops[k][i]) { band = this.order[k]; break; }
     }
     /* crosshair */
     this.clearHover();
@@ -440,7 +454,7 @@
     byTime.addEventListener('click', function () { set('time'); });
     head.appendChild(el('div', {class: 'switch', title: 'x axis'}, [byEntry, byTime]));
     sec.appendChild(el('p', {class: 'hint', text: 'Allocated bytes (requested sizes) after each trace entry, ' +
-      'split by the top allocation sites at the peak; the dashed line is reserved bytes (the segments). ' +
+      'split by the top allocation sites at the peak (the steadiest at the bottom); the dashed line is reserved bytes (the segments). ' +
       'Hover for the time, the bytes and the site under the pointer with its stack.' +
       (dev.timeline.state.length < dev.events + 1 ? ' ' + count(dev.events) + ' entries drawn as ' +
         count(dev.timeline.state.length) + ' points, each stretch keeping its highest and lowest.' : '')}));

@@ -230,9 +230,12 @@ class Page:
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
-    def screenshot(self, path, full_page=False):
+    def screenshot(self, path, full_page=False, clip=None):
+        """The viewport, the whole page, or clip = (x, y, width, height) of the page."""
         params = {"format": "png"}
-        if full_page:
+        if clip:
+            params["clip"] = {"x": clip[0], "y": clip[1], "width": clip[2], "height": clip[3], "scale": 1}
+        elif full_page:
             size = self.send("Page.getLayoutMetrics")["cssContentSize"]
             params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
             params["captureBeyondViewport"] = True

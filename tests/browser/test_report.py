@@ -10,7 +10,7 @@ for each one writes the report and opens it. A page passes when:
   - the peak card shows the peak `cudasnap summary` prints (exact bytes and the readable value),
     and the top-site card names summary's top site at the peak;
   - hovering the top site in the "at the peak" list shows its stack in the stack panel;
-  - hovering the timeline at the peak, just above the axis, shows the top site (its band);
+  - hovering the timeline at the peak shows the top site (its band) with its stack;
   - the segment map is drawn when there are segments.
 Screenshots of each page (the first screen and the whole page) go to DIR, with the time each
 page took to render. Exits 0 when all pass, 1 on a failure, 77 (ctest's skip) without Chromium.
@@ -102,16 +102,26 @@ def check_page(page, expect, out_dir, name, is_cudasnap):
 
     data = page.evaluate("JSON.parse(document.getElementById('cs-data').textContent).devices[0]")
     if data["events"] and top_name is not None:
-        # Hover the timeline at the peak, 3 pixels above the axis: the bottom band is the top site's.
-        box = page.evaluate("(function(){var c=document.getElementById('timeline-%d'); c.scrollIntoView({block:'center'});"
-                            "var r=c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height];})()" % data["device"])
-        left, right = box[0] + 78, box[0] + box[2] - 18
+        # Hover the timeline at the peak, going up from the axis: one of the bands there is the
+        # top site's, and its tooltip names it (with its stack).
+        page.evaluate("window.scrollTo(0, 0)")
+        box = page.evaluate("(function(){var r=document.getElementById('timeline-%d').getBoundingClientRect();"
+                            "return [r.left, r.top, r.width, r.height];})()" % data["device"])
+        left, right, axis, top = box[0] + 78, box[0] + box[2] - 18, box[1] + box[3] - 30, box[1] + 22
         x = left + (right - left) * data["peak"]["after"] / max(1, data["events"]) + 0.5
-        y = box[1] + box[3] - 30 - 3
-        page.move_mouse(x, y)
-        tip = page.evaluate("(function(){var t=document.getElementById('tip'); return t.style.display==='block' ? t.innerText : '';})()")
-        check("allocated" in tip and "after entry" in tip, "hovering the timeline shows no tooltip: %r" % tip[:300])
-        check(top_name in tip, "hovering the timeline at the peak does not name the top site %r: %r" % (top_name, tip[:300]))
+        tip, y = "", axis - 2
+        while y > top and top_name not in tip:
+            page.move_mouse(x, y)
+            tip = page.evaluate("(function(){var t=document.getElementById('tip'); return t.style.display==='block' ? t.innerText : '';})()")
+            check("allocated" in tip and "after entry" in tip, "hovering the timeline at (%d, %d) shows no tooltip: %r" % (x, y, tip[:300]))
+            y -= 3
+        check(top_name in tip, "no band at the peak names the top site %r" % top_name)
+        if is_cudasnap:
+            check("main" in tip, "the top site's tooltip has no stack down to main(): %r" % tip[:500])
+            # The picture for the README (docs/report.png): the first screen, the tooltip showing
+            # the top site's stack at the peak.
+            tip_box = page.evaluate("(function(){var r=document.getElementById('tip').getBoundingClientRect(); return r.bottom;})()")
+            page.screenshot(os.path.join(out_dir, name + "-hover.png"), clip=(0, 0, WIDTH, max(box[1] + box[3], tip_box) + 12))
         page.move_mouse(1, 1)
     if data["segments"]:
         drawn = page.evaluate("(function(){var c=document.getElementById('segments-%d'); return c ? c.width * c.height : 0;})()"
@@ -147,7 +157,8 @@ def main():
 
     work = tempfile.mkdtemp(prefix="cs-report-test-")
     run([args.cudasnap, "run", "-o", os.path.join(work, "train_step-%n-%t.json"), "--", args.program, "20"])
-    inputs = [(os.path.join(work, "train_step-1-exit.json"), True)]
+    # by a relative name, as the example script gives it: the page shows the name it was given
+    inputs = [("train_step-1-exit.json", True)]
     seen = set()
     for folder in args.traces:
         if not os.path.isdir(folder):
@@ -163,10 +174,13 @@ def main():
     with Chromium(chromium) as browser:
         for path, is_cudasnap in inputs:
             name = re.sub(r"\.(json|pickle|pkl)$", "", os.path.basename(path))
-            html = os.path.join(args.out, name + ".html")
+            html = os.path.abspath(os.path.join(args.out, name + ".html"))
+            if is_cudasnap:
+                path = os.path.join(work, path)
             try:
                 expect = summary_expectations(args.cudasnap, path)
-                said = run([args.cudasnap, "report", "-o", html, path])
+                said = subprocess.run([args.cudasnap, "report", "-o", html, os.path.basename(path) if is_cudasnap else path],
+                                      capture_output=True, text=True, cwd=work if is_cudasnap else None).stdout
                 check(said.startswith("wrote %s: " % html), "report said %r" % said)
                 page = browser.open_page(html, WIDTH, HEIGHT)
                 ms = check_page(page, expect, args.out, name, is_cudasnap)
