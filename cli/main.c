@@ -25,7 +25,8 @@ static void cs_cli_usage(FILE *out) {
   fputs("usage: cudasnap COMMAND [ARGS...]\n"
         "\n"
         "cudasnap shows where the GPU memory of a CUDA program goes. Snapshots open at\n"
-        "https://pytorch.org/memory_viz; this tool reads and writes them too (JSON or pickle).\n"
+        "https://pytorch.org/memory_viz; this tool reads and writes them too (JSON or pickle),\n"
+        "and `cudasnap report` makes one an HTML page that opens offline, in any browser.\n"
         "\n"
         "commands:\n",
         out);
