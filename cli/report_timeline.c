@@ -22,6 +22,7 @@ typedef struct cs_tl_builder_s {
   size_t bucket;
   bool have;
   cs_report_point_t lo, hi, rmax;
+  cs_report_point_t first;  /* the trace's state 0 */
   uint64_t lo_bytes, hi_bytes;
 } cs_tl_builder_t;
 
@@ -87,13 +88,18 @@ static int cs_tl_point_order(const void *x, const void *y) {
   return (a->state > b->state) - (a->state < b->state);
 }
 
-/* Append the kept states of the current bucket, in state order, each once. */
-static int cs_tl_flush(cs_tl_builder_t *b) {
+/* Append the kept states of the current bucket, in state order, each once; the trace's first
+ * state and (last: this is the final bucket) its last one too, so the drawing starts and ends
+ * where the trace does. */
+static int cs_tl_flush(cs_tl_builder_t *b, bool last) {
   if (!b->have) return 0;
-  cs_report_point_t kept[3] = {b->lo, b->hi, b->rmax};
-  qsort(kept, 3, sizeof kept[0], cs_tl_point_order);
+  cs_report_point_t kept[5] = {b->lo, b->hi, b->rmax};
+  size_t n = 3;
+  if (b->first.state == 0 && b->bucket == 0) kept[n++] = b->first;
+  if (last) kept[n++] = b->now;
+  qsort(kept, n, sizeof kept[0], cs_tl_point_order);
   cs_report_timeline_t *t = b->t;
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < n; i++) {
     if (i > 0 && kept[i].state == kept[i - 1].state) continue;
     if (cs_tl_grow((void **)&t->points, &b->points_cap, t->npoints + 1, sizeof *t->points) != 0) return -1;
     t->points[t->npoints++] = kept[i];
@@ -107,7 +113,7 @@ static int cs_tl_sample(cs_tl_builder_t *b) {
   cs_report_timeline_t *t = b->t;
   size_t states = t->events + 1;
   size_t bucket = b->now.state * CS_REPORT_BUCKETS / states; /* no overflow: a file holds far fewer than 2^53 entries */
-  if (b->have && bucket != b->bucket && cs_tl_flush(b) != 0) return -1;
+  if (b->have && bucket != b->bucket && cs_tl_flush(b, false) != 0) return -1;
   uint64_t bytes = cs_tl_allocated(&b->now);
   if (!b->have) {
     b->bucket = bucket;
@@ -221,6 +227,7 @@ static int cs_tl_walk(cs_tl_builder_t *b, const cJSON *root, int device, cs_live
   b->now.time_us = trace != NULL && trace->child != NULL ? cs_tl_time(trace->child) : -1;
   b->now.reserved = cs_tl_reserved_start(root, device, trace);
   t->reserved_peak = b->now.reserved;
+  b->first = b->now;
   if (cs_tl_sample(b) != 0) return -1;
   cJSON_ArrayForEach(entry, trace) {
     b->now.state++;
@@ -230,7 +237,7 @@ static int cs_tl_walk(cs_tl_builder_t *b, const cJSON *root, int device, cs_live
     if (cs_tl_marker(b, entry, b->now.state, b->now.time_us) != 0) return -1;
     if (cs_tl_sample(b) != 0) return -1;
   }
-  return cs_tl_flush(b);
+  return cs_tl_flush(b, true);
 }
 
 int cs_report_timeline(const cJSON *root, int device, const cs_sites_t *top, cs_report_stacks_t *r,

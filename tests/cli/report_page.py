@@ -8,8 +8,10 @@ text has no "</" and no "<!--" (either would let the HTML parser end it early) a
 with the members the page's script reads; nothing in the page may refer to anything outside it
 (no src= attribute, no href= but the empty data: favicon, no "://" outside the data). --top: the
 first device's top site at the peak has this function name; --site: some site has it; --frame:
-that site's stack has a frame of this name. Prints the first device's peak bytes (nothing when
-no device is in use). Exit 0 when all holds, 1 with the reason otherwise.
+that site's stack has a frame of this name. Every device's timeline runs in trace order from the
+start to the end, with at most 3 points per stretch, and its highest point is the peak, kept as a
+point. Prints the first device's peak bytes (nothing when no device is in use). Exit 0 when all
+holds, 1 with the reason otherwise.
 """
 
 import argparse
@@ -71,8 +73,34 @@ def main():
         names = [data["frames"][f][0] for f in data["stacks"][site[3]]]
         if args.frame not in names:
             fail("the site's stack %s lacks %r" % (names, args.frame))
+    for dev in data["devices"]:
+        check_timeline(dev)
     if data["devices"]:
         print(data["devices"][0]["peak"]["bytes"])
+
+
+def check_timeline(dev):
+    """The down-sampled timeline keeps what the page promises: points in trace order, at most 3 per
+    stretch (1,200 stretches) besides the start and the end, and the peak itself as a point whose
+    bands add up to it."""
+    tl, events = dev["timeline"], dev["events"]
+    states = tl["state"]
+    if not states or states[0] != 0 or states[-1] != events:
+        fail("device %d: the timeline does not run from state 0 to %d: %s..." % (dev["device"], events, states[:3]))
+    if any(b <= a for a, b in zip(states, states[1:])):
+        fail("device %d: timeline states are not increasing" % dev["device"])
+    if len(states) > 3 * 1200 + 2:
+        fail("device %d: %d points, more than 3 per stretch" % (dev["device"], len(states)))
+    if len(tl["bands"]) != len(dev["bands"]) + 1 or any(len(b) != len(states) for b in tl["bands"] + [tl["time"], tl["reserved"]]):
+        fail("device %d: the timeline's columns do not match" % dev["device"])
+    totals = [sum(b[i] for b in tl["bands"]) for i in range(len(states))]
+    peak = dev["peak"]
+    if peak["after"] not in states:
+        fail("device %d: the peak (after entry %d) is not a point" % (dev["device"], peak["after"]))
+    if totals[states.index(peak["after"])] != peak["bytes"] or max(totals) != peak["bytes"]:
+        fail("device %d: the timeline's highest point %d is not the peak %d" % (dev["device"], max(totals), peak["bytes"]))
+    if len(states) == events + 1 and len(states) > 1 and states != list(range(events + 1)):
+        fail("device %d: a short trace lost states" % dev["device"])
 
 
 if __name__ == "__main__":
