@@ -275,7 +275,9 @@
     g.textAlign = 'center';
     g.textBaseline = 'top';
     var span = s.d[1] - s.d[0], step = niceStep(span, Math.max(2, Math.floor((s.x1 - s.x0) / 110)));
-    for (var v = Math.ceil(s.d[0] / step) * step; v <= s.d[1]; v += step) {
+    /* entries: multiples of the step; time: the step's multiples since the first entry */
+    var from = this.mode === 'time' ? s.d[0] : Math.ceil(s.d[0] / step) * step;
+    for (var v = from; v <= s.d[1]; v += step) {
       var x = Math.round(s.x(v)) + 0.5;
       g.strokeStyle = '#d9dee3';
       g.beginPath(); g.moveTo(x, s.y0); g.lineTo(x, s.y0 + 4); g.stroke();

@@ -128,6 +128,16 @@ def check_page(page, expect, out_dir, name, is_cudasnap):
                               % data["device"])
         check(drawn > 0, "no segment map drawn")
 
+    # The other controls draw without an error: the time axis, the segment map scrolled to its end.
+    page.evaluate("(function(){var b=document.querySelectorAll('.switch button'); if(b.length&&!b[1].disabled) b[1].click();"
+                  "var s=document.querySelector('.seg-scroll'); if(s) { s.scrollTop = s.scrollHeight; s.dispatchEvent(new Event('scroll')); }"
+                  "return true;})()")
+    page.wait_for("new Promise(function(r){requestAnimationFrame(function(){r(true);});})")
+    if data["segments"]:
+        rows = page.evaluate("(function(){var s=document.querySelector('.seg-scroll'); return s.scrollTop;})()")
+        check(len(data["segments"]) <= 26 or rows > 0, "the segment map does not scroll")
+    page.evaluate("(function(){var b=document.querySelectorAll('.switch button'); if(b.length) b[0].click();"
+                  "var s=document.querySelector('.seg-scroll'); if(s) s.scrollTop = 0; return true;})()")
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(os.path.join(out_dir, name + ".png"))
     page.screenshot(os.path.join(out_dir, name + "-full.png"), full_page=True)
