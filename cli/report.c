@@ -45,6 +45,12 @@ static const char cs_report_help[] =
     "points per series: the trace is down-sampled keeping every bucket's highest and lowest\n"
     "point, so peaks stay where they are.\n"
     "\n"
+    "A file whose numbers would mean nothing is refused with one line on stderr, exit 1, as\n"
+    "summary refuses it:\n"
+    "  FILE: WHERE: problem    not a snapshot (neither segments nor device_traces), or an\n"
+    "                          address or size that is not a finite non-negative number\n"
+    "Other problems the viewer has with a file (`cudasnap check` lists them) do not stop it.\n"
+    "\n"
     "OUT defaults to FILE with its extension (.json, .pickle, .pkl) replaced by .html. It is\n"
     "written to a temporary file in its directory and renamed into place, replacing an existing\n"
     "OUT (but never FILE itself). On success, one line on stdout:\n"
@@ -148,15 +154,11 @@ int cs_cli_report(int argc, char **argv) {
     return CS_CLI_FAIL;
   }
 
-  cs_load_bytes_t bytes;
+  /* As summary reads it: a file whose numbers mean nothing is refused (cli/load.h). */
   cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
-  cJSON *root = NULL;
-  uint64_t in_bytes = 0;
-  if (cs_load_bytes(in, &bytes) == 0) {
-    in_bytes = bytes.len;
-    root = cs_load_parse(in, &bytes, &format);
-    cs_load_bytes_free(&bytes);
-  }
+  cJSON *root = cs_load_snapshot(in, &format);
+  struct stat st;
+  uint64_t in_bytes = root != NULL && stat(in, &st) == 0 ? (uint64_t)st.st_size : 0;
   int rc = root != NULL ? CS_CLI_OK : CS_CLI_FAIL;
   cs_mem_sink_t data = {.data = NULL};
   if (rc == CS_CLI_OK) {

@@ -326,7 +326,8 @@ report)
       page_peak "$dir/fixture.html" >/dev/null || fail "$input: the page is not right"
     else
       [[ $rc -eq 1 ]] || fail "$input: report exited $rc"
-      one_stderr_line "^$input: byte [0-9]+: "
+      one_stderr_line "^$input: [^:]+: "
+      "$cudasnap" summary "$input" >/dev/null 2>&1 && fail "$input: report refused what summary reads"
     fi
   done
   # The API snapshot: allocate_weights is the top site at the peak, with its stack.
@@ -390,7 +391,7 @@ bad_input)
       ls "$dir" | grep -q '\.tmp\.' && fail "$cmd left a temporary file"
     done
   done
-  # Files that parse but whose numbers mean nothing: summary and diff refuse them with one line,
+  # Files that parse but whose numbers mean nothing: summary, diff and report refuse them with one line,
   # FILE: WHERE: problem (check calls each an error too).
   printf '{}\n' >"$dir/empty-dict.json"
   printf '{"segments":[{"device":0,"address":1e999,"total_size":-4096,"stream":0,"blocks":[{"size":-4096,"requested_size":-4096,"state":"active_allocated"}]}],"device_traces":[[]]}\n' >"$dir/infinite.json"
@@ -400,11 +401,12 @@ bad_input)
     [negative.json]="segments\[0\]\.total_size: 2 negative address/size values")
   for bad in empty-dict.json infinite.json negative.json; do
     f=$dir/$bad
-    for cmd in "summary $f" "diff $f $good" "diff $good $f"; do
+    for cmd in "summary $f" "diff $f $good" "diff $good $f" "report -o $dir/out.html $f"; do
       # shellcheck disable=SC2086
       expect 1 "$cudasnap" $cmd
       one_stderr_line "^$f: ${problem[$bad]}"
       [[ -s $dir/out ]] && fail "$cmd printed: $(cat "$dir/out")"
+      [[ -e $dir/out.html ]] && fail "$cmd left a page"
     done
     expect 1 "$cudasnap" check "$f"
     stdout_has "^$f: error: "
@@ -413,6 +415,7 @@ bad_input)
   # segments (torch.cuda.memory_snapshot()), a snapshot without device_traces; so are files that
   # only draw warnings.
   printf '[{"device":0,"address":1048576,"total_size":4096,"stream":0,"blocks":[{"size":4096,"requested_size":4000,"state":"active_allocated"}]}]\n' >"$dir/legacy.json"
+  expect 0 "$cudasnap" report -o "$dir/legacy.html" "$dir/legacy.json"
   expect 0 "$cudasnap" summary "$dir/legacy.json"
   stdout_has "^$dir/legacy.json: PyTorch snapshot, 1 device$"
   stdout_has '^blocks never freed: 1 block, 4000 B'
