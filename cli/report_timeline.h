@@ -57,7 +57,7 @@ typedef struct cs_report_timeline_s {
   uint32_t band_site[CS_REPORT_TOP_SITES]; /* their positions in the site table */
   cs_report_point_t *points;              /* by state, at most 3 per bucket */
   size_t npoints;
-  cs_report_marker_t *markers;            /* OOMs first kept, then snapshots, by state */
+  cs_report_marker_t *markers;            /* by state: every OOM, snapshots up to the limit */
   size_t nmarkers;
   size_t markers_left_out;                /* beyond CS_REPORT_MAX_MARKERS */
   int64_t reserved_peak;                  /* the highest reserved bytes, and after which entry */
