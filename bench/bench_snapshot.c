@@ -6,6 +6,8 @@
  *                                         instead (figures named *_devnull: no file system)
  *   bench_snapshot symbolize PCS RUNS     PCS distinct PCs, half spread over libc's code and half
  *                                         over this program's, named by a fresh symbolizer
+ *   bench_snapshot write EVENTS FILE      one JSON snapshot of the same workload, kept in FILE: input
+ *                                         for other benchmarks (`cudasnap report` of 100,000 events)
  *
  * The dump is what interpose/dump.c does at a trigger: copy the state (cs_snap_state_*) from an
  * allocator over the simulated device and a ring of EVENTS entries, then symbolizer + emitter +
@@ -160,8 +162,9 @@ typedef struct bench_dump_result_s {
   size_t events;
 } bench_dump_result_t;
 
+/* keep: NULL to write into DIR and remove the file afterwards, or the path of a file to keep. */
 static bench_dump_result_t bench_dump(cs_allocator_t *a, cs_ring_t *ring, cs_intern_t *intern, const char *dir,
-                                      cs_emit_format_t format, char **argv) {
+                                      cs_emit_format_t format, char **argv, const char *keep) {
   bench_dump_result_t res;
   memset(&res, 0, sizeof res);
   cs_options_t opts;
@@ -182,8 +185,9 @@ static bench_dump_result_t bench_dump(cs_allocator_t *a, cs_ring_t *ring, cs_int
   if (state.error) bench_fail("the snapshot copy", state.error);
 
   char path[4096];
-  bool devnull = strcmp(dir, "/dev/null") == 0;
-  if (devnull) snprintf(path, sizeof path, "/dev/null");
+  bool devnull = !keep && strcmp(dir, "/dev/null") == 0;
+  if (keep) snprintf(path, sizeof path, "%s", keep);
+  else if (devnull) snprintf(path, sizeof path, "/dev/null");
   else snprintf(path, sizeof path, "%s/bench-snapshot.%s", dir, format == CS_EMIT_PICKLE ? "pickle" : "json");
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -210,7 +214,7 @@ static bench_dump_result_t bench_dump(cs_allocator_t *a, cs_ring_t *ring, cs_int
     fprintf(stderr, "bench: writing %s failed: %s\n", path, strerror(err));
     exit(1);
   }
-  if (!devnull) unlink(path);
+  if (!devnull && !keep) unlink(path);
   res.copy_s = (t1 - t0) / 1e9;
   res.write_s = (t2 - t1) / 1e9;
   res.bytes = sink.total;
@@ -226,7 +230,7 @@ static const char *bench_count_name(size_t n, char *buf, size_t len) {
   return buf;
 }
 
-static int bench_main_dump(size_t events, int runs, const char *dir, char **argv) {
+static int bench_main_dump(size_t events, int runs, const char *dir, char **argv, const char *keep) {
   if (runs < 1 || runs > BENCH_MAX_SAMPLES || events == 0) return 2;
   cs_ring_t ring;
   if (cs_ring_init(&ring, events) != 0) bench_fail("cs_ring_init", -1);
@@ -245,6 +249,14 @@ static int bench_main_dump(size_t events, int runs, const char *dir, char **argv
   cs_allocator_t *a = cs_allocator_create(&conf, &backend, &observer);
   if (!a) bench_fail("cs_allocator_create", -1);
   bench_fill(a, &ring, &sites);
+  if (keep) {
+    bench_dump_result_t res = bench_dump(a, &ring, intern, NULL, CS_EMIT_JSON, argv, keep);
+    fprintf(stderr, "bench: wrote %s: %zu events, %llu bytes\n", keep, res.events, (unsigned long long)res.bytes);
+    cs_allocator_destroy(a);
+    cs_intern_destroy(intern);
+    cs_ring_destroy(&ring);
+    return res.events == events ? 0 : 1;
+  }
 
   static const cs_emit_format_t formats[2] = {CS_EMIT_JSON, CS_EMIT_PICKLE};
   static const char *const names[2] = {"json", "pickle"};
@@ -252,7 +264,7 @@ static int bench_main_dump(size_t events, int runs, const char *dir, char **argv
   size_t got = 0;
   for (int r = 0; r < runs; r++) {
     for (int f = 0; f < 2; f++) {
-      bench_dump_result_t res = bench_dump(a, &ring, intern, dir, formats[f], argv);
+      bench_dump_result_t res = bench_dump(a, &ring, intern, dir, formats[f], argv, NULL);
       got = res.events;
       rate[f][r] = (double)res.events / res.write_s;
       size[f][r] = (double)res.bytes / (double)res.events;
@@ -316,9 +328,11 @@ static int bench_main_symbolize(size_t pcs, int runs) {
 
 int main(int argc, char **argv) {
   if (argc == 5 && strcmp(argv[1], "dump") == 0)
-    return bench_main_dump((size_t)strtoull(argv[2], NULL, 10), atoi(argv[3]), argv[4], argv);
+    return bench_main_dump((size_t)strtoull(argv[2], NULL, 10), atoi(argv[3]), argv[4], argv, NULL);
+  if (argc == 4 && strcmp(argv[1], "write") == 0)
+    return bench_main_dump((size_t)strtoull(argv[2], NULL, 10), 1, NULL, argv, argv[3]);
   if (argc == 4 && strcmp(argv[1], "symbolize") == 0)
     return bench_main_symbolize((size_t)strtoull(argv[2], NULL, 10), atoi(argv[3]));
-  fprintf(stderr, "usage: %s dump EVENTS RUNS DIR | symbolize PCS RUNS\n", argv[0]);
+  fprintf(stderr, "usage: %s dump EVENTS RUNS DIR | symbolize PCS RUNS | write EVENTS FILE\n", argv[0]);
   return 2;
 }

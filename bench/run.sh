@@ -13,7 +13,8 @@
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
 # snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
 # skipped with a message when the directory is absent). Inherited CUDASNAP_* variables and
-# LD_PRELOAD are cleared: every run sets exactly what it measures.
+# LD_PRELOAD are cleared: every run sets exactly what it measures. The report's render time needs
+# python3 and Chromium (skipped with a message without them).
 set -euo pipefail
 
 usage() {
@@ -59,7 +60,7 @@ if ! [[ -f $cache ]] || ! grep -qx 'CMAKE_BUILD_TYPE:STRING=Release' "$cache" ||
     die "cmake configuration failed"
   fi
 fi
-targets=(bench_allocator bench_snapshot bench_memory bench_frag bench_hotpath cudasnap fake_cuda fake_cudart)
+targets=(bench_allocator bench_snapshot bench_memory bench_frag bench_hotpath cudasnap cudasnap_cli fake_cuda fake_cudart)
 have_cub=0
 if [[ -d $build/bench/CMakeFiles/bench_cub.dir ]]; then
   targets+=(bench_cub)
@@ -229,4 +230,19 @@ fi
 log "host memory"
 run memory-100k "$bin/bench_memory" 100000
 if [[ $quick == 0 ]]; then run memory-1m "$bin/bench_memory" 1000000 | grep -v '_sizeof '; fi
+
+# ---- 5. the report page of a 100,000-event snapshot ----------------------------------------------
+log "report of a 100,000-event snapshot"
+run report-snapshot "$bin/bench_snapshot" write 100000 "$tmp/snap-100k.json"
+echo "BENCH report_100k_snapshot_bytes $(stat -c %s "$tmp/snap-100k.json") B"
+start=$(date +%s.%N)
+run report "$build/cli/cudasnap" report -o "$tmp/snap-100k.html" "$tmp/snap-100k.json" >/dev/null
+echo "BENCH report_100k_write_s $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+echo "BENCH report_100k_page_bytes $(stat -c %s "$tmp/snap-100k.html") B"
+if python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import chromium; sys.exit(chromium.find_chromium() is None)' \
+  "$root/tests/browser" 2>/dev/null; then
+  run report-render python3 "$root/bench/report_render.py" "$tmp/snap-100k.html" "$([[ $quick == 1 ]] && echo 3 || echo 7)" 100k
+else
+  log "skipping the render time: no Chromium (apt-get install chromium)"
+fi
 log "done"

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/load.h"
 #include "cli/progress.h"
+#include "cli/replace.h"
 #include "cli/tree.h"
 #include "cli/tree_emit.h"
 #include "memviz/output.h"
@@ -44,22 +45,6 @@ static bool cs_convert_has_suffix(const char *path, const char *suffix) {
   return n >= m && strcmp(path + n - m, suffix) == 0;
 }
 
-/* Like cs_output_commit, but replacing whatever is at path (--force). Returns 0 or an errno; the
- * temporary file is gone either way. */
-static int cs_convert_replace(cs_output_t *out, const char *path) {
-  int err = 0;
-  if (fsync(out->fd) != 0 && errno != EINVAL) err = errno;
-  if (close(out->fd) != 0 && err == 0) err = errno;
-  out->fd = -1;
-  if (err == 0 && rename(out->temp_path, path) != 0) err = errno;
-  if (err != 0) {
-    cs_output_abort(out);
-    return err;
-  }
-  snprintf(out->final_path, sizeof out->final_path, "%s", path);
-  return 0;
-}
-
 /* Write root to path. Returns 0, or -1 after reporting why (nothing is left at path). */
 static int cs_convert_write(const cJSON *root, const char *path, cs_emit_format_t format, bool force,
                             size_t input_bytes) {
@@ -83,7 +68,7 @@ static int cs_convert_write(const cJSON *root, const char *path, cs_emit_format_
     int flushed = cs_fd_sink_flush(sink);
     if (err == 0) err = flushed;
   }
-  if (err == 0) err = force ? cs_convert_replace(&out, path) : cs_output_commit(&out, path);
+  if (err == 0) err = force ? cs_replace_commit(&out, path) : cs_output_commit(&out, path);
   else if (out.fd >= 0) cs_output_abort(&out);
   if (err != 0) {
     fprintf(stderr, "%s: cannot write: %s\n", path, strerror(err));

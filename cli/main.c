@@ -18,13 +18,15 @@ static const cs_cli_command_t cs_cli_commands[] = {
     {"convert", cs_cli_convert, "convert [--format F] [--force] IN OUT   JSON <-> pickle"},
     {"check", cs_cli_check, "check FILE                              does the viewer load and render it?"},
     {"diff", cs_cli_diff, "diff [--top N] A B                      live bytes per allocation site, A -> B"},
+    {"report", cs_cli_report, "report [-o OUT.html] FILE               one self-contained HTML page, no network"},
 };
 
 static void cs_cli_usage(FILE *out) {
   fputs("usage: cudasnap COMMAND [ARGS...]\n"
         "\n"
         "cudasnap shows where the GPU memory of a CUDA program goes. Snapshots open at\n"
-        "https://pytorch.org/memory_viz; this tool reads and writes them too (JSON or pickle).\n"
+        "https://pytorch.org/memory_viz; this tool reads and writes them too (JSON or pickle),\n"
+        "and `cudasnap report` makes one an HTML page that opens offline, in any browser.\n"
         "\n"
         "commands:\n",
         out);

@@ -64,6 +64,31 @@ static int cs_peak_start(const cJSON *root, int device, const cJSON *trace, cs_l
   return rc;
 }
 
+int cs_peak_initial(const cJSON *root, int device, cs_live_map_t *live) {
+  return cs_peak_start(root, device, cs_view_trace(root, device), live);
+}
+
+int cs_peak_apply(const cJSON *entry, cs_live_map_t *live, cs_peak_change_t *change) {
+  cs_peak_change_t none;
+  if (change == NULL) change = &none;
+  change->ended = change->began = false;
+  cs_peak_event_t ev = cs_peak_event(entry);
+  if (ev.kind != CS_PEAK_ALLOC && ev.kind != CS_PEAK_FREE) return 0;
+  const cs_live_t *was = cs_live_map_get(live, ev.addr);
+  if (was != NULL) {
+    change->ended = true;
+    change->ended_block = *was;
+  }
+  if (ev.kind == CS_PEAK_FREE) {
+    cs_live_map_remove(live, ev.addr);
+    return 0;
+  }
+  if (cs_live_map_put(live, ev.addr, ev.size, ev.frames) != 0) return -1;
+  change->began = true;
+  change->began_block = *cs_live_map_get(live, ev.addr);
+  return 0;
+}
+
 /* Apply the first `limit` entries to live; *peak gets the highest point on the way. */
 static int cs_peak_replay(const cJSON *trace, size_t limit, cs_live_map_t *live, cs_peak_t *peak) {
   *peak = (cs_peak_t){.bytes = live->bytes, .after = 0, .events = 0};
@@ -73,9 +98,7 @@ static int cs_peak_replay(const cJSON *trace, size_t limit, cs_live_map_t *live,
     peak->events++;
     if (i == limit) continue;
     i++;
-    cs_peak_event_t ev = cs_peak_event(entry);
-    if (ev.kind == CS_PEAK_ALLOC && cs_live_map_put(live, ev.addr, ev.size, ev.frames) != 0) return -1;
-    if (ev.kind == CS_PEAK_FREE) cs_live_map_remove(live, ev.addr);
+    if (cs_peak_apply(entry, live, NULL) != 0) return -1;
     if (live->bytes > peak->bytes) {
       peak->bytes = live->bytes;
       peak->after = i;

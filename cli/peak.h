@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli/live_map.h"
 #include "cli/sites.h"
 
 typedef struct cs_peak_s {
@@ -25,5 +26,26 @@ typedef struct cs_peak_s {
 /* Find the peak of `device` and add the blocks live at it to `sites`. Returns 0, or -1 without
  * host memory. */
 int cs_peak_find(const cJSON *root, int device, cs_peak_t *peak, cs_sites_t *sites);
+
+/* ------------------------------------------------------------------------------------------------
+ * The replay itself, one entry at a time, for callers that need every step (the report's
+ * timeline). cs_peak_find is these two.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Fill the empty map `live` with the blocks live before the first entry of the device's trace.
+ * Returns 0, or -1 without host memory. */
+int cs_peak_initial(const cJSON *root, int device, cs_live_map_t *live);
+
+/* What one trace entry did to the live blocks: a block that ended (freed, or replaced by an alloc
+ * at its address) and a block that began. */
+typedef struct cs_peak_change_s {
+  bool ended, began;
+  cs_live_t ended_block; /* when ended: the block as it was live */
+  cs_live_t began_block; /* when began */
+} cs_peak_change_t;
+
+/* Apply one trace entry to live; *change (may be NULL) says what it did. Returns 0, or -1 without
+ * host memory. */
+int cs_peak_apply(const cJSON *entry, cs_live_map_t *live, cs_peak_change_t *change);
 
 #endif

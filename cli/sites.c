@@ -14,7 +14,7 @@
 
 static const char cs_site_unknown[] = "??";
 
-static cs_site_t cs_site_of_frame(const cJSON *frame) {
+cs_site_t cs_site_of_frame(const cJSON *frame) {
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(frame, "name");
   const cJSON *filename = cJSON_GetObjectItemCaseSensitive(frame, "filename");
   int64_t line = 0;

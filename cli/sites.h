@@ -24,6 +24,10 @@ typedef struct cs_site_s {
  * is not a string reads as "??". */
 cs_site_t cs_site_of(const cJSON *frames);
 
+/* One frame read as a site: its name, filename and line ("??" and 0 where they are missing or of
+ * the wrong type). */
+cs_site_t cs_site_of_frame(const cJSON *frame);
+
 /* "function file:line", or "(no stack)". */
 void cs_site_format(const cs_site_t *site, char *buf, size_t len);
 

@@ -1,6 +1,7 @@
 /* memory_stats counters from a snapshot (contract in cli/snapstats.h). */
 #include "cli/snapstats.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/snapview.h"
@@ -126,4 +127,20 @@ void cs_snapstats_mark_unknown(char *text) {
     }
     line += len + (end != NULL);
   }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The table
+ * ---------------------------------------------------------------------------------------------- */
+
+char *cs_snapstats_table(const cJSON *root, int device, int *found) {
+  cs_stats_t stats;
+  *found = cs_snapstats_from_cudasnap(root, device, &stats);
+  if (*found < 0) cs_snapstats_from_segments(root, device, &stats);
+  size_t len = cs_stats_summary(&stats, device, false, NULL, 0) + 1;
+  char *text = malloc(len);
+  if (text == NULL) return NULL;
+  cs_stats_summary(&stats, device, false, text, len);
+  if (*found < 0) cs_snapstats_mark_unknown(text);
+  return text;
 }

@@ -28,4 +28,10 @@ void cs_snapstats_from_segments(const cJSON *root, int device, cs_stats_t *out);
  * (snapshot-format.md section 5.5) keeps every line at its width. */
 void cs_snapstats_mark_unknown(char *text);
 
+/* The torch.cuda.memory_summary() table of `device`, as `summary` prints it: from the cudasnap
+ * statistics when the snapshot has them, otherwise from the segments with the unknown values
+ * marked. *found gets what cs_snapstats_from_cudasnap returned (-1: no statistics). Returns the
+ * text (free it), or NULL without host memory. */
+char *cs_snapstats_table(const cJSON *root, int device, int *found);
+
 #endif

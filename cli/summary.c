@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/cs_format.h"
+#include "cli/device_blocks.h"
 #include "cli/load.h"
 #include "cli/peak.h"
 #include "cli/sites.h"
 #include "cli/snapstats.h"
 #include "cli/snapview.h"
+#include "common/cs_format.h"
 
 static const char cs_summary_help[] =
     "usage: cudasnap summary [--top N] FILE\n"
@@ -70,37 +71,10 @@ static void cs_summary_header(const char *path, const cJSON *root, int devices) 
   }
 }
 
-/* Does the device hold anything worth a section: segments, trace entries or statistics other
- * than zeros? Snapshots list every visible device, used or not, and the `snapshot` mark a dump
- * leaves in every device's trace is no sign of use. */
-static bool cs_summary_device_used(const cJSON *root, int device) {
-  const cJSON *entry;
-  cJSON_ArrayForEach(entry, cs_view_trace(root, device)) {
-    const char *action = cs_view_str(entry, "action");
-    if (action == NULL || strcmp(action, "snapshot") != 0) return true;
-  }
-  cs_stats_t stats, zero;
-  memset(&zero, 0, sizeof zero);
-  if (cs_snapstats_from_cudasnap(root, device, &stats) >= 0) {
-    stats.max_split_size = 0; /* a setting, not a sign of use */
-    if (memcmp(&stats, &zero, sizeof stats) != 0) return true;
-  }
-  const cJSON *segment;
-  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
-    if (cs_view_segment_device(segment) == device) return true;
-  }
-  return false;
-}
-
 static int cs_summary_table(const cJSON *root, int device) {
-  cs_stats_t stats;
-  int found = cs_snapstats_from_cudasnap(root, device, &stats);
-  if (found < 0) cs_snapstats_from_segments(root, device, &stats);
-  size_t len = cs_stats_summary(&stats, device, false, NULL, 0) + 1;
-  char *text = malloc(len);
+  int found;
+  char *text = cs_snapstats_table(root, device, &found);
   if (text == NULL) return -1;
-  cs_stats_summary(&stats, device, false, text, len);
-  if (found < 0) cs_snapstats_mark_unknown(text);
   fputs(text, stdout);
   free(text);
   if (found < 0) {
@@ -124,33 +98,6 @@ static void cs_summary_sites(const cs_sites_t *sites, uint64_t top) {
   }
 }
 
-/* What one walk over a device's blocks finds. */
-typedef struct cs_summary_blocks_s {
-  cs_sites_t live;   /* active_allocated blocks by site */
-  uint64_t rounding; /* size - requested_size of active blocks */
-  uint64_t gaps;     /* inactive blocks */
-} cs_summary_blocks_t;
-
-static int cs_summary_walk(const cJSON *root, int device, cs_summary_blocks_t *out) {
-  const cJSON *segment;
-  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
-    if (cs_view_segment_device(segment) != device) continue;
-    cs_view_blocks_t it;
-    cs_view_block_t b;
-    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
-      if (b.state == CS_VIEW_INACTIVE) {
-        out->gaps += (uint64_t)b.size;
-        continue;
-      }
-      if (b.requested < b.size) out->rounding += (uint64_t)(b.size - b.requested);
-      if (b.state != CS_VIEW_ALLOCATED) continue;
-      cs_site_t site = cs_site_of(b.frames);
-      if (cs_sites_add(&out->live, &site, (uint64_t)b.requested) != 0) return -1;
-    }
-  }
-  return 0;
-}
-
 static int cs_summary_peak(const cJSON *root, int device, uint64_t top) {
   cs_sites_t at_peak;
   cs_sites_init(&at_peak);
@@ -168,7 +115,7 @@ static int cs_summary_peak(const cJSON *root, int device, uint64_t top) {
   return rc;
 }
 
-static void cs_summary_totals(const cs_summary_blocks_t *b) {
+static void cs_summary_totals(const cs_device_blocks_t *b) {
   uint64_t blocks = 0, bytes = 0;
   for (size_t i = 0; i < b->live.count; i++) {
     blocks += b->live.totals[i].blocks;
@@ -185,10 +132,9 @@ static void cs_summary_totals(const cs_summary_blocks_t *b) {
 
 static int cs_summary_device(const cJSON *root, int device, uint64_t top) {
   printf("\ndevice %d\n", device);
-  cs_summary_blocks_t blocks = {.rounding = 0, .gaps = 0};
-  cs_sites_init(&blocks.live);
-  int rc = cs_summary_table(root, device);
-  if (rc == 0) rc = cs_summary_walk(root, device, &blocks);
+  cs_device_blocks_t blocks;
+  int rc = cs_device_blocks(root, device, &blocks);
+  if (rc == 0) rc = cs_summary_table(root, device);
   if (rc == 0) {
     cs_sites_sort(&blocks.live);
     printf("top allocation sites by live bytes:\n");
@@ -196,7 +142,7 @@ static int cs_summary_device(const cJSON *root, int device, uint64_t top) {
     rc = cs_summary_peak(root, device, top);
   }
   if (rc == 0) cs_summary_totals(&blocks);
-  cs_sites_free(&blocks.live);
+  cs_device_blocks_free(&blocks);
   return rc;
 }
 
@@ -213,7 +159,7 @@ int cs_cli_summary(int argc, char **argv) {
   cs_summary_header(path, root, devices);
   int rc = 0;
   for (int d = 0; rc == 0 && d < devices; d++) {
-    if (cs_summary_device_used(root, d)) rc = cs_summary_device(root, d, top);
+    if (cs_device_used(root, d)) rc = cs_summary_device(root, d, top);
   }
   cJSON_Delete(root);
   if (rc != 0) {

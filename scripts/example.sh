@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, build, profile an example CUDA program with cudasnap,
-# print the summary, and say how to open the snapshot.
+# print the summary, write the report page, and say how to open the snapshot and the page.
 #   scripts/example.sh
 # On a machine with an NVIDIA GPU the program runs on it; otherwise on cudasnap's simulated CUDA
 # driver (the fake libcuda/libcudart of tests/fakes, which put device memory in host memory).
@@ -12,7 +12,7 @@ cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target cudasnap cudasn
 
 out=example-output
 mkdir -p "$out"
-rm -f "$out"/train_step-*.json
+rm -f "$out"/train_step-*.json "$out"/train_step-*.html
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "== profiling build/examples/train_step on the GPU"
   device_env=()
@@ -26,5 +26,8 @@ snapshot=$(ls "$out"/train_step-*-exit.json)
 echo
 echo "== cudasnap summary $snapshot"
 build/cli/cudasnap summary "$snapshot"
+report=${snapshot%.json}.html
+build/cli/cudasnap report -o "$report" "$snapshot" >/dev/null
 echo
-echo "Open $snapshot at https://pytorch.org/memory_viz (drag the file onto the page)."
+echo "snapshot: $snapshot  (open it at https://pytorch.org/memory_viz: drag the file onto the page)"
+echo "report:   $report  (open it in any browser, offline too: cudasnap report wrote it)"

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make gcc pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev)
+# chromium: the browser test of `cudasnap report` pages (ctest label browser) and its benchmark.
+packages=(cmake make gcc pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
+  chromium)
 
 missing=()
 for p in "${packages[@]}"; do

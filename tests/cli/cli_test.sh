@@ -2,11 +2,12 @@
 # cli_test.sh TEST CUDASNAP PROG_HOLD PROG_SNAPSHOT_API SOURCE_DIR PYTHON
 #
 # The cudasnap tool, driven from outside as a user would (DESIGN.md section 6). TEST picks one
-# group: help, check, convert, summary, run, dump, diff, bad_input. CUDASNAP is the built tool,
+# group: help, check, convert, summary, run, dump, diff, report, bad_input. CUDASNAP is the built tool,
 # PROG_HOLD tests/cli/prog_hold.c, PROG_SNAPSHOT_API tests/integration/prog_snapshot_api.c, and
 # SOURCE_DIR the repository (fixtures, the real trace, same_content.py) and PYTHON a python3
 # that runs same_content.py, the independent reader of both formats (needed by convert only). The programs run on the
-# fake driver: the caller puts tests/fakes on LD_LIBRARY_PATH.
+# fake driver: the caller puts tests/fakes on LD_LIBRARY_PATH. report needs PYTHON too (it reads the
+# page's data back).
 set -u
 test=$1 cudasnap=$2 prog_hold=$3 prog_api=$4 src=$5 python=${6:-}
 fixtures=$src/tests/data/fixtures
@@ -56,7 +57,7 @@ wait_for_line() {
 
 case $test in
 help)
-  for cmd in run dump summary convert check diff; do
+  for cmd in run dump summary convert check diff report; do
     expect 0 "$cudasnap" $cmd --help
     stdout_has "^usage: cudasnap $cmd"
   done
@@ -296,6 +297,76 @@ diff)
   [[ $(sed -n 2p "$dir/out") == "  -8388608 B (8.0 MiB): "* ]] || fail "reverse diff: $(cat "$dir/out")"
   ;;
 
+report)
+  # report_page.py checks a page as a reader of its bytes: one data blob that parses, nothing
+  # outside the file referred to, no "</" inside the blob; it prints the first device's peak.
+  page_peak() { "$python" "$src/tests/cli/report_page.py" "$@"; }
+  summary_peak() { # the first device's peak bytes, as `cudasnap summary` says
+    "$cudasnap" summary "$1" | sed -nE "s/^top allocation sites at the trace's peak \(([0-9]+) B.*/\1/p" | head -1
+  }
+  api_snapshots
+  inputs=("$dir/api.json" "$dir/api.pickle" "$src"/tests/data/traces/*.pickle)
+  while IFS=$'\t' read -r file verdict _; do
+    [[ $verdict == PASS ]] && inputs+=("$fixtures/$file")
+  done <"$fixtures/MANIFEST.tsv"
+  for input in "${inputs[@]}"; do
+    out=$dir/$(basename "$input").html
+    expect 0 "$cudasnap" report -o "$out" "$input"
+    [[ $(cat "$dir/out") =~ ^wrote\ $out:\ [0-9]+\ bytes$ ]] || fail "report said: $(cat "$dir/out")"
+    [[ -s $dir/err ]] && fail "$input: stderr: $(cat "$dir/err")"
+    peak=$(page_peak "$out") || fail "$input: the page is not right: $peak"
+    want=$(summary_peak "$input")
+    [[ -z $want || $peak == "$want" ]] || fail "$input: the page's peak $peak is not summary's $want"
+  done
+  # Snapshots the viewer rejects still get a page, or one line saying why not: never a crash.
+  for input in "$fixtures"/*.json "$fixtures"/*.pickle; do
+    "$cudasnap" report -o "$dir/fixture.html" "$input" >"$dir/out" 2>"$dir/err"
+    rc=$?
+    if [[ $rc -eq 0 ]]; then
+      page_peak "$dir/fixture.html" >/dev/null || fail "$input: the page is not right"
+    else
+      [[ $rc -eq 1 ]] || fail "$input: report exited $rc"
+      one_stderr_line "^$input: [^:]+: "
+      "$cudasnap" summary "$input" >/dev/null 2>&1 && fail "$input: report refused what summary reads"
+    fi
+  done
+  # The API snapshot: allocate_weights is the top site at the peak, with its stack.
+  page_peak --top allocate_weights --frame main "$dir/api.json.html" >/dev/null || fail "api.json: no allocate_weights site with its stack"
+  # A hostile frame name cannot end the data element or start a script.
+  "$python" - "$fixtures/memviz_minimal_valid.json" "$dir/hostile.json" <<'PY' || fail "cannot write hostile.json"
+import json, sys
+snap = json.load(open(sys.argv[1]))
+for seg in snap["segments"]:
+    for block in seg["blocks"]:
+        for frame in block.get("frames", []):
+            frame["name"] = "</script><script>alert(1)</script><!--"
+json.dump(snap, open(sys.argv[2], "w"))
+PY
+  expect 0 "$cudasnap" report "$dir/hostile.json"
+  [[ $(grep -o '</script>' "$dir/hostile.html" | wc -l) -eq 2 ]] || fail "a frame name ended a script element"
+  page_peak --site '</script><script>alert(1)</script><!--' "$dir/hostile.html" >/dev/null || fail "the hostile name did not survive"
+  # OUT by default: FILE's extension replaced by .html (or .html added); an existing OUT replaced.
+  cp "$dir/api.pickle" "$dir/snap.pkl"
+  cp "$dir/api.json" "$dir/plain"
+  expect 0 "$cudasnap" report "$dir/snap.pkl"
+  [[ $(cat "$dir/out") == "wrote $dir/snap.html: "* && -s $dir/snap.html ]] || fail "default OUT: $(cat "$dir/out")"
+  expect 0 "$cudasnap" report "$dir/snap.pkl"
+  expect 0 "$cudasnap" report "$dir/plain"
+  [[ -s $dir/plain.html ]] || fail "no plain.html"
+  # Never over the snapshot itself, never a half-written page.
+  cp "$dir/api.json" "$dir/keep.json"
+  expect 1 "$cudasnap" report -o "$dir/keep.json" "$dir/keep.json"
+  one_stderr_line "^cudasnap report: $dir/keep.json is the snapshot itself"
+  cmp -s "$dir/keep.json" "$dir/api.json" || fail "the snapshot was changed"
+  expect 1 "$cudasnap" report -o "$dir/no-such-dir/x.html" "$dir/api.json"
+  one_stderr_line "^$dir/no-such-dir/x.html: cannot write: No such file or directory$"
+  ls "$dir" | grep -q '\.tmp\.' && fail "temporary files left behind: $(ls "$dir")"
+  expect 2 "$cudasnap" report -o "" "$dir/api.json"
+  one_stderr_line "^cudasnap report: --output '' is not accepted"
+  expect 2 "$cudasnap" report "$dir/api.json" "$dir/api.pickle"
+  one_stderr_line "unexpected argument"
+  ;;
+
 bad_input)
   # Truncated, garbled, empty and missing files: non-zero exit, one line on stderr, no output
   # file, for every subcommand that reads files.
@@ -308,7 +379,7 @@ bad_input)
   for bad in truncated.pickle truncated.json garbage.pickle garbage.txt empty.json missing.json; do
     f=$dir/$bad
     for cmd in "summary $f" "check $f" "convert $f $dir/out.pickle" "convert $f $dir/out.json" "diff $f $good" \
-      "diff $good $f"; do
+      "diff $good $f" "report -o $dir/out.html $f"; do
       # shellcheck disable=SC2086 # the words of cmd are the arguments
       expect nonzero "$cudasnap" $cmd
       if [[ $bad == missing.json ]]; then
@@ -316,11 +387,11 @@ bad_input)
       else
         one_stderr_line "^$f: byte [0-9]+: "
       fi
-      [[ -e $dir/out.pickle || -e $dir/out.json ]] && fail "$cmd left an output file"
+      [[ -e $dir/out.pickle || -e $dir/out.json || -e $dir/out.html ]] && fail "$cmd left an output file"
       ls "$dir" | grep -q '\.tmp\.' && fail "$cmd left a temporary file"
     done
   done
-  # Files that parse but whose numbers mean nothing: summary and diff refuse them with one line,
+  # Files that parse but whose numbers mean nothing: summary, diff and report refuse them with one line,
   # FILE: WHERE: problem (check calls each an error too).
   printf '{}\n' >"$dir/empty-dict.json"
   printf '{"segments":[{"device":0,"address":1e999,"total_size":-4096,"stream":0,"blocks":[{"size":-4096,"requested_size":-4096,"state":"active_allocated"}]}],"device_traces":[[]]}\n' >"$dir/infinite.json"
@@ -330,11 +401,12 @@ bad_input)
     [negative.json]="segments\[0\]\.total_size: 2 negative address/size values")
   for bad in empty-dict.json infinite.json negative.json; do
     f=$dir/$bad
-    for cmd in "summary $f" "diff $f $good" "diff $good $f"; do
+    for cmd in "summary $f" "diff $f $good" "diff $good $f" "report -o $dir/out.html $f"; do
       # shellcheck disable=SC2086
       expect 1 "$cudasnap" $cmd
       one_stderr_line "^$f: ${problem[$bad]}"
       [[ -s $dir/out ]] && fail "$cmd printed: $(cat "$dir/out")"
+      [[ -e $dir/out.html ]] && fail "$cmd left a page"
     done
     expect 1 "$cudasnap" check "$f"
     stdout_has "^$f: error: "
@@ -343,6 +415,7 @@ bad_input)
   # segments (torch.cuda.memory_snapshot()), a snapshot without device_traces; so are files that
   # only draw warnings.
   printf '[{"device":0,"address":1048576,"total_size":4096,"stream":0,"blocks":[{"size":4096,"requested_size":4000,"state":"active_allocated"}]}]\n' >"$dir/legacy.json"
+  expect 0 "$cudasnap" report -o "$dir/legacy.html" "$dir/legacy.json"
   expect 0 "$cudasnap" summary "$dir/legacy.json"
   stdout_has "^$dir/legacy.json: PyTorch snapshot, 1 device$"
   stdout_has '^blocks never freed: 1 block, 4000 B'
@@ -356,7 +429,7 @@ bad_input)
   expect 1 "$cudasnap" summary "$dir"
   one_stderr_line ": cannot read: Is a directory$"
   # Unknown options and missing operands: exit 2 and one line.
-  for cmd in summary check convert diff dump; do
+  for cmd in summary check convert diff dump report; do
     expect 2 "$cudasnap" $cmd --bogus
     one_stderr_line "^cudasnap $cmd: unknown option --bogus"
     expect 2 "$cudasnap" $cmd

@@ -1,0 +1,176 @@
+/* `cudasnap report FILE [-o OUT.html]`: one self-contained HTML page per snapshot, readable
+ * offline in any current browser (cli/report_data.h computes, cli/report_page.h writes). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "cli/load.h"
+#include "cli/replace.h"
+#include "cli/report_data.h"
+#include "cli/report_page.h"
+#include "memviz/emit.h"
+#include "memviz/output.h"
+#include "memviz/sink.h"
+
+static const char cs_report_help[] =
+    "usage: cudasnap report [-o OUT.html] FILE\n"
+    "\n"
+    "Write one HTML page that shows the snapshot FILE (JSON or pickle; cudasnap's or PyTorch's)\n"
+    "at a glance. The page is self-contained: it makes no network request and needs no other\n"
+    "file, so it opens from a machine without internet access, as a CI artifact or attached to a\n"
+    "bug report, with a double click, in any current browser (JavaScript on). Per device in use:\n"
+    "\n"
+    "  the answer first: the peak of allocated bytes and when it was reached, the top\n"
+    "    allocation site at the peak, reserved bytes, the bytes still allocated at the snapshot\n"
+    "    and the free bytes inside segments;\n"
+    "  memory over time: allocated bytes after every trace entry, split by the top 8 allocation\n"
+    "    sites at the peak (the others as one band), reserved bytes as a line, the peak, OOMs\n"
+    "    and snapshots marked; hovering shows the time, the bytes and the site under the\n"
+    "    pointer with its stack; x is the entry number, or the time (a button switches);\n"
+    "  at the peak: the bytes each site held then, largest first; hovering or clicking a site\n"
+    "    shows its stack;\n"
+    "  segments at the snapshot: each segment a row, its blocks by state (allocated, pending\n"
+    "    free, free) so fragmentation shows, largest segments first; hovering names the block;\n"
+    "  tables: the memory_summary table (as `cudasnap summary` prints it), the blocks still\n"
+    "    allocated at the snapshot by site (the leak list of an exit snapshot), the\n"
+    "    reconciliation of cudasnap's statistics with the segments (cudasnap snapshots only),\n"
+    "    and the snapshot's facts (program, pid, trigger, time, allocator settings).\n"
+    "\n"
+    "Sites, the peak and the tables follow `cudasnap summary`'s rules (its --help says them): the\n"
+    "peak and the top site are the ones summary prints. The page holds at most a few thousand\n"
+    "points per series: the trace is down-sampled keeping every bucket's highest and lowest\n"
+    "point, so peaks stay where they are.\n"
+    "\n"
+    "A file whose numbers would mean nothing is refused with one line on stderr, exit 1, as\n"
+    "summary refuses it:\n"
+    "  FILE: WHERE: problem    not a snapshot (neither segments nor device_traces), or an\n"
+    "                          address or size that is not a finite non-negative number\n"
+    "Other problems the viewer has with a file (`cudasnap check` lists them) do not stop it.\n"
+    "\n"
+    "OUT defaults to FILE with its extension (.json, .pickle, .pkl) replaced by .html. It is\n"
+    "written to a temporary file in its directory and renamed into place, replacing an existing\n"
+    "OUT (but never FILE itself). On success, one line on stdout:\n"
+    "  wrote OUT: N bytes\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT  the page to write\n"
+    "  -h, --help        this text\n";
+
+static const char cs_report_name[] = "report";
+
+/* FILE with its snapshot extension replaced by .html (or .html added). NULL without memory. */
+static char *cs_report_default_out(const char *in) {
+  static const char *const extensions[] = {".json", ".pickle", ".pkl"};
+  size_t len = strlen(in);
+  const char *base = strrchr(in, '/');
+  base = base != NULL ? base + 1 : in;
+  for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++) {
+    size_t n = strlen(extensions[i]);
+    if (len > n && (size_t)(in + len - base) > n && strcmp(in + len - n, extensions[i]) == 0) {
+      len -= n;
+      break;
+    }
+  }
+  char *out = malloc(len + sizeof ".html");
+  if (out != NULL) {
+    memcpy(out, in, len);
+    memcpy(out + len, ".html", sizeof ".html");
+  }
+  return out;
+}
+
+/* Is out the file `in` (so that writing it would destroy the snapshot)? */
+static bool cs_report_same_file(const char *in, const char *out) {
+  struct stat a, b;
+  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* The data blob of root, in memory. Returns 0, or -1 after reporting why. */
+static int cs_report_build(const cJSON *root, const cs_report_source_t *src, cs_mem_sink_t *data) {
+  cs_mem_sink_init(data);
+  cs_emitter_t *e = cs_emitter_create(CS_EMIT_JSON, cs_mem_sink(data), 2);
+  int rc = e != NULL ? cs_report_data(root, src, e) : -1;
+  int err = e != NULL ? cs_emit_finish(e) : ENOMEM;
+  if (rc != 0 || err != 0) {
+    cs_cli_error(cs_report_name, "out of host memory");
+    return -1;
+  }
+  return 0;
+}
+
+/* Write the page to path. Returns 0, or -1 after reporting why (nothing is left at path). */
+static int cs_report_write(const char *path, const char *title, const cs_mem_sink_t *data) {
+  cs_output_t out;
+  int err = cs_output_open(&out, path);
+  cs_fd_sink_t *sink = err == 0 ? malloc(sizeof *sink) : NULL;
+  if (err == 0 && sink == NULL) err = ENOMEM;
+  if (err == 0) {
+    cs_fd_sink_init(sink, out.fd);
+    err = cs_report_page(cs_fd_sink(sink), title, data->data, data->len);
+    int flushed = cs_fd_sink_flush(sink);
+    if (err == 0) err = flushed;
+  }
+  if (err == 0) err = cs_replace_commit(&out, path);
+  else if (out.fd >= 0) cs_output_abort(&out);
+  if (err != 0) {
+    fprintf(stderr, "%s: cannot write: %s\n", path, strerror(err));
+  } else {
+    printf("wrote %s: %zu bytes\n", path, sink->total);
+  }
+  free(sink);
+  return err != 0 ? -1 : 0;
+}
+
+int cs_cli_report(int argc, char **argv) {
+  static const struct option options[] = {
+      {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  const char *out_arg = NULL;
+  int c;
+  while ((c = getopt_long(argc, argv, ":ho:", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(cs_report_help, stdout); return CS_CLI_OK;
+    case 'o': out_arg = optarg; break;
+    default: return cs_cli_bad_option(cs_report_name, c, argv);
+    }
+  }
+  if (!cs_cli_operands(cs_report_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
+  const char *in = argv[optind];
+  if (out_arg != NULL && out_arg[0] == '\0') {
+    cs_cli_error(cs_report_name, "--output '' is not accepted: a file name");
+    return CS_CLI_USAGE;
+  }
+  char *out = out_arg != NULL ? strdup(out_arg) : cs_report_default_out(in);
+  if (out == NULL) {
+    cs_cli_error(cs_report_name, "out of host memory");
+    return CS_CLI_FAIL;
+  }
+  if (cs_report_same_file(in, out)) {
+    cs_cli_error(cs_report_name, "%s is the snapshot itself: give another OUT with -o", out);
+    free(out);
+    return CS_CLI_FAIL;
+  }
+
+  /* As summary reads it: a file whose numbers mean nothing is refused (cli/load.h). */
+  cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
+  cJSON *root = cs_load_snapshot(in, &format);
+  struct stat st;
+  uint64_t in_bytes = root != NULL && stat(in, &st) == 0 ? (uint64_t)st.st_size : 0;
+  int rc = root != NULL ? CS_CLI_OK : CS_CLI_FAIL;
+  cs_mem_sink_t data = {.data = NULL};
+  if (rc == CS_CLI_OK) {
+    cs_report_source_t src = {.path = in, .bytes = in_bytes, .format = format};
+    if (cs_report_build(root, &src, &data) != 0) rc = CS_CLI_FAIL;
+  }
+  cJSON_Delete(root); /* the data blob holds copies of all it needs */
+  if (rc == CS_CLI_OK) {
+    const char *title = strrchr(in, '/') != NULL ? strrchr(in, '/') + 1 : in;
+    if (cs_report_write(out, title, &data) != 0) rc = CS_CLI_FAIL;
+  }
+  cs_mem_sink_free(&data);
+  free(out);
+  return rc;
+}
