@@ -144,7 +144,7 @@ build() {
   (cd "$root" && "${cmd[@]}" >"$logs/build-$kind-$name.log" 2>&1 && echo "$key" >"$out.key") &
   pids+=($!) what+=("$kind/$name")
 }
-say "building the tests/gpu programs with nvcc $nvcc_version for sm_${archs[*]} (unchanged ones are kept)"
+say "building the tests/gpu programs with nvcc $nvcc_version for $(printf "sm_%s " "${archs[@]}")(unchanged ones are kept)"
 nv() { build gpu "$1" "$gpu/$2" "$nvcc" "${nvflags[@]}" "${@:3}"; }
 nv alloc_static alloc_basic.cu
 nv alloc_shared alloc_basic.cu -cudart shared

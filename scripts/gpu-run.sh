@@ -133,7 +133,7 @@ if [[ $dry == 0 ]]; then
 fi
 bundle_commit=$(sed -n 's/^commit: //p' "$here/BUNDLE.txt")
 bundle_archs=$(sed -n 's/^gpu archs: //p' "$here/BUNDLE.txt")
-say "GPU: $gpu_name; driver: $driver (CUDA ${cuda_driver:-?}); compute capability: ${cc:-?}; bundle: $bundle_commit"
+say "GPU: $gpu_name${cc:+ (compute capability $cc)}; driver: $driver${cuda_driver:+ (CUDA $cuda_driver)}; bundle: $bundle_commit"
 
 # Libraries a program needs that the loader does not find by itself (the CUDA Toolkit outside the
 # loader's path, cuDNN inside a Python package): searched once in the usual places.
