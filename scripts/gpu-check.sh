@@ -175,24 +175,32 @@ base=$root/scripts/gpu-bundle-base.txt
 declare -A in_base=()
 while read -r kind name _; do [[ $kind == lib ]] && in_base[$name]=1; done <"$base"
 
-# needs FILE: the libraries FILE loads: its DT_NEEDED entries, and for libcudasnap.so the names
-# its sources pass to dlopen (libunwind and libdw are loaded privately, never linked)
+# needs FILE: the libraries FILE loads: its DT_NEEDED entries, and for libcudasnap.so and the tool
+# the names the sources pass to dlopen (libunwind and libdw are loaded privately, never linked)
 needs() {
   readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
-  if [[ $(basename "$1") == libcudasnap.so ]]; then
-    grep -rhoE 'dlopen\("[^"]+"' --include='*.c' "$root" --exclude-dir='build*' --exclude-dir=tests \
-      --exclude-dir=fuzz --exclude-dir=bench --exclude-dir=examples --exclude-dir=cli | sed 's/dlopen("//; s/"$//'
-  fi
+  case $(basename "$1") in
+    libcudasnap.so | cudasnap)
+      grep -rhoE 'dlopen\("[^"]+"' --include='*.c' "$root" --exclude-dir='build*' --exclude-dir=tests \
+        --exclude-dir=fuzz --exclude-dir=bench --exclude-dir=examples | sed 's/dlopen("//; s/"$//' | sort -u ;;
+  esac
 }
-# package_of SONAME: the Debian package and version that installed it on this machine
+# package_of SONAME: the Debian package and version that installed it on this machine. Asked up to
+# three times: another apt-get run on this machine can leave the loader cache or dpkg's database
+# briefly incomplete.
 package_of() {
-  local path owner
-  path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ { print $NF; exit }')
-  [[ -n $path ]] || return 1
-  path=$(readlink -f "$path")
-  owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) || return 1
-  owner=${owner%%:*}
-  echo "$owner $(dpkg-query -W -f='${Version}' "$owner:amd64" 2>/dev/null || dpkg-query -W -f='${Version}' "$owner")"
+  local path owner try
+  for try in 1 2 3; do
+    ((try == 1)) || sleep 2
+    path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ { print $NF; exit }')
+    [[ -n $path ]] || { say "ldconfig -p does not list $1"; continue; }
+    path=$(readlink -f "$path")
+    owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) || { say "dpkg -S $path found no package"; continue; }
+    owner=${owner%%:*}
+    echo "$owner $(dpkg-query -W -f='${Version}' "$owner:amd64" 2>/dev/null || dpkg-query -W -f='${Version}' "$owner")"
+    return 0
+  done
+  return 1
 }
 # deb PACKAGE VERSION: the .deb in $build/debs, downloaded once. When the archive no longer has the
 # installed version (a stable update replaced it), the archive's version of the same package: same

@@ -3,8 +3,8 @@
 # The bundle `scripts/gpu-check.sh --bundle DIR` makes for a bare GPU machine is complete and
 # relocatable, without a GPU:
 #  - it is at most 60 MB;
-#  - every ELF file in it resolves each library it needs (DT_NEEDED, and the libraries
-#    libcudasnap.so's sources dlopen) to a file of the bundle, through its own $ORIGIN run path,
+#  - every ELF file in it resolves each library it needs (DT_NEEDED, and for libcudasnap.so and the
+#    tool the libraries the sources dlopen) to a file of the bundle, through its own $ORIGIN run path,
 #    or to the base set an Ubuntu 24.04 CUDA machine provides (scripts/gpu-bundle-base.txt), and
 #    asks for no symbol version newer than that machine's (glibc 2.39, GCC 14);
 #  - no run path is absolute, and no file holds a path of this machine (the source or build tree);
@@ -43,7 +43,7 @@ while read -r kind name _; do
 done <"$base"
 ((${#base_lib[@]} > 5 && ${#ceiling[@]} >= 3)) || fail "cannot read the base set from $base"
 
-# what libcudasnap.so dlopens, by the sources' dlopen calls (its DT_NEEDED would not show them)
+# what libcudasnap.so and the tool dlopen, by the sources' dlopen calls (DT_NEEDED does not show them)
 mapfile -t dlopened < <(grep -rhoE 'dlopen\("[^"]+"' --include='*.c' "$src" --exclude-dir='build*' \
   --exclude-dir=tests --exclude-dir=fuzz --exclude-dir=bench --exclude-dir=examples | sed 's/dlopen("//; s/"$//' | sort -u)
 [[ " ${dlopened[*]} " == *" libunwind.so.8 "* && " ${dlopened[*]} " == *" libdw.so.1 "* ]] ||
@@ -65,7 +65,7 @@ while IFS= read -r -d '' f; do
     dirs+=("$d")
   done
   mapfile -t needed < <(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-  [[ $(basename "$f") == libcudasnap.so ]] && needed+=("${dlopened[@]}")
+  [[ $rel == lib/libcudasnap.so || $rel == bin/cudasnap ]] && needed+=("${dlopened[@]}")
   for n in "${needed[@]}"; do
     [[ -n ${base_lib[$n]-} ]] && continue
     ok=0
