@@ -80,6 +80,8 @@ die() { printf 'gpu-check: FAILED before the checks: %s\n' "$*" >&2; exit 1; }
 for v in GPU_CHECK_TIMEOUT GPU_CHECK_BUDGET GPU_BENCH_BUDGET; do
   [[ ${!v:-1} =~ ^[0-9]+$ ]] || { printf 'run.sh: %s="%s" is not a number of seconds\n' "$v" "${!v}" >&2; exit 2; }
 done
+# a copy that lost its modes on the way (an archive, a file transfer) still runs
+for f in "$here"/bin/* "$here"/gpu/* "$here"/dry/*; do [[ -f $f && ! -x $f ]] && chmod +x "$f" 2>/dev/null; done
 [[ -f $lib && -x $tool && -f $here/BUNDLE.txt ]] || die "$here is not a complete bundle (no lib/libcudasnap.so, bin/cudasnap or BUNDLE.txt)"
 
 unset LD_PRELOAD
@@ -142,6 +144,7 @@ for d in ${CUDA_HOME:+"$CUDA_HOME"} ${CUDA_PATH:+"$CUDA_PATH"} /usr/local/cuda /
   [[ -d $d ]] && lib_roots+=("$d")
 done
 while IFS= read -r d; do [[ -d $d ]] && lib_roots+=("$d"); done < <("$python" -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null)
+((${#lib_roots[@]})) || lib_roots=(/nonexistent) # find must not search the current directory
 declare -A lib_dir_of=()
 # libpath PROGRAM: an LD_LIBRARY_PATH that resolves every library PROGRAM needs, or nothing
 libpath() {
@@ -280,9 +283,9 @@ else
   fi
   if late "2. kernel fault reported at cudaFree"; then :
   elif ! have sticky_error; then result "2. kernel fault reported at cudaFree" FAIL "not in the bundle"
+  elif ! run sticky-ref -- "$bin/sticky_error"; then result "2. kernel fault reported at cudaFree" FAIL "without cudasnap: $(why sticky-ref)"
+  elif ! run sticky-cs CS=1 CUDASNAP_FREE=sync -- "$bin/sticky_error"; then result "2. kernel fault reported at cudaFree" FAIL "$(why sticky-cs)"
   else
-    run sticky-ref -- "$bin/sticky_error"
-    run sticky-cs CS=1 CUDASNAP_FREE=sync -- "$bin/sticky_error"
     e0=$(val sticky-ref FREE_ERROR) e1=$(val sticky-cs FREE_ERROR)
     numbers="cudaFree returned $e1 ($(val sticky-cs FREE_ERROR_NAME)) under cudasnap, ${e0:-nothing} ($(val sticky-ref FREE_ERROR_NAME)) without"
     if [[ -z $e0 || $e0 == 0 ]]; then result "2. kernel fault reported at cudaFree" FAIL "the real cudaFree reported no error: the test itself is wrong; $numbers"
