@@ -186,16 +186,17 @@ needs() {
   esac
 }
 # package_of SONAME: the Debian package and version that installed it on this machine. Asked up to
-# three times: another apt-get run on this machine can leave the loader cache or dpkg's database
-# briefly incomplete.
+# five times: an apt-get run on this machine (others' too) can leave the loader cache or dpkg's
+# database briefly incomplete.
 package_of() {
   local path owner try
-  for try in 1 2 3; do
-    ((try == 1)) || sleep 2
+  for try in 1 2 3 4 5; do
+    ((try == 1)) || sleep 3
     path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ { print $NF; exit }')
-    [[ -n $path ]] || { say "ldconfig -p does not list $1"; continue; }
+    [[ -n $path ]] || { say "ldconfig -p does not list $1 (try $try)"; continue; }
     path=$(readlink -f "$path")
-    owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) || { say "dpkg -S $path found no package"; continue; }
+    owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) ||
+      { say "dpkg -S $path names no package (try $try)"; continue; }
     owner=${owner%%:*}
     echo "$owner $(dpkg-query -W -f='${Version}' "$owner:amd64" 2>/dev/null || dpkg-query -W -f='${Version}' "$owner")"
     return 0
@@ -204,33 +205,27 @@ package_of() {
 }
 # deb PACKAGE VERSION: the .deb in $build/debs, downloaded once. When the archive no longer has the
 # installed version (a stable update replaced it), the archive's version of the same package: same
-# SONAME, same ABI. Prints the file's path and the version it holds.
+# SONAME, same ABI. The package lists are updated only when neither can be had. Prints the file's
+# path and the version it holds.
 deb() {
   local pkg=$1 version=$2 f
   mkdir -p "$build/debs"
   f=$(compgen -G "$build/debs/${pkg}_${version//:/%3a}_amd64.deb" | head -n1 || true)
   if [[ -z $f ]]; then # one downloaded earlier in place of the installed version
     f=$(compgen -G "$build/debs/${pkg}_*_amd64.deb" | head -n1 || true)
-    [[ -n $f ]] && version=$(dpkg-deb -f "$f" Version)
   fi
   if [[ -z $f ]]; then
-    get() { (cd "$build/debs" && apt-get download -q "$@") >>"$logs/apt.log" 2>&1; }
-    if ! get "$pkg:amd64=$version"; then
-      if [[ -z ${apt_updated-} ]]; then
-        say "apt-get download $pkg=$version failed; updating the package lists once"
-        apt-get update -q >>"$logs/apt.log" 2>&1 || die "apt-get update failed ($logs/apt.log; needs root and the Debian mirrors)"
-        apt_updated=1
-      fi
-      if ! get "$pkg:amd64=$version"; then
-        version=$(apt-cache policy "$pkg:amd64" | awk '$1 == "Candidate:" { print $2 }')
-        say "the archive no longer has the installed $pkg; taking its $version"
-        get "$pkg:amd64=$version" || die "apt-get download $pkg failed ($logs/apt.log)"
-      fi
+    get() { (cd "$build/debs" && apt-get download -q -o DPkg::Lock::Timeout=120 "$@") >>"$logs/apt.log" 2>&1; }
+    if ! get "$pkg:amd64=$version" && ! get "$pkg:amd64"; then
+      say "apt-get download $pkg failed; updating the package lists"
+      apt-get update -q -o DPkg::Lock::Timeout=120 >>"$logs/apt.log" 2>&1 ||
+        { say "apt-get update failed ($logs/apt.log; needs root and the Debian mirrors)"; return 1; }
+      get "$pkg:amd64=$version" || get "$pkg:amd64" || { say "apt-get download $pkg failed ($logs/apt.log)"; return 1; }
     fi
-    f=$(compgen -G "$build/debs/${pkg}_${version//:/%3a}_amd64.deb" | head -n1 || true)
+    f=$(compgen -G "$build/debs/${pkg}_*_amd64.deb" | head -n1 || true)
   fi
-  [[ -n $f ]] || die "no .deb for $pkg=$version after apt-get download ($logs/apt.log)"
-  echo "$f $version"
+  [[ -n $f ]] || { say "no .deb for $pkg after apt-get download ($logs/apt.log)"; return 1; }
+  echo "$f $(dpkg-deb -f "$f" Version)"
 }
 
 packages=()
@@ -245,9 +240,8 @@ if ((full)); then
       [[ -z $soname || -n ${in_base[$soname]-} || -n ${done_lib[$soname]-} || $soname == libcudasnap.so ]] && continue
       done_lib[$soname]=1
       read -r pkg version < <(package_of "$soname") ||
-        die "$soname is not installed from a Debian package here (scripts/setup.sh installs what cudasnap uses)"
-      read -r debfile version < <(deb "$pkg" "$version")
-      [[ -n $debfile ]] || exit 1 # deb said why
+        die "$soname is not installed from a Debian package here, or dpkg did not say (scripts/setup.sh installs what cudasnap uses)"
+      read -r debfile version < <(deb "$pkg" "$version") || die "no Debian package for $soname (see above)"
       x=$build/unpacked/$pkg
       rm -rf "$x"
       mkdir -p "$x"
