@@ -192,7 +192,8 @@ package_of() {
   local path owner try
   for try in 1 2 3 4 5; do
     ((try == 1)) || sleep 3
-    path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ { print $NF; exit }')
+    # awk reads to the end: a reader that quits early can kill ldconfig with SIGPIPE (pipefail)
+    path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ && !found { print $NF; found = 1 }')
     [[ -n $path ]] || { say "ldconfig -p does not list $1 (try $try)"; continue; }
     path=$(readlink -f "$path")
     owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) ||
@@ -268,7 +269,7 @@ chmod +x "$bundle/run.sh" "$bundle/bench.sh"
   echo "cudasnap GPU check bundle (scripts/gpu-check.sh --bundle; run: bash run.sh [--dry-run] [OUTDIR])"
   echo "commit: $commit"
   echo "built: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "build machine: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -n1 | sed 's/.* //') glibc, gcc $(gcc -dumpfullversion 2>/dev/null)"
+  echo "build machine: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | sed -n '1s/.* //p') glibc, gcc $(gcc -dumpfullversion 2>/dev/null)"
   echo "nvcc: $nvcc_version"
   echo "gpu archs: $(printf 'sm_%s ' "${archs[@]}")+ compute_${archs[-1]} PTX"
   if [[ -n $cudnn_inc ]]; then

@@ -118,7 +118,8 @@ echo "dry run from $moved: $(grep -c '| PASS |' "$report") PASS, $(grep -c '| SK
 # loaded FILE-PREFIX SONAME: the file the loader initialized SONAME from (LD_DEBUG=libs output)
 loaded() {
   local p
-  p=$(cat "$1".* 2>/dev/null | sed -n "s|.*calling init: \(.*/$2\)\$|\1|p" | head -n1)
+  p=$(cat "$1".* 2>/dev/null | sed -n "s|.*calling init: \(.*/$2\)\$|\1|p")
+  p=${p%%$'\n'*}
   [[ -n $p ]] && realpath "$p"
 }
 snapdir=$tmp/snaps
@@ -131,7 +132,7 @@ for so in libunwind.so.8 libdw.so.1 libelf.so.1; do
   p=$(loaded "$tmp/ld-leak" "$so")
   [[ $p == "$moved/lib/$so" ]] || fail "under the preload $so came from '${p:-nowhere}', not $moved/lib"
 done
-snap=$(compgen -G "$snapdir/leak-*.json" | head -n1)
+snap=$(compgen -G "$snapdir/leak-*.json" | head -n1 || true)
 [[ -n $snap ]] || fail "no snapshot from the leak program"
 LD_DEBUG=libs LD_DEBUG_OUTPUT="$tmp/ld-tool" "$moved/bin/cudasnap" check "$snap" >/dev/null 2>&1 ||
   fail "the bundle's cudasnap check rejects the bundle's own snapshot"
