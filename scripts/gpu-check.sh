@@ -60,6 +60,9 @@ say() { printf 'gpu-check: [%4ds] %s\n' "$SECONDS" "$*" >&2; }
 die() { printf 'gpu-check: FAILED: %s\n' "$*" >&2; exit 1; }
 
 mkdir -p "$logs"
+# one user of the build tree at a time (ctest runs the bundle test from several build trees)
+exec 9>"$build/.lock"
+flock 9
 if [[ -n $dest ]]; then
   full=1
   mkdir -p "$dest"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_bundle.sh BUILD_DIR SOURCE_DIR
+# check_bundle.sh BUNDLE_BUILD_DIR SOURCE_DIR   (BUNDLE_BUILD_DIR: gpu-check.sh's GPU_BUNDLE_BUILD)
 # The bundle `scripts/gpu-check.sh --bundle DIR` makes for a bare GPU machine is complete and
 # relocatable, without a GPU:
 #  - it is at most 60 MB;
@@ -14,6 +14,7 @@
 #    machine's (the loader's own account, LD_DEBUG=libs).
 # Exit 77 (skipped) without nvcc, which the bundle's programs are built with.
 set -euo pipefail
+mkdir -p "$1"
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -23,8 +24,8 @@ if [[ ! -x $nvcc ]]; then echo "SKIP: no nvcc (the CUDA Toolkit) to build the bu
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cudasnap-bundle-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 made=$tmp/made/bundle
-echo "building the bundle (build tree $build/gpu-bundle-build)"
-GPU_BUNDLE_BUILD=$build/gpu-bundle-build bash "$src/scripts/gpu-check.sh" --bundle "$made" >"$tmp/bundle.log" 2>&1 ||
+echo "building the bundle (build tree $build)"
+GPU_BUNDLE_BUILD=$build bash "$src/scripts/gpu-check.sh" --bundle "$made" >"$tmp/bundle.log" 2>&1 ||
   { tail -n 20 "$tmp/bundle.log" >&2; fail "scripts/gpu-check.sh --bundle failed"; }
 
 # ---- size -----------------------------------------------------------------------------------------
