@@ -304,4 +304,5 @@ fi
 args=()
 [[ $dry == 1 ]] && args+=(--dry-run)
 out=${OUT:-$build/results$([[ $dry == 1 ]] && echo -dry)}
+exec 9>&- # the checks do not need the build tree locked
 exec bash "$bundle/run.sh" "${args[@]}" "$out"
