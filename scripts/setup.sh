@@ -3,7 +3,7 @@
 #   scripts/setup.sh
 # Debian/Ubuntu packages come from apt-get (as root, or through sudo). The CUDA Toolkit is not
 # installed here: only its headers are needed, and they are looked up as CMake will look them up
-# (scripts/gpu-check.sh --bundle also uses its nvcc). patchelf sets the bundle's $ORIGIN run paths.
+# (scripts/gpu-check.sh --bundle also uses its nvcc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
