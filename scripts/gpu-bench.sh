@@ -2,7 +2,7 @@
 # cudasnap on a real GPU (bench/README.md, "GPU benchmarks"). Needs an NVIDIA GPU, its driver, the
 # CUDA Toolkit (nvcc, CUB) and what scripts/setup.sh installs; PyTorch with CUDA for part 2.
 #
-#   scripts/gpu-bench.sh [--quick] [--no-torch] [--dry-run]
+#   scripts/gpu-bench.sh [--quick] [--no-torch] [--dry-run] [--prebuilt BUNDLE]
 #
 # 1. Allocation pairs (bench/gpu_alloc.cu, built with nvcc): cudaMalloc/cudaFree alone, under
 #    cudasnap in each free mode (sync, fence, stream; stacks off, and stream with 32-frame stacks),
@@ -24,6 +24,10 @@
 #               cannot be imported)
 #   --dry-run   no GPU: builds gpu_alloc as host code against the fake CUDA runtime of tests/fakes
 #               and runs part 1 idle only, with tiny counts, to check this script itself
+#   --prebuilt BUNDLE  build nothing: use the library and gpu_alloc of a bundle made by
+#               `scripts/gpu-check.sh --bundle` (lib/libcudasnap.so, gpu/gpu_alloc, and for
+#               --dry-run dry/gpu_alloc on dry/fakes); needs no cmake, nvcc or CUB. The bundle
+#               carries this script as bench.sh, and its run.sh calls it so.
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), PYTHON (python3),
 # GPU_BENCH_TORCH_LAYERS/DMODEL/BATCH/SEQ/STEPS (model size and timed steps: 8, 1024, 16, 512, 20).
@@ -31,20 +35,26 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
-quick=0 torch=1 dry=0
-for arg in "$@"; do
-  case $arg in
+quick=0 torch=1 dry=0 prebuilt=""
+while (($#)); do
+  case $1 in
     --quick) quick=1 ;;
     --no-torch) torch=0 ;;
     --dry-run) dry=1 ;;
+    --prebuilt)
+      [[ $# -ge 2 && -d $2 ]] || { printf 'scripts/gpu-bench.sh: --prebuilt needs a bundle directory\n' >&2; exit 2; }
+      prebuilt=$(cd "$2" && pwd)
+      shift ;;
     -h | --help) usage; exit 0 ;;
-    *) printf 'scripts/gpu-bench.sh: unknown argument "%s"\n\n' "$arg" >&2; usage >&2; exit 2 ;;
+    *) printf 'scripts/gpu-bench.sh: unknown argument "%s"\n\n' "$1" >&2; usage >&2; exit 2 ;;
   esac
+  shift
 done
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-gpu-bench
 [[ $dry == 1 ]] && build=$root/build-gpu-bench-dry
+[[ -n $prebuilt ]] && build=$PWD/gpu-bench-results # results only; nothing is built
 out=${OUT:-$build/results}
 logs=$out/logs
 results=$out/results.txt
@@ -64,7 +74,7 @@ mkdir -p "$logs" || die "cannot create $logs"
 
 # ---- preconditions --------------------------------------------------------------------------------
 step "checking the machine"
-command -v cmake >/dev/null || die "cmake not found (scripts/setup.sh installs it)"
+[[ -n $prebuilt ]] || command -v cmake >/dev/null || die "cmake not found (scripts/setup.sh installs it)"
 if [[ $dry == 0 ]]; then
   command -v nvidia-smi >/dev/null || die "nvidia-smi not found: no NVIDIA driver on this machine"
   nvidia-smi -L >"$logs/nvidia-smi.txt" 2>&1 || die "nvidia-smi -L failed: no usable GPU ($logs/nvidia-smi.txt)"
@@ -73,27 +83,33 @@ else
   say "dry run: no GPU used; the fake CUDA runtime of tests/fakes stands in"
 fi
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [[ -x $nvcc ]]; then
-  cuda_include=$(cd "$(dirname "$nvcc")/../include" && pwd)
-elif [[ $dry == 0 ]]; then
-  die "nvcc not found (install the CUDA Toolkit or set NVCC)"
+if [[ -z $prebuilt ]]; then
+  if [[ -x $nvcc ]]; then
+    cuda_include=$(cd "$(dirname "$nvcc")/../include" && pwd)
+  elif [[ $dry == 0 ]]; then
+    die "nvcc not found (install the CUDA Toolkit or set NVCC)"
+  else
+    cuda_include=/usr/local/cuda/include
+  fi
+  [[ -f $cuda_include/cuda_runtime_api.h ]] || die "no cuda_runtime_api.h in $cuda_include"
+  cub_include=""
+  for d in "$cuda_include/cccl" "$cuda_include"; do
+    if [[ -f $d/cub/util_allocator.cuh ]]; then cub_include=$d; break; fi
+  done
+  [[ -n $cub_include ]] || die "cub/util_allocator.cuh not found under $cuda_include (CUB ships with the CUDA Toolkit)"
+  commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (modified)')"
 else
-  cuda_include=/usr/local/cuda/include
+  commit="$(sed -n 's/^commit: //p' "$prebuilt/BUNDLE.txt" 2>/dev/null) (bundle)"
 fi
-[[ -f $cuda_include/cuda_runtime_api.h ]] || die "no cuda_runtime_api.h in $cuda_include"
-cub_include=""
-for d in "$cuda_include/cccl" "$cuda_include"; do
-  if [[ -f $d/cub/util_allocator.cuh ]]; then cub_include=$d; break; fi
-done
-[[ -n $cub_include ]] || die "cub/util_allocator.cuh not found under $cuda_include (CUB ships with the CUDA Toolkit)"
 
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (modified)')"
+  echo "commit: $commit"
   echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $jobs CPUs"
   if [[ $dry == 0 ]]; then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    "$nvcc" --version | tail -n2
+    if [[ -n $prebuilt ]]; then echo "gpu_alloc built with nvcc $(sed -n 's/^nvcc: //p' "$prebuilt/BUNDLE.txt")"
+    else "$nvcc" --version | tail -n2; fi
   else
     echo "dry run: fake CUDA runtime (tests/fakes), no GPU"
   fi
@@ -101,33 +117,43 @@ done
 say "$(tr '\n' ';' <"$out/machine.txt")"
 
 # ---- build ------------------------------------------------------------------------------------------
-step "building libcudasnap.so (Release) in $build"
-tests=OFF
-[[ $dry == 1 ]] && tests=ON # the fake driver and runtime live with the tests
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCS_DEBUG=0 -DCS_BUILD_TESTS=$tests \
-  >"$logs/cmake.log" 2>&1 || die "cmake failed ($logs/cmake.log)"
-targets=(cudasnap)
-[[ $dry == 1 ]] && targets+=(fake_cuda fake_cudart)
-cmake --build "$build" -j "$jobs" --target "${targets[@]}" >>"$logs/cmake.log" 2>&1 ||
-  die "build failed ($logs/cmake.log)"
-lib=$build/interpose/libcudasnap.so
-[[ -f $lib ]] || die "no $lib after the build"
-
-step "building gpu_alloc"
-prog=$build/gpu_alloc
-src=$root/bench/gpu_alloc.cu
 run_env=(env)
-if [[ $dry == 0 ]]; then
-  flags=(-O2 -std=c++17 -I"$root" -I"$cub_include" -o "$prog" "$src" -ldl -lpthread)
-  if ! "$nvcc" -arch=native "${flags[@]}" >"$logs/nvcc.log" 2>&1; then
-    say "nvcc -arch=native failed; building for nvcc's default architecture"
-    "$nvcc" "${flags[@]}" >>"$logs/nvcc.log" 2>&1 || die "nvcc failed ($logs/nvcc.log)"
+if [[ -n $prebuilt ]]; then
+  lib=$prebuilt/lib/libcudasnap.so
+  prog=$prebuilt/gpu/gpu_alloc
+  if [[ $dry == 1 ]]; then
+    prog=$prebuilt/dry/gpu_alloc
+    run_env+=("LD_LIBRARY_PATH=$prebuilt/dry/fakes")
   fi
+  [[ -f $lib && -x $prog ]] || die "$prebuilt has no lib/libcudasnap.so or ${prog#"$prebuilt"/}"
 else
-  fakes=$build/tests/fakes
-  "${CXX:-g++}" -O2 -std=c++17 -x c++ -I"$root" -isystem "$cub_include" -isystem "$cuda_include" -o "$prog" "$src" \
-    -L"$fakes" -l:libcudart.so.13 -ldl -lpthread >"$logs/cxx.log" 2>&1 || die "host build failed ($logs/cxx.log)"
-  run_env+=("LD_LIBRARY_PATH=$fakes")
+  step "building libcudasnap.so (Release) in $build"
+  tests=OFF
+  [[ $dry == 1 ]] && tests=ON # the fake driver and runtime live with the tests
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCS_DEBUG=0 -DCS_BUILD_TESTS=$tests \
+    >"$logs/cmake.log" 2>&1 || die "cmake failed ($logs/cmake.log)"
+  targets=(cudasnap)
+  [[ $dry == 1 ]] && targets+=(fake_cuda fake_cudart)
+  cmake --build "$build" -j "$jobs" --target "${targets[@]}" >>"$logs/cmake.log" 2>&1 ||
+    die "build failed ($logs/cmake.log)"
+  lib=$build/interpose/libcudasnap.so
+  [[ -f $lib ]] || die "no $lib after the build"
+
+  step "building gpu_alloc"
+  prog=$build/gpu_alloc
+  src=$root/bench/gpu_alloc.cu
+  if [[ $dry == 0 ]]; then
+    flags=(-O2 -std=c++17 -I"$root" -I"$cub_include" -o "$prog" "$src" -ldl -lpthread)
+    if ! "$nvcc" -arch=native "${flags[@]}" >"$logs/nvcc.log" 2>&1; then
+      say "nvcc -arch=native failed; building for nvcc's default architecture"
+      "$nvcc" "${flags[@]}" >>"$logs/nvcc.log" 2>&1 || die "nvcc failed ($logs/nvcc.log)"
+    fi
+  else
+    fakes=$build/tests/fakes
+    "${CXX:-g++}" -O2 -std=c++17 -x c++ -I"$root" -isystem "$cub_include" -isystem "$cuda_include" -o "$prog" "$src" \
+      -L"$fakes" -l:libcudart.so.13 -ldl -lpthread >"$logs/cxx.log" 2>&1 || die "host build failed ($logs/cxx.log)"
+    run_env+=("LD_LIBRARY_PATH=$fakes")
+  fi
 fi
 
 # ---- helpers ------------------------------------------------------------------------------------------

@@ -1,126 +1,101 @@
 #!/usr/bin/env bash
-# cudasnap's correctness checks on a real GPU, in one invocation (the programs are in tests/gpu/,
-# each file says what it tests and why). Needs an NVIDIA GPU, its driver, the CUDA Toolkit (nvcc,
-# cuBLAS) and what scripts/setup.sh installs; uses cuDNN, PyTorch, JAX, CuPy, numba and
-# compute-sanitizer when present and reports SKIP for each one that is not.
+# cudasnap's correctness checks on a real GPU (README, "Checks on a real GPU"). This script builds;
+# the checks themselves are scripts/gpu-run.sh, which runs from a bundle as its run.sh.
 #
-#   scripts/gpu-check.sh [--dry-run]
+#   scripts/gpu-check.sh --bundle DIR   build everything the checks need into DIR, for a bare GPU
+#                                       machine (no GPU needed here); runs nothing
+#   scripts/gpu-check.sh [--dry-run]    build a bundle here and run its checks here, on this
+#                                       machine's GPU (or, with --dry-run, on the fake runtime)
 #
-# 1. nvcc-built programs, static cudart and -cudart shared: every cudaMalloc reaches the cache
-#    (cudasnap's statistics and the snapshot's trace), the checksum equals a run without cudasnap,
-#    the snapshot is clean under `cudasnap check`.
-# 2. The free hazard (a kernel still reading a freed block that a new allocation reuses) in each
-#    CUDASNAP_FREE mode: no corruption with sync and fence; what stream does is reported. A
-#    kernel fault before a free is returned by that free in sync mode, as without cudasnap.
-# 3. cuBLAS's and cuDNN's allocations appear in the snapshot with their call sites.
-# 4. PyTorch: a seeded, deterministic training step with PYTORCH_NO_CUDA_MEMORY_CACHING=1, with
-#    PyTorch's allocator, and with expandable segments, all under cudasnap: the loss equals a run
-#    without cudasnap bit for bit; the pickle snapshots load in torch.cuda._memory_viz (stats,
-#    trace, segments); cudasnap's memory_stats agree with torch.cuda.memory_stats() where the
-#    policies coincide (tests/gpu/torch_compare.py lists the keys and why).
-# 5. JAX (platform allocator), CuPy (no memory pool), numba: allocations seen, results unchanged.
-# 6. cudaDeviceReset mid-run; fork after CUDA init; exit without freeing (the leak report names
-#    the site); SIGUSR1 while kernels run (a snapshot is written, the result unchanged).
-# 7. compute-sanitizer memcheck on the check-1 program under cudasnap: no error.
+# A bundle holds libcudasnap.so, the cudasnap tool, every tests/gpu program built with nvcc (for
+# GPU_ARCHS, plus PTX for newer GPUs), bench/gpu_alloc, the host-built programs and the fake CUDA
+# libraries the dry run uses, the Python programs, run.sh and bench.sh. With --bundle it also
+# carries the runtime libraries cudasnap and the tool load (libunwind, libdw, libelf, cJSON and
+# what they need), taken from this machine's Debian packages with `apt-get download` and
+# `dpkg -x`, found through $ORIGIN run paths: it then runs on any x86-64 Ubuntu 24.04 (or newer)
+# machine with the NVIDIA driver, the CUDA libraries and python3, which scripts/gpu-bundle-base.txt
+# lists. No absolute path of this machine is inside, and it is at most 60 MB. Without --bundle the
+# runtime libraries are this machine's own (scripts/setup.sh installs them).
 #
-# Every check runs even when an earlier one failed. Results: $OUT/report.md (markdown: the machine,
-# the commit, each check's PASS/FAIL/SKIP with its numbers), the same table on stderr, every run's
-# stdout and stderr under $OUT/logs/, snapshots under $OUT/snapshots/ ($OUT defaults to
-# build-gpu-check/results). Exit status 1 when any check FAILs, 0 otherwise.
+# On the GPU machine: `bash DIR/run.sh [--dry-run] [OUTDIR]` (see its --help): report.md, the
+# benchmark's lines and a tarball of logs and snapshots in OUTDIR ($OUT by default).
 #
-#   --dry-run   no GPU: builds everything (cudasnap, every tests/gpu program with nvcc, where the
-#               libraries they link are installed), byte-compiles the Python programs, runs the
-#               programs that also build as host code (checks 1 and 6, in part) on the fake CUDA
-#               runtime of tests/fakes, and reports every other check as SKIP
-#
-# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), PYTHON (python3),
-# CUDNN_ROOT (a directory with include/cudnn.h and lib/libcudnn.so; otherwise the CUDA Toolkit,
-# the system and the nvidia-cudnn Python package are searched), GPU_CHECK_TIMEOUT (seconds per
-# program run, default 180).
-set -uo pipefail # not -e: a failing check is recorded and the next one runs
+# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), GPU_ARCHS (compute
+# capabilities to build machine code for, default "80 90"; PTX of the last is added), CUDNN_ROOT (a
+# directory with include/cudnn.h and lib/libcudnn.so; otherwise the CUDA Toolkit, the system and
+# the nvidia-cudnn Python package are searched; without cuDNN the cuDNN check is left out),
+# GPU_BUNDLE_BUILD (the build tree, default build-gpu-bundle; nvcc outputs and downloaded packages
+# are kept there between runs), PYTHON (python3); OUT and the GPU_CHECK_* variables go to run.sh.
+set -euo pipefail
 
-usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
-dry=0
-for arg in "$@"; do
-  case $arg in
+dry=0 dest=""
+while (($#)); do
+  case $1 in
     --dry-run) dry=1 ;;
+    --bundle)
+      [[ $# -ge 2 && -n $2 ]] || { echo "scripts/gpu-check.sh: --bundle needs a directory" >&2; exit 2; }
+      dest=$2
+      shift ;;
     -h | --help) usage; exit 0 ;;
-    *) printf 'scripts/gpu-check.sh: unknown argument "%s"\n\n' "$arg" >&2; usage >&2; exit 2 ;;
+    *) printf 'scripts/gpu-check.sh: unknown argument "%s"\n\n' "$1" >&2; usage >&2; exit 2 ;;
   esac
+  shift
 done
+[[ -n $dest && $dry == 1 ]] && { echo "scripts/gpu-check.sh: --bundle builds only; run DIR/run.sh --dry-run" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$root/build-gpu-check
-[[ $dry == 1 ]] && build=$root/build-gpu-check-dry
-out=${OUT:-$build/results}
-logs=$out/logs
-snaps=$out/snapshots
-bin=$build/gpu-programs
-report=$out/report.md
+build=${GPU_BUNDLE_BUILD:-$root/build-gpu-bundle}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+logs=$build/logs
 jobs=$(nproc 2>/dev/null || echo 2)
 python=${PYTHON:-python3}
-limit=${GPU_CHECK_TIMEOUT:-180}
 gpu=$root/tests/gpu
+read -r -a archs <<<"${GPU_ARCHS:-80 90}"
+max_bytes=$((60 * 1000 * 1000))
 
 say() { printf 'gpu-check: [%4ds] %s\n' "$SECONDS" "$*" >&2; }
-# Setup failures (no build, no machine) stop the script: no check could mean anything.
-die() { printf 'gpu-check: FAILED before the checks: %s\n' "$*" >&2; exit 1; }
+die() { printf 'gpu-check: FAILED: %s\n' "$*" >&2; exit 1; }
 
-unset LD_PRELOAD
-export PYTHONDONTWRITEBYTECODE=1 # keep tests/gpu free of __pycache__
-while IFS= read -r name; do unset "$name"; done < <(compgen -e | grep -E '^(CUDASNAP_|PYTORCH_CUDA_ALLOC_CONF$|PYTORCH_NO_CUDA_MEMORY_CACHING$|XLA_PYTHON_CLIENT_)' || true)
-
-rm -rf "$logs" "$snaps" "$bin"
-mkdir -p "$logs" "$snaps" "$bin" || die "cannot create $out"
-
-# ---- results ------------------------------------------------------------------------------------
-names=() states=() details=()
-failed=0
-# result NAME PASS|FAIL|SKIP DETAILS
-result() {
-  names+=("$1") states+=("$2") details+=("$3")
-  [[ $2 == FAIL ]] && failed=$((failed + 1))
-  say "$2  $1: $3"
-}
-nogpu() { result "$1" SKIP "no GPU (dry run)"; }
-# verdict CHECK NUMBERS: PASS, or FAIL with the problems collected in the array msg
-verdict() {
-  if ((${#msg[@]})); then result "$1" FAIL "$(IFS=';'; echo "${msg[*]}"); $2"; else result "$1" PASS "$2"; fi
-}
-
-# ---- the machine --------------------------------------------------------------------------------
-say "checking the machine"
-command -v cmake >/dev/null || die "cmake not found (scripts/setup.sh installs it)"
-gpu_name="none (dry run)" driver="none (dry run)"
-if [[ $dry == 0 ]]; then
-  command -v nvidia-smi >/dev/null || die "nvidia-smi not found: no NVIDIA driver on this machine"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$logs/nvidia-smi.txt" 2>&1 ||
-    die "nvidia-smi failed: no usable GPU ($logs/nvidia-smi.txt)"
-  gpu_name=$(head -n1 "$logs/nvidia-smi.txt" | cut -d, -f1)
-  driver=$(head -n1 "$logs/nvidia-smi.txt" | cut -d, -f2 | tr -d ' ')
-  [[ -n $gpu_name ]] || die "nvidia-smi lists no GPU"
+mkdir -p "$logs"
+# one user of the build tree at a time (ctest runs the bundle test from several build trees)
+exec 9>"$build/.lock"
+flock 9
+if [[ -n $dest ]]; then
+  full=1
+  mkdir -p "$dest"
+  bundle=$(cd "$dest" && pwd)
+  case $bundle/ in "$root"/ | "$build"/*) die "the bundle directory must not be the repository or $build" ;; esac
+  # replaced only when it is empty or an earlier bundle
+  if [[ -n $(ls -A "$bundle") && ! -f $bundle/BUNDLE.txt ]]; then die "$bundle is neither empty nor a bundle"; fi
+  find "$bundle" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+  echo "incomplete: scripts/gpu-check.sh --bundle did not finish" >"$bundle/BUNDLE.txt"
+else
+  full=0
+  bundle=$build/local-bundle
+  rm -rf "$bundle"
+  mkdir -p "$bundle"
 fi
+
+# ---- tools --------------------------------------------------------------------------------------
+command -v cmake >/dev/null || die "cmake not found (scripts/setup.sh installs it)"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [[ -x $nvcc ]] || die "nvcc not found (install the CUDA Toolkit or set NVCC)"
 cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
 nvcc_version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+cub_include=""
+for d in "$cuda_home/include/cccl" "$cuda_home/include"; do
+  if [[ -f $d/cub/util_allocator.cuh ]]; then cub_include=$d; break; fi
+done
+[[ -n $cub_include ]] || die "cub/util_allocator.cuh not found under $cuda_home/include (CUB ships with the CUDA Toolkit)"
+if ((full)); then
+  for t in patchelf readelf dpkg dpkg-query apt-get; do
+    command -v "$t" >/dev/null || die "$t not found (scripts/setup.sh installs patchelf; the rest come with Debian)"
+  done
+fi
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
-say "GPU: $gpu_name; driver: $driver; nvcc: $nvcc_version; commit: $commit"
-
-# ---- build --------------------------------------------------------------------------------------
-say "building libcudasnap.so and the cudasnap tool (Release) in $build"
-tests=OFF
-[[ $dry == 1 ]] && tests=ON # the fake driver and runtime live with the tests
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCS_DEBUG=0 -DCS_BUILD_TESTS=$tests \
-  >"$logs/cmake.log" 2>&1 || die "cmake failed ($logs/cmake.log)"
-targets=(cudasnap cudasnap_cli)
-[[ $dry == 1 ]] && targets+=(fake_cuda fake_cudart)
-cmake --build "$build" -j "$jobs" --target "${targets[@]}" >>"$logs/cmake.log" 2>&1 ||
-  die "build failed ($logs/cmake.log)"
-lib=$build/interpose/libcudasnap.so
-tool=$build/cli/cudasnap
-[[ -f $lib && -x $tool ]] || die "no $lib or $tool after the build"
 
 # cuDNN: CUDNN_ROOT, the toolkit, the system, or the wheel PyTorch depends on
 cudnn_inc="" cudnn_lib=""
@@ -132,25 +107,48 @@ for d in ${CUDNN_ROOT:+"$CUDNN_ROOT"} "$cuda_home" /usr \
   done
 done
 
-say "building the tests/gpu programs with nvcc"
-arch=()
-if [[ $dry == 0 ]] && "$nvcc" -arch=native -o "$bin/arch-probe" -x cu - <<<'int main() { return 0; }' >"$logs/nvcc-arch.log" 2>&1; then
-  arch=(-arch=native)
-fi
+# ---- cudasnap, the tool, the fakes --------------------------------------------------------------
+# Paths in debug information and __FILE__ are made relative to the source tree (compilers run there), so none of this
+# machine's paths lands in the bundle.
+prefix_map="-ffile-prefix-map=$root=."
+say "building libcudasnap.so, the cudasnap tool and the fake CUDA libraries (Release) in $build/cmake"
+cmake -S "$root" -B "$build/cmake" -DCMAKE_BUILD_TYPE=Release -DCS_DEBUG=0 -DCS_BUILD_TESTS=ON \
+  "-DCMAKE_C_FLAGS=$prefix_map" >"$logs/cmake.log" 2>&1 || die "cmake failed ($logs/cmake.log)"
+cmake --build "$build/cmake" -j "$jobs" --target cudasnap cudasnap_cli fake_cuda fake_cudart \
+  >>"$logs/cmake.log" 2>&1 || die "build failed ($logs/cmake.log)"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/gpu" "$bundle/dry/fakes" "$bundle/py"
+cp "$build/cmake/interpose/libcudasnap.so" "$bundle/lib/"
+cp "$build/cmake/cli/cudasnap" "$bundle/bin/"
+cp "$build/cmake/tests/fakes/libcuda.so.1" "$build/cmake/tests/fakes/libcudart.so.13" "$bundle/dry/fakes/"
+
+# ---- programs -----------------------------------------------------------------------------------
+# Every program is built into $build/programs and copied; one whose sources, flags and compiler
+# have not changed since the last build is not built again (nvcc takes tens of seconds each).
+gencode=()
+for a in "${archs[@]}"; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
+gencode+=(-gencode "arch=compute_${archs[-1]},code=compute_${archs[-1]}")
 # shellcheck disable=SC2054 # -Xcompiler takes a comma-separated list
-nvflags=(-std=c++17 -O2 -g -I"$root" "${arch[@]}" -Werror all-warnings -Xcompiler -Wall,-Wextra)
-built=() # programs that built, by name
-# nv NAME SOURCE [extra nvcc arguments...]
-nv() {
-  local name=$1 src=$2
-  shift 2
-  if "$nvcc" "${nvflags[@]}" -o "$bin/$name" "$gpu/$src" "$@" -ldl >"$logs/nvcc-$name.log" 2>&1; then
-    built+=("$name")
-  else
-    say "nvcc failed for $name ($logs/nvcc-$name.log)"
-  fi
+nvflags=(-std=c++17 -O2 -g -I"$root" "${gencode[@]}" -Werror all-warnings -Xcompiler "-Wall,-Wextra,$prefix_map")
+hostflags=(-std=c++17 -O2 -g -Wall -Wextra -Werror -x c++ -I"$root" -isystem "$cuda_home/include" "$prefix_map")
+mkdir -p "$build/programs/gpu" "$build/programs/dry"
+pids=() what=()
+
+# build KIND NAME SOURCE COMPILER ARGS...: in the background, at most $jobs at a time; not at all
+# when the output was built by the same command from the same sources (its .key file says so)
+build() {
+  local kind=$1 name=$2 src=$3 out=$build/programs/$1/$2 key
+  shift 3
+  local -a cmd=("$@" -o "$out" "$src")
+  [[ $kind == dry ]] && cmd+=(-L"$build/cmake/tests/fakes" -l:libcudart.so.13)
+  cmd+=(-ldl -lpthread)
+  key=$({ printf '%s\n' "${cmd[@]}"; cat "$gpu"/*.h "$root"/include/*.h "$src"; "$nvcc" --version; } | sha256sum | cut -d' ' -f1)
+  [[ -x $out && -f $out.key && $(cat "$out.key") == "$key" ]] && return 0
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  (cd "$root" && "${cmd[@]}" >"$logs/build-$kind-$name.log" 2>&1 && echo "$key" >"$out.key") &
+  pids+=($!) what+=("$kind/$name")
 }
-have() { local b; for b in "${built[@]}"; do [[ $b == "$1" ]] && return 0; done; return 1; }
+say "building the tests/gpu programs with nvcc $nvcc_version for $(printf "sm_%s " "${archs[@]}")(unchanged ones are kept)"
+nv() { build gpu "$1" "$gpu/$2" "$nvcc" "${nvflags[@]}" "${@:3}"; }
 nv alloc_static alloc_basic.cu
 nv alloc_shared alloc_basic.cu -cudart shared
 nv free_hazard free_hazard.cu
@@ -161,333 +159,150 @@ nv device_reset device_reset.cu
 nv fork_child fork_child.cu
 nv leak leak.cu
 nv signal_dump signal_dump.cu
-build_failures=0
-for p in alloc_static alloc_shared free_hazard sticky_error cublas_workspace device_reset fork_child leak signal_dump \
-  ${cudnn_inc:+cudnn_workspace}; do
-  have "$p" || build_failures=$((build_failures + 1))
-done
-if [[ $build_failures == 0 ]]; then
-  result "build: nvcc programs" PASS "${#built[@]} programs ($([[ -n $cudnn_inc ]] && echo "cuDNN from $cudnn_inc" || echo "no cuDNN"))"
-else
-  result "build: nvcc programs" FAIL "$build_failures failed to build (logs/nvcc-*.log)"
-fi
-if PYTHONPYCACHEPREFIX=$build/pycache "$python" -m py_compile "$gpu"/*.py >"$logs/py_compile.log" 2>&1; then
-  pyfiles=("$gpu"/*.py)
-  result "build: Python programs" PASS "${#pyfiles[@]} files compile"
-else
-  result "build: Python programs" FAIL "py_compile failed (logs/py_compile.log)"
-fi
+nv passthrough_kinds passthrough_kinds.cu
+nv exit_paths exit_paths.cu
+build gpu gpu_alloc "$root/bench/gpu_alloc.cu" "$nvcc" -O2 -std=c++17 -I"$root" -I"$cub_include" "${gencode[@]}" \
+  -Xcompiler "$prefix_map"
+# the dry run's programs: host code on the fake runtime (no kernels)
+for name in alloc_basic fork_child leak; do build dry "$name" "$gpu/$name.cu" "${CXX:-g++}" "${hostflags[@]}"; done
+build dry gpu_alloc "$root/bench/gpu_alloc.cu" "${CXX:-g++}" -O2 -std=c++17 -x c++ -I"$root" -isystem "$cub_include" \
+  -isystem "$cuda_home/include" "$prefix_map"
+failures=()
+for i in "${!pids[@]}"; do wait "${pids[$i]}" || failures+=("${what[$i]}"); done
+((${#failures[@]} == 0)) || die "the build failed for ${failures[*]} (logs: $logs/build-*.log)"
+find "$build/programs/gpu" -type f ! -name '*.key' -exec cp {} "$bundle/gpu/" \;
+find "$build/programs/dry" -type f ! -name '*.key' -exec cp {} "$bundle/dry/" \;
 
-run_env=(env)
-if [[ $dry == 1 ]]; then
-  # the programs that also build as host code, against the fake runtime (no kernels)
-  fakes=$build/tests/fakes
-  for name in alloc_basic fork_child leak; do
-    "${CXX:-g++}" -std=c++17 -O2 -g -Wall -Wextra -Werror -x c++ -I"$root" -isystem "$cuda_home/include" \
-      -o "$bin/host_$name" "$gpu/$name.cu" -L"$fakes" -l:libcudart.so.13 -ldl >"$logs/cxx-$name.log" 2>&1 ||
-      die "host build of $name failed ($logs/cxx-$name.log)"
-  done
-  run_env+=("LD_LIBRARY_PATH=$fakes")
-fi
+# ---- runtime libraries --------------------------------------------------------------------------
+base=$root/scripts/gpu-bundle-base.txt
+declare -A in_base=()
+while read -r kind name _; do [[ $kind == lib ]] && in_base[$name]=1; done <"$base"
 
-# ---- running programs ---------------------------------------------------------------------------
-# run TAG [VAR=value...] -- COMMAND...: stdout to logs/TAG.out, stderr to logs/TAG.err, status
-# returned. Under cudasnap when the settings include CS=1: then LD_PRELOAD and CUDASNAP_OUTPUT
-# (snapshots/TAG-%p-%n-%t.json unless the caller sets it) are added.
-run() {
-  local tag=$1
-  shift
-  local -a e=("${run_env[@]}")
-  local cs=0
-  while [[ $1 != -- ]]; do
-    if [[ $1 == CS=1 ]]; then cs=1; else e+=("$1"); fi
-    shift
-  done
-  shift
-  if [[ $cs == 1 ]]; then
-    e=("${e[0]}" "LD_PRELOAD=$lib" "CUDASNAP_OUTPUT=$snaps/$tag-%p-%n-%t.json" "${e[@]:1}")
-  fi
-  timeout "$limit" "${e[@]}" "$@" >"$logs/$tag.out" 2>"$logs/$tag.err"
+# needs FILE: the libraries FILE loads: its DT_NEEDED entries, and for libcudasnap.so and the tool
+# the names the sources pass to dlopen (libunwind and libdw are loaded privately, never linked)
+needs() {
+  readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+  case $(basename "$1") in
+    libcudasnap.so | cudasnap)
+      grep -rhoE 'dlopen\("[^"]+"' --include='*.c' "$root" --exclude-dir='build*' --exclude-dir=tests \
+        --exclude-dir=fuzz --exclude-dir=bench --exclude-dir=examples | sed 's/dlopen("//; s/"$//' | sort -u ;;
+  esac
 }
-# val TAG KEY: the value of the line "KEY value" the run printed
-val() { awk -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$logs/$1.out"; }
-# snap TAG TRIGGER: the first snapshot of that run with that trigger (exit, signal, ...)
-snap() { compgen -G "$snaps/$1-*-$2.*" | head -n1; }
-# clean FILE: `cudasnap check` says it has no error and no warning
-clean() { [[ -n $1 && -f $1 ]] && "$tool" check "$1" >"$logs/check-$(basename "$1").log" 2>&1; }
-
-# ---- 1. nvcc-built programs ---------------------------------------------------------------------
-check_alloc() { # NAME TAG PROGRAM
-  local name=$1 prog=$3 ref=$2-ref cs=$2-cs
-  if ! run "$ref" -- "$prog"; then result "$name" FAIL "the run without cudasnap failed (logs/$ref.err)"; return; fi
-  if ! run "$cs" CS=1 -- "$prog"; then result "$name" FAIL "the run under cudasnap failed (logs/$cs.err)"; return; fi
-  local f q msg=()
-  f=$(snap "$cs" exit)
-  q=$("$python" "$gpu/snapshot_query.py" allocs "$f" 2>>"$logs/$cs.err")
-  local allocs traced
-  allocs=$(val "$cs" ALLOCS) traced=$(sed -n 's/.*trace_allocs=\([0-9]*\).*/\1/p' <<<"$q")
-  [[ $(val "$ref" CHECKSUM) == "$(val "$cs" CHECKSUM)" && -n $(val "$ref" CHECKSUM) ]] || msg+=("checksum differs")
-  clean "$f" || msg+=("snapshot not clean (${f:-none written})")
-  [[ -n $traced && -n $allocs && $traced -ge $allocs ]] || msg+=("trace has ${traced:-no} allocs for $allocs cudaMalloc calls")
-  local numbers
-  numbers="cudaMalloc calls $allocs, cudasnap allocations $(val "$cs" CS_ALLOCATIONS), trace allocs $traced, live bytes $(val "$cs" CS_LIVE_BYTES) for $(val "$cs" REQUESTED_BYTES) requested"
-  verdict "$name" "$numbers"
-}
-if [[ $dry == 1 ]]; then
-  check_alloc "1. host-built program on the fake runtime" alloc_host "$bin/host_alloc_basic"
-  nogpu "1. nvcc program, static cudart"
-  nogpu "1. nvcc program, -cudart shared"
-else
-  for v in static shared; do
-    if have "alloc_$v"; then check_alloc "1. nvcc program, $([[ $v == static ]] && echo static cudart || echo -cudart shared)" "alloc_$v" "$bin/alloc_$v"
-    else result "1. nvcc program, $v cudart" FAIL "did not build"; fi
+# package_of SONAME: the Debian package and version that installed it on this machine. Asked up to
+# five times: an apt-get run on this machine (others' too) can leave the loader cache or dpkg's
+# database briefly incomplete.
+package_of() {
+  local path owner try
+  for try in 1 2 3 4 5; do
+    ((try == 1)) || sleep 3
+    # awk reads to the end: a reader that quits early can kill ldconfig with SIGPIPE (pipefail)
+    path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ && !found { print $NF; found = 1 }')
+    [[ -n $path ]] || { say "ldconfig -p does not list $1 (try $try)"; continue; }
+    path=$(readlink -f "$path")
+    owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) ||
+      { say "dpkg -S $path names no package (try $try)"; continue; }
+    owner=${owner%%:*}
+    echo "$owner $(dpkg-query -W -f='${Version}' "$owner:amd64" 2>/dev/null || dpkg-query -W -f='${Version}' "$owner")"
+    return 0
   done
-fi
-
-# ---- 2. the free hazard; errors at free ---------------------------------------------------------
-if [[ $dry == 1 ]]; then
-  nogpu "2. free hazard"
-  nogpu "2. kernel fault reported at cudaFree"
-else
-  if ! have free_hazard; then result "2. free hazard" FAIL "did not build"
-  elif ! run hazard-ref -- "$bin/free_hazard"; then result "2. free hazard" FAIL "the run without cudasnap failed (logs/hazard-ref.err)"
-  elif [[ $(val hazard-ref CORRUPT) != 0 ]]; then
-    result "2. free hazard" FAIL "corrupt without cudasnap: the test itself is wrong (logs/hazard-ref.out)"
-  else
-    for mode in sync fence stream; do
-      tag=hazard-$mode
-      if ! run "$tag" CS=1 CUDASNAP_FREE=$mode -- "$bin/free_hazard"; then
-        result "2. free hazard, CUDASNAP_FREE=$mode" FAIL "the run failed (logs/$tag.err)"
-        continue
-      fi
-      numbers="corrupt $(val "$tag" CORRUPT), block reused $(val "$tag" REUSED), sum $(val "$tag" SUM) of $(val "$tag" EXPECTED), cudaFree took $(val "$tag" FREE_MS) ms (without cudasnap: $(val hazard-ref FREE_MS) ms)"
-      if [[ $mode == stream ]]; then
-        # stream-ordered reuse is the documented contract of this mode: reported, never a failure
-        result "2. free hazard, CUDASNAP_FREE=stream" PASS "reported only (corruption expected, documented): $numbers"
-      elif [[ $(val "$tag" CORRUPT) == 0 ]]; then
-        result "2. free hazard, CUDASNAP_FREE=$mode" PASS "$numbers"
-      else
-        result "2. free hazard, CUDASNAP_FREE=$mode" FAIL "$numbers"
-      fi
-    done
-  fi
-  if ! have sticky_error; then result "2. kernel fault reported at cudaFree" FAIL "did not build"
-  else
-    run sticky-ref -- "$bin/sticky_error"
-    run sticky-cs CS=1 CUDASNAP_FREE=sync -- "$bin/sticky_error"
-    e0=$(val sticky-ref FREE_ERROR) e1=$(val sticky-cs FREE_ERROR)
-    numbers="cudaFree returned $e1 ($(val sticky-cs FREE_ERROR_NAME)) under cudasnap, ${e0:-nothing} ($(val sticky-ref FREE_ERROR_NAME)) without"
-    if [[ -z $e0 || $e0 == 0 ]]; then result "2. kernel fault reported at cudaFree" FAIL "the real cudaFree reported no error: the test itself is wrong; $numbers"
-    elif [[ $e1 == "$e0" ]]; then result "2. kernel fault reported at cudaFree" PASS "$numbers"
-    else result "2. kernel fault reported at cudaFree" FAIL "$numbers"; fi
-  fi
-fi
-
-# ---- 3. cuBLAS and cuDNN ------------------------------------------------------------------------
-# A frame of the library itself: its module, or an exported name (cublasSgemm); not our gc_* sites
-# or source files (Python regular expressions, case-sensitive).
-cublas_frame='libcublas|(^|\s)cublas[A-Z]'
-cudnn_frame='libcudnn|(^|\s)cudnn[A-Z]'
-if [[ $dry == 1 ]]; then
-  nogpu "3. cuBLAS workspace"
-  nogpu "3. cuDNN workspace"
-else
-  if ! have cublas_workspace; then result "3. cuBLAS workspace" FAIL "did not build"
-  elif ! run cublas-ref -- "$bin/cublas_workspace" || ! run cublas-cs CS=1 -- "$bin/cublas_workspace"; then
-    result "3. cuBLAS workspace" FAIL "a run failed (logs/cublas-*.err)"
-  else
-    f=$(snap cublas-cs exit) msg=()
-    q=$("$python" "$gpu/snapshot_query.py" sites "$f" "$cublas_frame" 'gc_cublas_(create|gemm)_site' 2>>"$logs/cublas-cs.err") ||
-      msg+=("no allocation with a libcublas frame and a gc_cublas_* site")
-    [[ $(val cublas-ref CHECKSUM) == "$(val cublas-cs CHECKSUM)" ]] || msg+=("checksum differs")
-    clean "$f" || msg+=("snapshot not clean")
-    numbers="${q:-no match}; cudaMalloc calls inside cuBLAS: $(val cublas-cs CUBLAS_ALLOCS); max error $(val cublas-cs MAX_ABS_ERROR)"
-    verdict "3. cuBLAS workspace" "$numbers"
-  fi
-  if [[ -z $cudnn_inc ]]; then result "3. cuDNN workspace" SKIP "cuDNN headers or libraries not found (set CUDNN_ROOT)"
-  elif ! have cudnn_workspace; then result "3. cuDNN workspace" FAIL "did not build"
-  elif ! run cudnn-ref LD_LIBRARY_PATH="$cudnn_lib" -- "$bin/cudnn_workspace" ||
-    ! run cudnn-cs CS=1 LD_LIBRARY_PATH="$cudnn_lib" -- "$bin/cudnn_workspace"; then
-    result "3. cuDNN workspace" FAIL "a run failed (logs/cudnn-*.err)"
-  else
-    f=$(snap cudnn-cs exit) msg=()
-    q=$("$python" "$gpu/snapshot_query.py" sites "$f" 'gc_cudnn_workspace_site' 'main' 2>>"$logs/cudnn-cs.err") ||
-      msg+=("the workspace allocation is not in the snapshot with its site")
-    inner=$("$python" "$gpu/snapshot_query.py" sites "$f" "$cudnn_frame" 'gc_cudnn_' 2>>"$logs/cudnn-cs.err")
-    [[ $(val cudnn-ref CHECKSUM) == "$(val cudnn-cs CHECKSUM)" ]] || msg+=("checksum differs")
-    clean "$f" || msg+=("snapshot not clean")
-    numbers="workspace $(val cudnn-cs WORKSPACE_BYTES) B: ${q:-no match}; cuDNN's own allocations: ${inner:-none}; cuDNN $(val cudnn-cs CUDNN_VERSION); max error $(val cudnn-cs MAX_ABS_ERROR)"
-    verdict "3. cuDNN workspace" "$numbers"
-  fi
-fi
-
-# ---- 4. PyTorch ---------------------------------------------------------------------------------
-torch_run() { # TAG [VAR=value...]: torch_step.py, its JSON in logs/TAG.json, a pickle snapshot
-  local tag=$1
-  shift
-  run "$tag" "$@" "CUDASNAP_OUTPUT=$snaps/$tag-%p-%n-%t.pickle" -- "$python" "$gpu/torch_step.py" "$logs/$tag.json"
+  return 1
 }
-if [[ $dry == 1 ]]; then
-  nogpu "4. PyTorch"
-elif ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$logs/torch-import.log" 2>&1; then
-  result "4. PyTorch" SKIP "$python cannot import torch with CUDA (logs/torch-import.log)"
-elif ! torch_run torch-ref; then
-  result "4. PyTorch" FAIL "the run without cudasnap failed (logs/torch-ref.err)"
-else
-  ref_loss=$(val torch-ref LOSS)
-  torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null)
-  for variant in nocache torchalloc expandable; do
-    tag=torch-$variant
-    case $variant in
-      nocache) label="(a) PYTORCH_NO_CUDA_MEMORY_CACHING=1"; settings=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDASNAP_ALLOC_CONF=split_large:True) ;;
-      torchalloc) label="(b) PyTorch's allocator"; settings=() ;;
-      expandable) label="(c) expandable_segments:True"; settings=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ;;
-    esac
-    if ! torch_run "$tag" CS=1 "${settings[@]}"; then result "4. PyTorch $label" FAIL "the run failed (logs/$tag.err)"; continue; fi
-    msg=() extra=""
-    [[ -n $ref_loss && $(val "$tag" LOSS) == "$ref_loss" ]] || msg+=("loss $(val "$tag" LOSS) != $ref_loss")
-    f=$(snap "$tag" exit)
-    clean "$f" || msg+=("snapshot not clean (${f:-none written})")
-    for sub in stats trace segments; do
-      args=("$sub" "$f")
-      [[ $sub == segments ]] && args+=(-o "$logs/$tag-segments.svg")
-      "$python" -m torch.cuda._memory_viz "${args[@]}" >"$logs/$tag-memory_viz-$sub.log" 2>&1 ||
-        msg+=("_memory_viz $sub failed (logs/$tag-memory_viz-$sub.log)")
-    done
-    case $variant in
-      nocache)
-        extra=$("$python" "$gpu/torch_compare.py" stats "$logs/torch-ref.json" "$logs/$tag.json" 2>&1 | tee "$logs/$tag-compare.log" | tail -n1)
-        "$python" "$gpu/torch_compare.py" stats "$logs/torch-ref.json" "$logs/$tag.json" >/dev/null 2>&1 ||
-          msg+=("memory_stats differ from torch's (logs/$tag-compare.log)") ;;
-      torchalloc)
-        extra=$("$python" "$gpu/torch_compare.py" held "$logs/$tag.json" 2>&1) ||
-          msg+=("cudasnap holds less than torch.cuda.memory_reserved()") ;;
-      expandable)
-        extra="cudasnap_memory_allocated $("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cudasnap_allocated"])' "$logs/$tag.json" 2>/dev/null) (expandable segments map memory with the VMM API, which cudasnap passes through)" ;;
-    esac
-    numbers="torch $torch_version; loss ${ref_loss%% *}...; $extra"
-    verdict "4. PyTorch $label" "$numbers"
-  done
-fi
-
-# ---- 5. JAX, CuPy, numba ------------------------------------------------------------------------
-if [[ $dry == 1 ]]; then
-  nogpu "5. JAX, CuPy, numba"
-else
-  for pkg in jax cupy numba; do
-    settings=()
-    [[ $pkg == jax ]] && settings=(XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false)
-    run "$pkg-ref" "${settings[@]}" -- "$python" "$gpu/${pkg}_check.py"
-    rc=$?
-    if [[ $rc == 3 ]]; then result "5. $pkg" SKIP "$(head -n1 "$logs/$pkg-ref.out")"; continue; fi
-    if [[ $rc != 0 ]]; then result "5. $pkg" FAIL "the run without cudasnap failed (logs/$pkg-ref.err)"; continue; fi
-    if ! run "$pkg-cs" CS=1 "${settings[@]}" -- "$python" "$gpu/${pkg}_check.py"; then
-      result "5. $pkg" FAIL "the run under cudasnap failed (logs/$pkg-cs.err)"; continue
+# deb PACKAGE VERSION: the .deb in $build/debs, downloaded once. When the archive no longer has the
+# installed version (a stable update replaced it), the archive's version of the same package: same
+# SONAME, same ABI. The package lists are updated only when neither can be had. Prints the file's
+# path and the version it holds.
+deb() {
+  local pkg=$1 version=$2 f
+  mkdir -p "$build/debs"
+  f=$(compgen -G "$build/debs/${pkg}_${version//:/%3a}_amd64.deb" | head -n1 || true)
+  if [[ -z $f ]]; then # one downloaded earlier in place of the installed version
+    f=$(compgen -G "$build/debs/${pkg}_*_amd64.deb" | head -n1 || true)
+  fi
+  if [[ -z $f ]]; then
+    get() { (cd "$build/debs" && apt-get download -q -o DPkg::Lock::Timeout=120 "$@") >>"$logs/apt.log" 2>&1; }
+    if ! get "$pkg:amd64=$version" && ! get "$pkg:amd64"; then
+      say "apt-get download $pkg failed; updating the package lists"
+      apt-get update -q -o DPkg::Lock::Timeout=120 >>"$logs/apt.log" 2>&1 ||
+        { say "apt-get update failed ($logs/apt.log; needs root and the Debian mirrors)"; return 1; }
+      get "$pkg:amd64=$version" || get "$pkg:amd64" || { say "apt-get download $pkg failed ($logs/apt.log)"; return 1; }
     fi
-    msg=()
-    [[ $(val "$pkg-ref" RESULT) == "$(val "$pkg-cs" RESULT)" ]] || msg+=("result differs")
-    n=$(val "$pkg-cs" CS_ALLOCS)
-    [[ -n $n && $n -gt 0 ]] || msg+=("cudasnap served no allocation")
-    f=$(snap "$pkg-cs" exit)
-    clean "$f" || msg+=("snapshot not clean (${f:-none written})")
-    numbers="cudasnap allocations $n; $("$python" "$gpu/snapshot_query.py" allocs "$f" 2>/dev/null)"
-    verdict "5. $pkg" "$numbers"
-  done
-fi
-
-# ---- 6. process life --------------------------------------------------------------------------------
-prefix=""
-[[ $dry == 1 ]] && prefix=host_
-if [[ $dry == 1 ]]; then nogpu "6. cudaDeviceReset mid-run"
-elif ! have device_reset; then result "6. cudaDeviceReset mid-run" FAIL "did not build"
-elif ! run reset-ref -- "$bin/device_reset" || ! run reset-cs CS=1 -- "$bin/device_reset"; then
-  result "6. cudaDeviceReset mid-run" FAIL "a run failed (logs/reset-*.err)"
-else
-  msg=()
-  [[ $(val reset-ref CHECKSUM) == "$(val reset-cs CHECKSUM)" ]] || msg+=("checksum differs")
-  f=$(snap reset-cs exit)
-  clean "$f" || msg+=("snapshot not clean (${f:-none written})")
-  numbers="cudasnap_memory_allocated at the end $(val reset-cs CS_ALLOCATED_AFTER)"
-  verdict "6. cudaDeviceReset mid-run" "$numbers"
-fi
-
-if [[ $dry == 0 ]] && ! have fork_child; then result "6. fork after CUDA init" FAIL "did not build"
-elif ! run fork-ref -- "$bin/${prefix}fork_child" || ! run fork-cs CS=1 -- "$bin/${prefix}fork_child"; then
-  result "6. fork after CUDA init" FAIL "a run failed (logs/fork-*.err)"
-else
-  msg=()
-  parent=$(val fork-cs PARENT_PID) child=$(val fork-cs CHILD_PID)
-  [[ $(val fork-cs CHILD_STATUS) == 0 ]] || msg+=("the child exited with $(val fork-cs CHILD_STATUS)")
-  [[ $(val fork-ref CHECKSUM) == "$(val fork-cs CHECKSUM)" ]] || msg+=("checksum differs")
-  files=$(compgen -G "$snaps/fork-cs-*" | wc -l)
-  compgen -G "$snaps/fork-cs-$child-*" >/dev/null && msg+=("the child wrote a snapshot")
-  f=$(snap "fork-cs-$parent" exit)
-  clean "$f" || msg+=("the parent's snapshot is missing or not clean")
-  numbers="child status $(val fork-cs CHILD_STATUS); snapshots written: $files (the parent's only expected)"
-  verdict "6. fork after CUDA init" "$numbers"
-fi
-
-if [[ $dry == 0 ]] && ! have leak; then result "6. exit without freeing: leak report" FAIL "did not build"
-elif ! run leak-cs CS=1 -- "$bin/${prefix}leak"; then
-  result "6. exit without freeing: leak report" FAIL "the run failed (logs/leak-cs.err)"
-else
-  line=$(grep -m1 '^cudasnap:.*gc_leaky_site' "$logs/leak-cs.err")
-  if [[ -n $line ]]; then result "6. exit without freeing: leak report" PASS "stderr: ${line#cudasnap: }"
-  else result "6. exit without freeing: leak report" FAIL "no leak line names gc_leaky_site (logs/leak-cs.err)"; fi
-fi
-
-if [[ $dry == 1 ]]; then nogpu "6. SIGUSR1 while kernels run"
-elif ! have signal_dump; then result "6. SIGUSR1 while kernels run" FAIL "did not build"
-elif ! run signal-ref -- "$bin/signal_dump" || ! run signal-cs CS=1 -- "$bin/signal_dump"; then
-  result "6. SIGUSR1 while kernels run" FAIL "a run failed (logs/signal-*.err)"
-else
-  msg=()
-  [[ $(val signal-ref CHECKSUM) == "$(val signal-cs CHECKSUM)" ]] || msg+=("checksum differs")
-  [[ $(val signal-cs SIGNALED) == 1 ]] || msg+=("the program did not see cudasnap and sent no signal")
-  [[ $(val signal-cs KERNEL_RUNNING) == 1 ]] || msg+=("the kernel had finished 200 ms after the signal: the test did not test a running kernel")
-  f=$(snap signal-cs signal)
-  clean "$f" || msg+=("signal snapshot missing or not clean (${f:-none written})")
-  numbers="signal snapshot $(basename "${f:-none}"), $(stat -c %s "${f:-/dev/null}" 2>/dev/null) B"
-  verdict "6. SIGUSR1 while kernels run" "$numbers"
-fi
-
-# ---- 7. compute-sanitizer -----------------------------------------------------------------------
-sanitizer=$(command -v compute-sanitizer || echo "$cuda_home/bin/compute-sanitizer")
-if [[ $dry == 1 ]]; then nogpu "7. compute-sanitizer memcheck"
-elif [[ ! -x $sanitizer ]]; then result "7. compute-sanitizer memcheck" SKIP "compute-sanitizer not found"
-elif ! have alloc_static; then result "7. compute-sanitizer memcheck" FAIL "alloc_static did not build"
-else
-  # no leak check: cudasnap keeps its cache to the end and makes no CUDA call at exit, by design
-  run sanitizer -- "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 \
-    env "LD_PRELOAD=$lib" "CUDASNAP_OUTPUT=$snaps/sanitizer-%p-%n-%t.json" "$bin/alloc_static"
-  rc=$?
-  summary=$(grep -m1 'ERROR SUMMARY' "$logs/sanitizer.out" "$logs/sanitizer.err" | sed 's/^[^:]*:[^:]*: //')
-  if [[ $rc == 0 && $summary == *" 0 errors"* && $(val sanitizer CHECKSUM) == "$(val alloc_static-ref CHECKSUM)" ]]; then
-    result "7. compute-sanitizer memcheck" PASS "$summary"
-  else
-    result "7. compute-sanitizer memcheck" FAIL "status $rc, ${summary:-no ERROR SUMMARY}, checksum $(val sanitizer CHECKSUM) vs $(val alloc_static-ref CHECKSUM) (logs/sanitizer.*)"
+    f=$(compgen -G "$build/debs/${pkg}_*_amd64.deb" | head -n1 || true)
   fi
+  [[ -n $f ]] || { say "no .deb for $pkg after apt-get download ($logs/apt.log)"; return 1; }
+  echo "$f $(dpkg-deb -f "$f" Version)"
+}
+
+packages=()
+if ((full)); then
+  say "bundling the runtime libraries from Debian packages (apt-get download, dpkg -x)"
+  declare -A done_lib=()
+  queue=("$bundle/lib/libcudasnap.so" "$bundle/bin/cudasnap")
+  while ((${#queue[@]})); do
+    file=${queue[0]}
+    queue=("${queue[@]:1}")
+    while read -r soname; do
+      [[ -z $soname || -n ${in_base[$soname]-} || -n ${done_lib[$soname]-} || $soname == libcudasnap.so ]] && continue
+      done_lib[$soname]=1
+      read -r pkg version < <(package_of "$soname") ||
+        die "$soname is not installed from a Debian package here, or dpkg did not say (scripts/setup.sh installs what cudasnap uses)"
+      read -r debfile version < <(deb "$pkg" "$version") || die "no Debian package for $soname (see above)"
+      x=$build/unpacked/$pkg
+      rm -rf "$x"
+      mkdir -p "$x"
+      dpkg -x "$debfile" "$x" || die "dpkg -x $debfile failed"
+      found=$(find "$x" -name "$soname" \( -type f -o -type l \) -print -quit)
+      [[ -n $found ]] || die "$debfile holds no $soname"
+      cp -L "$found" "$bundle/lib/$soname"
+      packages+=("$soname $pkg $version")
+      queue+=("$bundle/lib/$soname")
+    done < <(needs "$file")
+  done
+  # $ORIGIN run paths: each library finds its neighbours, the tool finds ../lib, whoever loads them
+  for f in "$bundle"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+  patchelf --set-rpath '$ORIGIN/../lib' "$bundle/bin/cudasnap"
 fi
 
-# ---- report -------------------------------------------------------------------------------------
+# ---- scripts, Python programs, description ------------------------------------------------------
+cp "$root/scripts/gpu-run.sh" "$bundle/run.sh"
+cp "$root/scripts/gpu-bench.sh" "$bundle/bench.sh"
+cp "$base" "$bundle/base.txt"
+cp "$gpu"/*.py "$bundle/py/"
+chmod +x "$bundle/run.sh" "$bundle/bench.sh"
 {
-  echo "# cudasnap GPU checks$([[ $dry == 1 ]] && echo ' (dry run, no GPU)')"
-  echo
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- GPU: $gpu_name"
-  echo "- driver: $driver"
-  echo "- nvcc: $nvcc_version"
-  echo "- commit: $commit"
-  echo "- logs: \`$logs\`"
-  echo
-  echo "| check | result | numbers |"
-  echo "| --- | --- | --- |"
-  for i in "${!names[@]}"; do
-    printf '| %s | %s | %s |\n' "${names[$i]}" "${states[$i]}" "${details[$i]//|/\\|}"
-  done
-  echo
-  echo "$failed of ${#names[@]} checks failed."
-} >"$report"
-cat "$report" >&2
-say "report: $report"
-[[ $failed == 0 ]]
+  echo "cudasnap GPU check bundle (scripts/gpu-check.sh --bundle; run: bash run.sh [--dry-run] [OUTDIR])"
+  echo "commit: $commit"
+  echo "built: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "build machine: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | sed -n '1s/.* //p') glibc, gcc $(gcc -dumpfullversion 2>/dev/null)"
+  echo "nvcc: $nvcc_version"
+  echo "gpu archs: $(printf 'sm_%s ' "${archs[@]}")+ compute_${archs[-1]} PTX"
+  if [[ -n $cudnn_inc ]]; then
+    echo "cudnn: $(awk '$1 == "#define" && $2 ~ /^CUDNN_(MAJOR|MINOR|PATCHLEVEL)$/ { printf "%s%s", sep, $3; sep = "." }' "$cudnn_inc/cudnn_version.h")"
+  else
+    echo "cudnn: none here (the bundle has no cuDNN check)"
+  fi
+  if ((full)); then
+    echo "runtime libraries (SONAME, Debian package, version):"
+    printf '  %s\n' "${packages[@]}"
+  else
+    echo "runtime libraries: this machine's own (not a bundle for another machine)"
+  fi
+} >"$bundle/BUNDLE.txt"
+
+# ---- what a bundle must be ----------------------------------------------------------------------
+bytes=$(du -sb "$bundle" | cut -f1)
+((bytes <= max_bytes)) || die "the bundle is $bytes bytes, over the limit of $max_bytes"
+if ((full)); then
+  leaks=$(grep -rlF -e "$root" -e "$build" "$bundle" || true)
+  [[ -z $leaks ]] || die "paths of this machine are inside: $(echo "$leaks" | tr '\n' ' ')"
+fi
+say "bundle: $bundle, $((bytes / 1000)) kB, $(find "$bundle" -type f | wc -l) files"
+
+if ((full)); then
+  say "carry $bundle to the GPU machine and run: bash run.sh [OUTDIR]"
+  exit 0
+fi
+args=()
+[[ $dry == 1 ]] && args+=(--dry-run)
+out=${OUT:-$build/results$([[ $dry == 1 ]] && echo -dry)}
+exec 9>&- # the checks do not need the build tree locked
+exec bash "$bundle/run.sh" "${args[@]}" "$out"

@@ -2,13 +2,15 @@
 # Install what cudasnap needs to build and test, if it is missing. Safe to run again.
 #   scripts/setup.sh
 # Debian/Ubuntu packages come from apt-get (as root, or through sudo). The CUDA Toolkit is not
-# installed here: only its headers are needed, and they are looked up as CMake will look them up.
+# installed here: only its headers are needed, and they are looked up as CMake will look them up
+# (scripts/gpu-check.sh --bundle also uses its nvcc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium: the browser test of `cudasnap report` pages (ctest label browser) and its benchmark.
-packages=(cmake make gcc pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
-  chromium)
+# patchelf: the $ORIGIN run paths of the GPU bundle (scripts/gpu-check.sh --bundle).
+packages=(cmake make gcc g++ pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
+  chromium patchelf)
 
 missing=()
 for p in "${packages[@]}"; do
