@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# record_kill.sh SCENARIO BIN_DIR CUDASNAP_TOOL CUDASNAP_LIB
+#
+# kill -9 with a recording file (issue 13). it_record_kill runs under cudasnap with
+# CUDASNAP_RECORD, says it is ready, and is killed with SIGKILL; then:
+#   sigkill          the process died of SIGKILL as it does without cudasnap (status 137), no
+#                    snapshot was written, `cudasnap recover` makes one that `cudasnap check` finds
+#                    clean, holding the one leaked block named allocate_weights at its file:line,
+#                    every event of the run, and the count of events lost at the end (0 here)
+#   truncated        the recording cut at many lengths, and files that are no recording: recover
+#                    exits 1 with one line "FILE: problem", never a crash
+set -u
+scenario=$1 bin=$2 tool=$3 lib=$4
+dir=$(mktemp -d)
+pid=
+trap '[[ -n $pid ]] && kill -9 $pid 2>/dev/null; rm -rf "$dir"' EXIT
+fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
+steps=25
+
+# Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
+run_and_kill() {
+  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
+    CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "$bin/it_record_kill" $steps >"$dir/out" 2>"$dir/err") &
+  pid=$!
+  for _ in $(seq 200); do
+    grep -q '^ready$' "$dir/out" 2>/dev/null && break
+    kill -0 $pid 2>/dev/null || fail "the program ended early: $(cat "$dir/err")"
+    sleep 0.05
+  done
+  grep -q '^ready$' "$dir/out" || fail "the program never said ready"
+  kill -KILL $pid
+  wait $pid
+  status=$?
+  rec="$dir/rec-it_record_kill-$pid.csrec"
+  pid=
+  [[ -f $rec ]] || fail "no recording file $rec: $(ls "$dir"): $(cat "$dir/err")"
+}
+
+# recover must refuse the file with exit status 1 and exactly one line naming it
+refused() {
+  local file=$1
+  "$tool" recover "$file" -o "$dir/refused.json" >"$dir/rout" 2>"$dir/rerr"
+  local rc=$?
+  [[ $rc -eq 1 ]] || fail "recover $(basename "$file") exited $rc (want 1): $(cat "$dir/rerr")"
+  [[ $(wc -l <"$dir/rerr") -eq 1 ]] && grep -q "^$file: " "$dir/rerr" ||
+    fail "recover $(basename "$file"): expected one line '$file: problem', got: $(cat "$dir/rerr")"
+  [[ ! -e $dir/refused.json ]] || fail "recover $(basename "$file") left a snapshot"
+}
+
+case $scenario in
+sigkill)
+  run_and_kill
+  [[ $status -eq 137 ]] || fail "exit status $status, want 137 (SIGKILL), as without cudasnap"
+  [[ -z $(ls "$dir"/snap-* 2>/dev/null) ]] || fail "a snapshot was written although nothing runs at SIGKILL"
+  read -r _ line < <(grep '^frame=allocate_weights' "$dir/out") || fail "no frame line on stdout"
+  "$tool" recover "$rec" -o "$dir/recovered.json" >"$dir/rout" 2>"$dir/rerr" ||
+    fail "recover exited $?: $(cat "$dir/rerr")"
+  # 2 weights + steps activations allocated; all freed but the leak; one segment per distinct size
+  grep -qE "^wrote $dir/recovered.json: [0-9]+ events \(0 lost at the end, 0 damaged, 0 oldest dropped\), 1 live blocks$" \
+    "$dir/rout" || fail "unexpected report: $(cat "$dir/rout" "$dir/rerr")"
+  "$tool" check "$dir/recovered.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered.json")"
+  "$bin/snapshot_check" "$dir/recovered.json" --frame allocate_weights prog_record_kill.c "$line" --action alloc \
+    --action free_completed --action segment_alloc || fail "snapshot_check"
+  python3 - "$dir/recovered.json" "$line" "$steps" <<'PY' || fail "the recovered snapshot is not the run's"
+import json, sys
+snap, line, steps = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+live = [b for s in snap["segments"] for b in s["blocks"] if b["state"] != "inactive"]
+assert len(live) == 1, live
+leak = live[0]
+assert leak["state"] == "active_allocated" and leak["size"] == 3 << 20, leak
+top = leak["frames"][0]
+assert top["name"] == "allocate_weights" and top["filename"].endswith("prog_record_kill.c") and top["line"] == line, top
+trace = snap["device_traces"][0]
+count = lambda a: sum(e["action"] == a for e in trace)
+assert count("alloc") == steps + 2, count("alloc")
+assert count("free_requested") == steps + 1 and count("free_completed") == steps + 1, trace
+assert snap["cudasnap"]["trigger"] == "recover" and snap["cudasnap"]["lost_events"] == 0
+times = [e["time_us"] for e in trace]
+assert times == sorted(times) and times[0] > 1.6e15, times[:3]  # wall clock, in order
+PY
+  ;;
+truncated)
+  run_and_kill
+  size=$(stat -c %s "$rec")
+  "$tool" recover "$rec" -o "$dir/whole.json" >/dev/null 2>&1 || fail "the whole recording does not recover"
+  for cut in 0 7 100 4095 4096 8192 $((size / 2)) $((size - 4096)) $((size - 1)); do
+    head -c "$cut" "$rec" >"$dir/cut-$cut.csrec"
+    refused "$dir/cut-$cut.csrec"
+  done
+  printf 'not a recording\n' >"$dir/text.csrec"
+  refused "$dir/text.csrec"
+  refused "$dir/whole.json"
+  refused "$dir/missing.csrec"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+exit 0
