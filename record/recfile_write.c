@@ -256,3 +256,12 @@ void cs_recfile_detach(cs_recfile_writer_t *w) {
   pthread_mutex_init(&w->modules_lock, NULL);
   pthread_mutex_init(&w->calib_lock, NULL);
 }
+
+void cs_recfile_close(cs_recfile_writer_t *w) {
+  if (!w) return;
+  munmap(w->base, w->map_bytes);
+  if (w->fd >= 0) close(w->fd);
+  pthread_mutex_destroy(&w->modules_lock);
+  pthread_mutex_destroy(&w->calib_lock);
+  free(w);
+}

@@ -46,4 +46,7 @@ void cs_recfile_note_modules(cs_recfile_writer_t *w);
  * child pushes never reaches the parent's file. The writer is then inert. */
 void cs_recfile_detach(cs_recfile_writer_t *w);
 
+/* Unmap and free (tests; the library keeps its writer until the process ends). */
+void cs_recfile_close(cs_recfile_writer_t *w);
+
 #endif

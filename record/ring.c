@@ -146,10 +146,17 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
 
 void cs_ring_clear(cs_ring_t *r) {
   if (r->published) {
-    /* the old entries' tags would pass for the new ones' of the same numbers: clear them first */
+    /* old entries would pass for new ones of the same push numbers, and a cleared tag before old
+     * fields for an entry cut short: they are zeroed. The first slot (the one a reader looks at
+     * after a count of 0) before the count, so no death in between leaves a false reading. */
+    if (r->capacity > 0) {
+      __atomic_store_n(&r->entries[0].stream, 0, __ATOMIC_RELAXED);
+      atomic_thread_fence(memory_order_release);
+      r->entries[0] = (cs_ring_entry_t){0};
+    }
     __atomic_store_n(r->published, 0, __ATOMIC_RELEASE);
     size_t used = r->pushed < r->capacity ? (size_t)r->pushed : r->capacity;
-    for (size_t i = 0; i < used; i++) __atomic_store_n(&r->entries[i].stream, 0, __ATOMIC_RELEASE);
+    if (used > 1) memset(r->entries + 1, 0, (used - 1) * sizeof *r->entries);
   }
   r->pushed = 0;
   r->head = 0;
