@@ -28,6 +28,9 @@ static cs_recfile_writer_t *_Atomic cs_recfile;
 /* The largest stack id after which the module map was looked at: a new stack may hold PCs of a
  * module loaded since. */
 static _Atomic uint32_t cs_modules_seen_at;
+/* A fork child's detached copy of the parent's writer, until the child makes its own file in the
+ * same place (cs_recfile_reopen). */
+static cs_recfile_writer_t *cs_recfile_detached;
 
 /* The recording file under the expanded CUDASNAP_RECORD, named as snapshots are (a temporary name,
  * then the name, or name-N when it is taken). A failure is one warning; recording goes on in
@@ -52,7 +55,9 @@ static void cs_record_open_file(const cs_options_t *opts) {
   if (err == 0) {
     cs_recfile_params_t params = {.max_entries = opts->max_entries, .stack_depth = opts->stack_depth,
                                   .max_stacks = opts->stacks == CS_STACKS_NATIVE ? CS_RECORD_MAX_STACKS : 0};
-    w = cs_recfile_create(out.fd, &params, &err);
+    w = cs_recfile_detached ? cs_recfile_reopen(cs_recfile_detached, out.fd, &err)
+                            : cs_recfile_create(out.fd, &params, &err);
+    if (w) cs_recfile_detached = NULL;
     if (!w) cs_output_abort(&out);
     else if ((err = cs_output_commit(&out, path)) != 0) w = NULL; /* the mapping stays, unused */
   }
@@ -67,15 +72,19 @@ static void cs_record_open_file(const cs_options_t *opts) {
 
 void cs_record_start(const cs_options_t *opts) {
   atomic_store_explicit(&cs_history_entries, opts->max_entries, memory_order_relaxed);
+  /* a fork child comes here again, with the parent's file detached: it makes its own */
   if (opts->record[0] && !atomic_load(&cs_recfile)) cs_record_open_file(opts);
-  if (opts->stacks != CS_STACKS_NATIVE || atomic_load(&cs_intern)) return;
-  cs_stack_depth = opts->stack_depth;
-  cs_stack_init();
-  cs_intern_t *t = cs_intern_create(CS_RECORD_MAX_STACKS);
-  if (!t) cs_log_warn("cannot allocate the stack table; snapshots will have no stacks");
+  cs_intern_t *t = atomic_load(&cs_intern);
+  if (opts->stacks == CS_STACKS_NATIVE && !t) {
+    cs_stack_depth = opts->stack_depth;
+    cs_stack_init();
+    t = cs_intern_create(CS_RECORD_MAX_STACKS);
+    if (!t) cs_log_warn("cannot allocate the stack table; snapshots will have no stacks");
+    atomic_store_explicit(&cs_intern, t, memory_order_release);
+  }
+  /* before any stack is interned (at activation, or in a fork child whose table was cleared) */
   cs_recfile_writer_t *w = atomic_load(&cs_recfile);
   if (t && w) cs_intern_set_mirror(t, cs_recfile_add_stack, w);
-  atomic_store_explicit(&cs_intern, t, memory_order_release);
 }
 
 uint32_t cs_record_stack(void) {
@@ -125,13 +134,15 @@ cs_intern_t *cs_record_intern(void) { return atomic_load_explicit(&cs_intern, me
 
 void cs_record_postfork_child(void) {
   cs_intern_t *t = atomic_load(&cs_intern);
-  /* the file is the parent's: the child records in memory only (before the contexts clear
-   * their rings, which would write to it) */
+  /* the file is the parent's: the child lets go of it (before the contexts clear their rings,
+   * which would write to it), and makes its own when it activates anew */
   cs_recfile_writer_t *w = atomic_load(&cs_recfile);
   if (w) {
     cs_intern_set_mirror(t, NULL, NULL);
     cs_recfile_detach(w);
+    cs_recfile_detached = w;
     atomic_store(&cs_recfile, NULL);
+    atomic_store(&cs_modules_seen_at, 0); /* the child's stack ids start again from 1 */
   }
   if (t) cs_intern_clear(t);
 }

@@ -47,8 +47,8 @@ static cs_rec_clock_t cs_rec_clock(const cs_recfile_header_t *h) {
 static uint64_t cs_rec_epoch_us(const cs_rec_clock_t *c, uint64_t when) {
   const uint64_t t = (when >> CS_RING_TIME_SHIFT) & CS_RING_TIME_MASK;
   if (when & CS_RING_TIME_CONVERTED) return c->origin_epoch_us + t;
-  const double ns = (double)(t << CS_RING_TICK_SHIFT) * c->ns_per_tick;
-  return c->origin_epoch_us + (uint64_t)(ns / 1000.0);
+  const double us = (double)(t << CS_RING_TICK_SHIFT) * c->ns_per_tick / 1000.0;
+  return c->origin_epoch_us + (us < 1e18 ? (uint64_t)us : 0); /* a damaged rate: no overflow */
 }
 
 /* ---- rings ---- */
@@ -89,7 +89,8 @@ static int cs_rec_ring(cs_recording_t *rec, const cs_recfile_header_t *h, const 
   r->dropped += published - n;
   r->entries = calloc(n ? n : 1, sizeof *r->entries);
   if (!r->entries) return cs_rec_fail(why, why_len, "out of host memory for %llu entries", (unsigned long long)n);
-  for (uint64_t k = published - n + 1; k <= published; k++) {
+  for (uint64_t j = 0; j < n; j++) { /* by count: a damaged `published` near 2^64 cannot loop */
+    const uint64_t k = published - n + 1 + j;
     const cs_ring_entry_t *e = &slots[(k - 1) % cap];
     if (r->lost_at_end && k == published - n + 1 && published >= cap && (k - 1) % cap == published % cap) continue;
     if (!cs_rec_entry_whole(e, k)) {

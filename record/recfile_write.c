@@ -29,6 +29,9 @@ struct cs_recfile_writer_s {
   unsigned long long loader_adds, loader_subs; /* the loader's counts at the last module scan */
   pthread_mutex_t calib_lock;
   atomic_bool detached;
+  cs_recfile_params_t params;
+  int ring_devices[CS_RECFILE_MAX_RINGS]; /* of the sections handed out, for cs_recfile_reopen */
+  uint32_t rings_used;
 };
 
 static uint64_t cs_recfile_round_page(uint64_t n) {
@@ -61,7 +64,9 @@ static void cs_recfile_read_identity(cs_recfile_header_t *h) {
   h->argc = argc;
 }
 
-cs_recfile_writer_t *cs_recfile_create(int fd, const cs_recfile_params_t *params, int *err) {
+/* cs_recfile_create, with the mapping at `at` when not NULL (MAP_FIXED: cs_recfile_reopen). */
+static cs_recfile_writer_t *cs_recfile_map(int fd, const cs_recfile_params_t *params, void *at, size_t at_bytes,
+                                           int *err) {
   *err = 0;
   const uint64_t depth = params->stack_depth < CS_RECFILE_MAX_DEPTH ? params->stack_depth : CS_RECFILE_MAX_DEPTH;
   const uint64_t modules_offset = CS_RECFILE_PAGE;
@@ -88,8 +93,13 @@ cs_recfile_writer_t *cs_recfile_create(int fd, const cs_recfile_params_t *params
   if (w->fd < 0 || ftruncate(w->fd, (off_t)rings_offset) != 0) goto fail;
   /* the header and the module records on disk now; the stack log as it fills */
   if ((*err = posix_fallocate(w->fd, 0, (off_t)stacks_offset)) != 0) goto fail_err;
-  void *base = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
+  if (at && at_bytes != map_bytes) {
+    *err = EINVAL; /* not the same layout: cannot take the old one's place */
+    goto fail_err;
+  }
+  void *base = mmap(at, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (at ? MAP_FIXED : 0), w->fd, 0);
   if (base == MAP_FAILED) goto fail;
+  w->params = *params;
   w->base = base;
   w->map_bytes = map_bytes;
   w->header = base;
@@ -139,26 +149,62 @@ fail_err:
   return NULL;
 }
 
-bool cs_recfile_add_ring(cs_recfile_writer_t *w, cs_ring_t *r, int device) {
-  if (atomic_load(&w->detached)) return false;
+cs_recfile_writer_t *cs_recfile_create(int fd, const cs_recfile_params_t *params, int *err) {
+  return cs_recfile_map(fd, params, NULL, 0, err);
+}
+
+/* The next ring section, on disk and with its header; NULL when none is left. */
+static cs_recfile_ring_t *cs_recfile_new_section(cs_recfile_writer_t *w, int device) {
   cs_recfile_header_t *h = w->header;
   const uint32_t index = __atomic_load_n(&h->ring_count, __ATOMIC_RELAXED);
-  if (index >= h->ring_max || h->max_entries == 0) return false;
+  if (index >= h->ring_max || h->max_entries == 0) return NULL;
   const uint64_t offset = h->rings_offset + index * h->ring_bytes;
-  if (ftruncate(w->fd, (off_t)(offset + h->ring_bytes)) != 0) return false;
+  if (ftruncate(w->fd, (off_t)(offset + h->ring_bytes)) != 0) return NULL;
   if (posix_fallocate(w->fd, (off_t)offset, (off_t)h->ring_bytes) != 0) {
     (void)ftruncate(w->fd, (off_t)offset);
-    return false;
+    return NULL;
   }
   cs_recfile_ring_t *section = (cs_recfile_ring_t *)(void *)(w->base + offset);
   section->device = device;
   section->capacity = h->max_entries;
-  cs_ring_init_mapped(r, (size_t)h->max_entries, (cs_ring_entry_t *)(void *)(w->base + offset + CS_RECFILE_PAGE),
-                      &section->published);
+  w->ring_devices[index] = device;
+  w->rings_used = index + 1;
+  return section;
+}
+
+/* The section counts: its magic, then the header's count. */
+static void cs_recfile_publish_section(cs_recfile_writer_t *w, cs_recfile_ring_t *section) {
   __atomic_store_n(&section->magic, CS_RECFILE_RING_MAGIC, __ATOMIC_RELEASE);
-  __atomic_store_n(&h->ring_count, index + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&w->header->ring_count, w->rings_used, __ATOMIC_RELEASE);
+}
+
+bool cs_recfile_add_ring(cs_recfile_writer_t *w, cs_ring_t *r, int device) {
+  if (atomic_load(&w->detached)) return false;
+  cs_recfile_ring_t *section = cs_recfile_new_section(w, device);
+  if (!section) return false;
+  cs_ring_init_mapped(r, (size_t)w->header->max_entries,
+                      (cs_ring_entry_t *)(void *)((char *)section + CS_RECFILE_PAGE), &section->published);
+  cs_recfile_publish_section(w, section);
   cs_recfile_calibrate(w);
   return true;
+}
+
+cs_recfile_writer_t *cs_recfile_reopen(cs_recfile_writer_t *old, int fd, int *err) {
+  if (!atomic_load(&old->detached)) {
+    *err = EINVAL;
+    return NULL;
+  }
+  cs_recfile_writer_t *w = cs_recfile_map(fd, &old->params, old->base, old->map_bytes, err);
+  if (!w) return NULL;
+  /* the rings in use point into the old sections, now these: the same layout, the same places.
+   * They were cleared at the fork, so empty sections are what they hold. */
+  for (uint32_t i = 0; i < old->rings_used; i++) {
+    cs_recfile_ring_t *section = cs_recfile_new_section(w, old->ring_devices[i]);
+    if (!section) break; /* a ring without its section writes to pages no one reads */
+    cs_recfile_publish_section(w, section);
+  }
+  free(old);
+  return w;
 }
 
 void cs_recfile_add_stack(void *writer, uint32_t id, const uintptr_t *pcs, size_t n) {

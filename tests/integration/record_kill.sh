@@ -7,6 +7,9 @@
 #                    snapshot was written, `cudasnap recover` makes one that `cudasnap check` finds
 #                    clean, holding the one leaked block named allocate_weights at its file:line,
 #                    every event of the run, and the count of events lost at the end (0 here)
+#   matches_dump     it_fork (a child forked after CUDA starts, which records in memory only) exits
+#                    normally: its one recording file recovers to the history its exit snapshot
+#                    holds, event for event (time included), and the same segments and live blocks
 #   truncated        the recording cut at many lengths, and files that are no recording: recover
 #                    exits 1 with one line "FILE: problem", never a crash
 set -u
@@ -78,6 +81,37 @@ assert snap["cudasnap"]["trigger"] == "recover" and snap["cudasnap"]["lost_event
 times = [e["time_us"] for e in trace]
 assert times == sorted(times) and times[0] > 1.6e15, times[:3]  # wall clock, in order
 PY
+  ;;
+matches_dump)
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap-%p-%t.json" \
+    CUDASNAP_RECORD="$dir/rec-%p.csrec" "$bin/it_fork" >"$dir/out" 2>"$dir/err") || fail "it_fork: $(cat "$dir/err")"
+  recs=("$dir"/rec-*.csrec)
+  [[ ${#recs[@]} -eq 2 ]] || fail "expected two recordings (the parent's and the child's): $(ls "$dir")"
+  for rec in "${recs[@]}"; do
+    pid=${rec##*/rec-}
+    pid=${pid%.csrec}
+    [[ -f $dir/snap-$pid-exit.json ]] || fail "no exit snapshot of $pid: $(ls "$dir")"
+    "$tool" recover "$rec" -o "$dir/recovered-$pid.json" >"$dir/rout" 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+    grep -q "(0 lost at the end, 0 damaged, 0 oldest dropped)" "$dir/rout" || fail "report: $(cat "$dir/rout")"
+    "$tool" check "$dir/recovered-$pid.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered-$pid.json")"
+    python3 - "$dir/snap-$pid-exit.json" "$dir/recovered-$pid.json" <<'PY' || fail "the recovery of $pid differs from its exit snapshot"
+import json, sys
+dump, rec = (json.load(open(f)) for f in sys.argv[1:3])
+def events(s):
+    return [(e["action"], e.get("addr"), e["size"], e["time_us"], json.dumps(e.get("frames")))
+            for t in s["device_traces"] for e in t if e["action"] != "snapshot"]
+d, r = events(dump), events(rec)
+assert len(d) > 0 and r[:len(d)] == d, (len(d), len(r), next(((a, b) for a, b in zip(d, r) if a != b), None))
+# after the exit snapshot, only frees can come (destructors)
+assert all(a in ("free_requested", "free_completed", "segment_free") for a, *_ in r[len(d):]), r[len(d):]
+if len(r) == len(d):
+    seg = lambda s: sorted((x["address"], x["total_size"], json.dumps([(b["address"], b["size"], b["state"], b["frames"])
+                           for b in x["blocks"] if b["state"] != "inactive"])) for x in s["segments"])
+    assert seg(dump) == seg(rec), "segments differ"
+print(len(d))
+PY
+  done
+  pid=
   ;;
 truncated)
   run_and_kill
