@@ -58,8 +58,15 @@ static void cs_record_open_file(const cs_options_t *opts) {
     w = cs_recfile_detached ? cs_recfile_reopen(cs_recfile_detached, out.fd, &err)
                             : cs_recfile_create(out.fd, &params, &err);
     if (w) cs_recfile_detached = NULL;
-    if (!w) cs_output_abort(&out);
-    else if ((err = cs_output_commit(&out, path)) != 0) w = NULL; /* the mapping stays, unused */
+    if (!w) {
+      cs_output_abort(&out);
+    } else if ((err = cs_output_commit(&out, path)) != 0) {
+      /* the file is gone; a fork child's rings may point into the mapping already: it becomes
+       * anonymous memory in place, as at a fork */
+      cs_recfile_detach(w);
+      cs_recfile_detached = w;
+      w = NULL;
+    }
   }
   if (!w) {
     cs_log_warn("cannot make the recording file %s: %s; recording in memory only", path, strerror(err));
