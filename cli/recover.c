@@ -37,8 +37,8 @@ static const char cs_recover_help[] =
     "\n"
     "output: one line on stdout, `wrote SNAPSHOT: N events (L lost at the end, D damaged,\n"
     "O oldest dropped), B live blocks`.\n"
-    "exit status: 0 written; 1 the recording cannot be read (one line `RECORDING: problem`) or\n"
-    "the snapshot cannot be written; 2 usage error.\n";
+    "exit status: 0 written; 1 the recording cannot be read or holds nothing to show (one line\n"
+    "`RECORDING: problem`), or the snapshot cannot be written; 2 usage error.\n";
 
 /* ---- the tree ---- */
 
@@ -235,6 +235,14 @@ int cs_cli_recover(int argc, char **argv) {
   cs_rr_state_t state;
   if (cs_rr_replay(&rec, &state) != 0) {
     fprintf(stderr, "%s: out of host memory for the replay\n", recording);
+    cs_rr_free(&state);
+    cs_recording_free(&rec);
+    return CS_CLI_FAIL;
+  }
+  if (state.segment_count == 0 && state.event_count == 0) {
+    /* the viewer cannot open an empty snapshot (as a dump, recover writes none) */
+    fprintf(stderr, "%s: nothing to recover: no device memory was allocated while recording%s\n", recording,
+            rec.max_entries == 0 ? " (CUDASNAP_MAX_ENTRIES=0 keeps no history)" : "");
     cs_rr_free(&state);
     cs_recording_free(&rec);
     return CS_CLI_FAIL;

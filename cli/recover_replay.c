@@ -1,20 +1,15 @@
 #include "cli/recover_replay.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* An event of the merged history with where it came from, for a stable sort. */
+/* An event of the merged history and its place in it, for grouping by address stably. */
 typedef struct cs_rr_key_s {
   uint64_t time;   /* us since the epoch */
-  size_t order;    /* ring, then position: the tie-breaker */
+  size_t order;    /* place in the merged history */
   const cs_ring_entry_t *entry;
 } cs_rr_key_t;
-
-static int cs_rr_by_time(const void *pa, const void *pb) {
-  const cs_rr_key_t *a = pa, *b = pb;
-  if (a->time != b->time) return a->time < b->time ? -1 : 1;
-  return a->order < b->order ? -1 : a->order > b->order;
-}
 
 /* The same address's events together, in history order: the last one decides the end state. */
 static int cs_rr_by_address(const void *pa, const void *pb) {
@@ -156,17 +151,32 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
     free(keys);
     return -1;
   }
+  /* a stable merge by time, as a dump merges its rings: each ring's own order is kept even where
+   * its times are not monotonic (a counter read on another core), and ties go to the first ring */
   size_t n = 0;
-  for (size_t r = 0; r < rec->ring_count; r++)
-    for (size_t i = 0; i < rec->rings[r].count; i++, n++)
-      keys[n] = (cs_rr_key_t){.time = cs_ring_entry_epoch_us(&rec->rings[r].entries[i]), .order = n,
-                              .entry = &rec->rings[r].entries[i]};
-  qsort(keys, n, sizeof *keys, cs_rr_by_time);
-  for (size_t i = 0; i < n; i++) {
-    s->events[i] = *keys[i].entry;
-    keys[i] = (cs_rr_key_t){.time = keys[i].time, .order = i, .entry = &s->events[i]};
-    if (cs_ring_entry_device(&s->events[i]) + 1 > s->device_count) s->device_count = cs_ring_entry_device(&s->events[i]) + 1;
+  size_t *next = calloc(rec->ring_count ? rec->ring_count : 1, sizeof *next);
+  if (!next) {
+    free(keys);
+    return -1;
   }
+  for (;;) {
+    size_t pick = SIZE_MAX;
+    uint64_t pick_time = 0;
+    for (size_t r = 0; r < rec->ring_count; r++) {
+      if (next[r] == rec->rings[r].count) continue;
+      const uint64_t t = cs_ring_entry_epoch_us(&rec->rings[r].entries[next[r]]);
+      if (pick == SIZE_MAX || t < pick_time) {
+        pick = r;
+        pick_time = t;
+      }
+    }
+    if (pick == SIZE_MAX) break;
+    s->events[n] = rec->rings[pick].entries[next[pick]++];
+    keys[n] = (cs_rr_key_t){.time = pick_time, .order = n, .entry = &s->events[n]};
+    if (cs_ring_entry_device(&s->events[n]) + 1 > s->device_count) s->device_count = cs_ring_entry_device(&s->events[n]) + 1;
+    n++;
+  }
+  free(next);
   s->event_count = n;
   cs_rr_block_t *blocks = NULL;
   size_t block_count = 0;

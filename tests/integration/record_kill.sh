@@ -7,9 +7,10 @@
 #                    snapshot was written, `cudasnap recover` makes one that `cudasnap check` finds
 #                    clean, holding the one leaked block named allocate_weights at its file:line,
 #                    every event of the run, and the count of events lost at the end (0 here)
-#   matches_dump     it_fork (a child forked after CUDA starts, which records in memory only) exits
-#                    normally: its one recording file recovers to the history its exit snapshot
-#                    holds, event for event (time included), and the same segments and live blocks
+#   matches_dump     it_fork (a child forked after CUDA started makes its own recording) and
+#                    it_two_devices (two rings, merged by time) exit normally: each recording file
+#                    recovers to the history of that process's exit snapshot, event for event (time
+#                    and frames included), with the same segments and live blocks
 #   truncated        the recording cut at many lengths, and files that are no recording: recover
 #                    exits 1 with one line "FILE: problem", never a crash
 set -u
@@ -83,10 +84,14 @@ assert times == sorted(times) and times[0] > 1.6e15, times[:3]  # wall clock, in
 PY
   ;;
 matches_dump)
+  for prog in it_fork it_two_devices; do
+  rm -f "$dir"/rec-*.csrec "$dir"/snap-*.json
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap-%p-%t.json" \
-    CUDASNAP_RECORD="$dir/rec-%p.csrec" "$bin/it_fork" >"$dir/out" 2>"$dir/err") || fail "it_fork: $(cat "$dir/err")"
+    CUDASNAP_RECORD="$dir/rec-%p.csrec" "$bin/$prog" >"$dir/out" 2>"$dir/err") || fail "$prog: $(cat "$dir/err")"
   recs=("$dir"/rec-*.csrec)
-  [[ ${#recs[@]} -eq 2 ]] || fail "expected two recordings (the parent's and the child's): $(ls "$dir")"
+  want=1
+  [[ $prog == it_fork ]] && want=2 # the parent's and the child's
+  [[ ${#recs[@]} -eq $want ]] || fail "$prog: expected $want recordings: $(ls "$dir")"
   for rec in "${recs[@]}"; do
     pid=${rec##*/rec-}
     pid=${pid%.csrec}
@@ -97,19 +102,24 @@ matches_dump)
     python3 - "$dir/snap-$pid-exit.json" "$dir/recovered-$pid.json" <<'PY' || fail "the recovery of $pid differs from its exit snapshot"
 import json, sys
 dump, rec = (json.load(open(f)) for f in sys.argv[1:3])
-def events(s):
+def events(s, device):
+    t = s["device_traces"][device] if device < len(s["device_traces"]) else []
     return [(e["action"], e.get("addr"), e["size"], e["time_us"], json.dumps(e.get("frames")))
-            for t in s["device_traces"] for e in t if e["action"] != "snapshot"]
-d, r = events(dump), events(rec)
-assert len(d) > 0 and r[:len(d)] == d, (len(d), len(r), next(((a, b) for a, b in zip(d, r) if a != b), None))
-# after the exit snapshot, only frees can come (destructors)
-assert all(a in ("free_requested", "free_completed", "segment_free") for a, *_ in r[len(d):]), r[len(d):]
-if len(r) == len(d):
+            for e in t if e["action"] != "snapshot"]
+assert sum(map(len, dump["device_traces"])) > 0
+same = True
+for device in range(max(len(dump["device_traces"]), len(rec["device_traces"]))):
+    d, r = events(dump, device), events(rec, device)
+    assert r[:len(d)] == d, (device, len(d), len(r), next(((a, b) for a, b in zip(d, r) if a != b), None))
+    # after the exit snapshot, only frees can come (destructors)
+    assert all(a in ("free_requested", "free_completed", "segment_free") for a, *_ in r[len(d):]), r[len(d):]
+    same = same and len(r) == len(d)
+if same:
     seg = lambda s: sorted((x["address"], x["total_size"], json.dumps([(b["address"], b["size"], b["state"], b["frames"])
                            for b in x["blocks"] if b["state"] != "inactive"])) for x in s["segments"])
     assert seg(dump) == seg(rec), "segments differ"
-print(len(d))
 PY
+  done
   done
   pid=
   ;;
@@ -125,6 +135,18 @@ truncated)
   refused "$dir/text.csrec"
   refused "$dir/whole.json"
   refused "$dir/missing.csrec"
+  # a run that allocated nothing has nothing to show: refused, as a dump writes no empty snapshot
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_RECORD="$dir/empty.csrec" true)
+  [[ -f $dir/empty.csrec ]] && fail "a recording file from a program that never used CUDA"
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_RECORD="$dir/nohist.csrec" \
+    "$bin/it_record_kill" 0 >"$dir/out" 2>"$dir/err") &
+  pid=$!
+  for _ in $(seq 200); do grep -q '^ready$' "$dir/out" 2>/dev/null && break; sleep 0.05; done
+  kill -KILL $pid
+  wait $pid
+  pid=
+  refused "$dir/nohist.csrec"
+  grep -q "nothing to recover" "$dir/rerr" || fail "not said why: $(cat "$dir/rerr")"
   ;;
 *) fail "unknown scenario" ;;
 esac
