@@ -101,6 +101,78 @@ static int cs_rr_end_states(cs_rr_state_t *s, cs_rr_key_t *keys, size_t n, cs_rr
   return 0;
 }
 
+/* A segment's extent, as a segment event of the history gives it. */
+typedef struct cs_rr_range_s {
+  int device;
+  uint64_t lo, hi;
+  uint64_t max_hi; /* the largest hi of this device's ranges up to this one */
+} cs_rr_range_t;
+
+static int cs_rr_range_cmp(const void *pa, const void *pb) {
+  const cs_rr_range_t *a = pa, *b = pb;
+  if (a->device != b->device) return a->device < b->device ? -1 : 1;
+  return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Does some range of `device` hold addr? pre: ranges sorted, max_hi filled. */
+static bool cs_rr_in_ranges(const cs_rr_range_t *r, size_t n, int device, uint64_t addr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r[mid].device < device || (r[mid].device == device && r[mid].lo <= addr)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && r[lo - 1].device == device && r[lo - 1].max_hi > addr;
+}
+
+/* Blocks the history names in no segment it names: their segments were allocated before the
+ * oldest entry kept, and are alive at the end (a free of one would be in the history). Each run of
+ * overlapping such blocks gets a live segment of its extent, so that every block of the history
+ * lies in a segment at every point, as the viewer's backward replay needs. pre: keys by address. */
+static int cs_rr_orphans(cs_rr_state_t *s, const cs_rr_key_t *keys, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) count += cs_rr_is_segment_event(cs_ring_entry_action(keys[i].entry));
+  cs_rr_range_t *ranges = calloc(count ? count : 1, sizeof *ranges);
+  if (!ranges) return -1;
+  count = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cs_ring_entry_t *e = keys[i].entry;
+    if (cs_rr_is_segment_event(cs_ring_entry_action(e)))
+      ranges[count++] = (cs_rr_range_t){.device = cs_ring_entry_device(e), .lo = e->addr, .hi = e->addr + e->size};
+  }
+  qsort(ranges, count, sizeof *ranges, cs_rr_range_cmp);
+  for (size_t i = 0; i < count; i++) {
+    const bool first = i == 0 || ranges[i - 1].device != ranges[i].device;
+    ranges[i].max_hi = first || ranges[i - 1].max_hi < ranges[i].hi ? ranges[i].hi : ranges[i - 1].max_hi;
+  }
+  size_t cap = s->segment_count;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const cs_ring_entry_t *e = keys[i].entry;
+    const int device = cs_ring_entry_device(e);
+    if (!cs_rr_is_block_event(cs_ring_entry_action(e)) || e->size == 0 || cs_rr_in_ranges(ranges, count, device, e->addr))
+      continue;
+    cs_rr_segment_t *last = s->unplaced ? &s->segments[s->segment_count - 1] : NULL;
+    if (last && last->device == device && e->addr < last->addr + last->size) { /* keys go by address */
+      if (e->addr + e->size > last->addr + last->size) last->size = e->addr + e->size - last->addr;
+      continue;
+    }
+    if (s->segment_count == cap) {
+      cap = cap ? 2 * cap : 64;
+      cs_rr_segment_t *grown = realloc(s->segments, cap * sizeof *grown);
+      if (!grown) {
+        rc = -1;
+        break;
+      }
+      s->segments = grown;
+    }
+    s->segments[s->segment_count++] = (cs_rr_segment_t){.device = device, .addr = e->addr, .size = e->size};
+    s->unplaced++;
+  }
+  free(ranges);
+  return rc;
+}
+
 static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_count) {
   /* blocks of no live segment get one of their own (its segment_alloc was dropped) */
   size_t extra = 0;
@@ -120,7 +192,7 @@ static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_cou
         s->segments[s->segment_count++] = (cs_rr_segment_t){.device = b->device, .addr = b->addr, .size = b->size,
                                                             .stack_id = b->stack_id};
     }
-    s->unplaced = extra;
+    s->unplaced += extra;
     qsort(s->segments, s->segment_count, sizeof *s->segments, cs_rr_segment_cmp);
   }
   /* blocks arrive by (device, address): each segment's are consecutive */
@@ -181,6 +253,7 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
   cs_rr_block_t *blocks = NULL;
   size_t block_count = 0;
   int rc = cs_rr_end_states(s, keys, n, &blocks, &block_count);
+  if (rc == 0) rc = cs_rr_orphans(s, keys, n);
   free(keys);
   if (rc == 0) rc = cs_rr_place(s, blocks, block_count);
   /* the segments point into the one block array: keep it with the first segment that has blocks */

@@ -1,7 +1,8 @@
 /* `cudasnap recover`, step two: the state at the end of a recording, by replaying its events
  * forwards (the library's allocator did the same things in the same order). Histories of several
- * rings are merged by time first. What the rings had dropped cannot be replayed: a block whose
- * segment was made before the oldest entry kept is placed in a segment of its own size. */
+ * rings are merged by time first. What the rings had dropped cannot be replayed: blocks allocated
+ * before the oldest entry kept and never touched since are not known, and blocks whose segment was
+ * made before it are placed in segments of their own extent (see cs_rr_orphans). */
 #ifndef CS_CLI_RECOVER_REPLAY_H
 #define CS_CLI_RECOVER_REPLAY_H
 
@@ -33,7 +34,7 @@ typedef struct cs_rr_state_s {
   cs_rr_segment_t *segments; /* live at the end, by (device, address) */
   size_t segment_count;
   int device_count;          /* 1 + the largest device seen (at least 1) */
-  uint64_t unplaced;         /* live blocks found in no live segment (given one of their own) */
+  uint64_t unplaced;         /* segments made for blocks the history names in no segment */
   cs_rr_block_t *blocks_storage; /* what the segments' blocks point into */
 } cs_rr_state_t;
 

@@ -11,6 +11,9 @@
 #                    it_two_devices (two rings, merged by time) exit normally: each recording file
 #                    recovers to the history of that process's exit snapshot, event for event (time
 #                    and frames included), with the same segments and live blocks
+#   small_ring       CUDASNAP_MAX_ENTRIES=20: the rings dropped their oldest events (said so), and
+#                    the blocks of the kept ones whose segments came before them still lie in
+#                    segments: `cudasnap check` finds the recovery clean
 #   truncated        the recording cut at many lengths, and files that are no recording: recover
 #                    exits 1 with one line "FILE: problem", never a crash
 set -u
@@ -23,7 +26,7 @@ steps=25
 
 # Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
 run_and_kill() {
-  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
+  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_MAX_ENTRIES="${max_entries:-100000}" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
     CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "$bin/it_record_kill" $steps >"$dir/out" 2>"$dir/err") &
   pid=$!
   for _ in $(seq 200); do
@@ -122,6 +125,15 @@ PY
   done
   done
   pid=
+  ;;
+small_ring)
+  max_entries=20 run_and_kill
+  [[ $status -eq 137 ]] || fail "exit status $status, want 137"
+  "$tool" recover "$rec" -o "$dir/recovered.json" >"$dir/rout" 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+  grep -qE "^wrote $dir/recovered.json: 20 events \(0 lost at the end, 0 damaged, [1-9][0-9]* oldest dropped\)" "$dir/rout" ||
+    fail "unexpected report: $(cat "$dir/rout")"
+  "$tool" check "$dir/recovered.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered.json")"
+  "$bin/snapshot_check" "$dir/recovered.json" --dropped || fail "not marked as overflowed"
   ;;
 truncated)
   run_and_kill
