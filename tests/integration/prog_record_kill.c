@@ -1,8 +1,12 @@
 /* kill -9 with a recording file (issue 13): allocates weights in allocate_weights() (a known
  * function at a known line), leaks one block of them, runs some steps that allocate and free,
  * then prints "frame=allocate_weights <line>" and "ready" on stdout and waits to be killed.
- * record_kill.sh kills it with SIGKILL and recovers the recording. */
+ * With a second argument "spin" it goes on allocating and freeing until killed, so that the kill
+ * lands anywhere, in the middle of recording an event too. record_kill.sh kills it with SIGKILL
+ * and recovers the recording. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tests/integration/it_driver.h"
@@ -32,5 +36,14 @@ int main(int argc, char **argv) {
   (void)leak; /* never freed: the recovered snapshot holds it, named */
   printf("frame=allocate_weights %d\nready\n", weights_line);
   fflush(stdout);
+  if (argc > 2 && strcmp(argv[2], "spin") == 0) {
+    CUdeviceptr held[8] = {0};
+    for (unsigned i = 0;; i++) { /* until SIGKILL: some blocks live at any moment */
+      CUdeviceptr *slot = &held[i % 8];
+      if (*slot) IT_CHECK(cuMemFree(*slot) == CUDA_SUCCESS, "spin free");
+      *slot = 0;
+      IT_CHECK(cuMemAlloc(slot, (size_t)(i % 13 + 1) << 14) == CUDA_SUCCESS, "spin alloc");
+    }
+  }
   for (;;) pause(); /* until SIGKILL */
 }

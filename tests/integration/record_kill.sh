@@ -14,6 +14,9 @@
 #   small_ring       CUDASNAP_MAX_ENTRIES=20: the rings dropped their oldest events (said so), and
 #                    the blocks of the kept ones whose segments came before them still lie in
 #                    segments: `cudasnap check` finds the recovery clean
+#   kill_anywhere    the program allocates and frees in a loop and is killed at a random moment,
+#                    20 times, with a ring of 64 entries (so the kill often lands while the oldest
+#                    slot is rewritten): every recovery is clean, at most 1 event lost per ring
 #   truncated        the recording cut at many lengths, and files that are no recording: recover
 #                    exits 1 with one line "FILE: problem", never a crash
 set -u
@@ -27,7 +30,7 @@ steps=25
 # Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
 run_and_kill() {
   (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_MAX_ENTRIES="${max_entries:-100000}" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
-    CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "$bin/it_record_kill" $steps >"$dir/out" 2>"$dir/err") &
+    CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "$bin/it_record_kill" $steps ${spin:-} >"$dir/out" 2>"$dir/err") &
   pid=$!
   for _ in $(seq 200); do
     grep -q '^ready$' "$dir/out" 2>/dev/null && break
@@ -35,6 +38,7 @@ run_and_kill() {
     sleep 0.05
   done
   grep -q '^ready$' "$dir/out" || fail "the program never said ready"
+  [[ -n ${delay:-} ]] && sleep "$delay"
   kill -KILL $pid
   wait $pid
   status=$?
@@ -134,6 +138,20 @@ small_ring)
     fail "unexpected report: $(cat "$dir/rout")"
   "$tool" check "$dir/recovered.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered.json")"
   "$bin/snapshot_check" "$dir/recovered.json" --dropped || fail "not marked as overflowed"
+  ;;
+kill_anywhere)
+  lost=0
+  for i in $(seq 20); do
+    max_entries=64 spin=spin delay=0.0$((RANDOM % 10))$((RANDOM % 10)) run_and_kill
+    [[ $status -eq 137 ]] || fail "exit status $status, want 137"
+    "$tool" recover "$rec" -o "$dir/recovered-$i.json" >"$dir/rout" 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+    read -r n_lost < <(sed -nE 's/.* events \(([0-9]+) lost at the end, 0 damaged, .*/\1/p' "$dir/rout")
+    [[ -n $n_lost && $n_lost -le 1 ]] || fail "run $i: unexpected report: $(cat "$dir/rout")"
+    lost=$((lost + n_lost))
+    "$tool" check "$dir/recovered-$i.json" >/dev/null || fail "run $i: cudasnap check: $("$tool" check "$dir/recovered-$i.json")"
+    rm -f "$rec" "$dir/recovered-$i.json"
+  done
+  echo "kill_anywhere: $lost of 20 kills landed while an event was being recorded"
   ;;
 truncated)
   run_and_kill
