@@ -27,7 +27,8 @@ static const char cs_recover_help[] =
     "Turn the recording file of a process run with CUDASNAP_RECORD (cudasnap run --record)\n"
     "into a snapshot, whatever ended the process: kill -9, the kernel's OOM killer, a crash.\n"
     "The state is the replay of the recorded events; stacks are named from the module map the\n"
-    "recording kept (the program and its libraries must still be where they were). Events the\n"
+    "recording kept (the program and its libraries must still be where they were, the same builds:\n"
+    "a file with another build ID is not used, with a warning). Events the\n"
     "process was writing when it died are never misread: they are counted as lost at the end.\n"
     "\n"
     "options:\n"
@@ -257,7 +258,8 @@ int cs_cli_recover(int argc, char **argv) {
 
   cs_sym_map_module_t *modules = calloc(rec.module_count ? rec.module_count : 1, sizeof *modules);
   for (size_t i = 0; modules && i < rec.module_count; i++)
-    modules[i] = (cs_sym_map_module_t){.path = rec.modules[i].path, .bias = rec.modules[i].bias};
+    modules[i] = (cs_sym_map_module_t){.path = rec.modules[i].path, .bias = rec.modules[i].bias,
+                                       .build_id = rec.modules[i].build_id, .build_id_len = rec.modules[i].build_id_len};
   cs_recover_t r = {.rec = &rec, .state = &state,
                     .sym = modules ? cs_symbolizer_create_for(modules, rec.module_count) : NULL,
                     .frames = calloc(rec.stack_count ? rec.stack_count : 1, sizeof(cJSON *))};

@@ -142,9 +142,11 @@ static int cs_rec_modules(cs_recording_t *rec, const cs_recfile_header_t *h, cha
   const cs_recfile_module_t *mods = (const cs_recfile_module_t *)(const void *)(rec->data + h->modules_offset);
   for (uint32_t i = 0; i < count; i++) {
     const cs_recfile_module_t *m = &mods[i];
-    if (!memchr(m->path, '\0', sizeof m->path) || m->path[0] != '/' || m->lo >= m->hi)
+    if (!memchr(m->path, '\0', sizeof m->path) || m->path[0] != '/' || m->lo >= m->hi ||
+        m->build_id_len > CS_RECFILE_BUILD_ID)
       return cs_rec_fail(why, why_len, "module record %u is damaged", i + 1);
-    rec->modules[rec->module_count++] = (cs_rec_module_t){.lo = m->lo, .hi = m->hi, .bias = m->bias, .path = m->path};
+    rec->modules[rec->module_count++] = (cs_rec_module_t){.lo = m->lo, .hi = m->hi, .bias = m->bias, .path = m->path,
+                                                          .build_id = m->build_id, .build_id_len = m->build_id_len};
   }
   return 0;
 }

@@ -34,6 +34,8 @@ typedef struct cs_rec_stack_s {
 typedef struct cs_rec_module_s {
   uint64_t lo, hi, bias;
   const char *path;         /* into the file's bytes */
+  const unsigned char *build_id; /* into the file's bytes; build_id_len 0: none recorded */
+  size_t build_id_len;
 } cs_rec_module_t;
 
 typedef struct cs_recording_s {

@@ -86,10 +86,15 @@ typedef struct cs_recfile_header_s {
 } cs_recfile_header_t;
 _Static_assert(sizeof(cs_recfile_header_t) <= CS_RECFILE_PAGE, "the header is one page");
 
-/* A loaded module: PCs in [lo, hi) belong to the file at path, loaded at bias (dlpi_addr). */
+/* A loaded module: PCs in [lo, hi) belong to the file at path, loaded at bias (dlpi_addr), whose
+ * GNU build ID (from its loaded PT_NOTE) was build_id[0, build_id_len), 0 when it has none: the
+ * tool names frames from the file only when it still has that ID. */
+enum { CS_RECFILE_BUILD_ID = 20 };
 typedef struct cs_recfile_module_s {
   uint64_t lo, hi, bias;
-  char path[CS_RECFILE_PATH - 24];
+  uint32_t build_id_len;
+  uint8_t build_id[CS_RECFILE_BUILD_ID];
+  char path[CS_RECFILE_PATH - 24 - 4 - CS_RECFILE_BUILD_ID];
 } cs_recfile_module_t;
 _Static_assert(sizeof(cs_recfile_module_t) == CS_RECFILE_PATH, "module records are fixed");
 

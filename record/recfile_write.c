@@ -250,6 +250,29 @@ static bool cs_recfile_module_known(const cs_recfile_header_t *h, const cs_recfi
   return false;
 }
 
+/* The GNU build ID from the module's loaded notes (NT_GNU_BUILD_ID, owner "GNU"), if it has one
+ * of at most CS_RECFILE_BUILD_ID bytes. Reads mapped memory only. */
+static void cs_recfile_build_id(const struct dl_phdr_info *info, cs_recfile_module_t *m) {
+  for (size_t i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+    while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+      const ElfW(Nhdr) *note = (const ElfW(Nhdr) *)(const void *)p;
+      const size_t name = (note->n_namesz + 3u) & ~(size_t)3, desc = (note->n_descsz + 3u) & ~(size_t)3;
+      if (name + desc > (size_t)(end - p) - sizeof *note) break;
+      const char *owner = p + sizeof *note;
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && memcmp(owner, "GNU", 4) == 0 &&
+          note->n_descsz > 0 && note->n_descsz <= CS_RECFILE_BUILD_ID) {
+        memcpy(m->build_id, owner + name, note->n_descsz);
+        m->build_id_len = note->n_descsz;
+        return;
+      }
+      p += sizeof *note + name + desc;
+    }
+  }
+}
+
 static int cs_recfile_scan_one(struct dl_phdr_info *info, size_t size, void *data) {
   cs_recfile_scan_t *scan = data;
   cs_recfile_writer_t *w = scan->w;
@@ -271,6 +294,7 @@ static int cs_recfile_scan_one(struct dl_phdr_info *info, size_t size, void *dat
     if (info->dlpi_addr + ph->p_vaddr < m.lo) m.lo = info->dlpi_addr + ph->p_vaddr;
     if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > m.hi) m.hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
   }
+  cs_recfile_build_id(info, &m);
   /* the main program has no name here; the vDSO and the like have no file to read */
   const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : h->exe;
   if (m.lo >= m.hi || path[0] != '/' || strlen(path) >= sizeof m.path) return 0;

@@ -543,6 +543,19 @@ cs_symbolizer_t *cs_symbolizer_create(void) {
   return s;
 }
 
+/* Does the ELF file at path carry this GNU build ID? */
+static bool cs_sym_file_has_build_id(const char *path, const unsigned char *id, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  const void *have = NULL;
+  const ssize_t have_len = elf ? dwelf_elf_gnu_build_id(elf, &have) : -1;
+  const bool same = have_len == (ssize_t)len && memcmp(have, id, len) == 0;
+  if (elf) elf_end(elf);
+  close(fd);
+  return same;
+}
+
 cs_symbolizer_t *cs_symbolizer_create_for(const cs_sym_map_module_t *modules, size_t count) {
   cs_symbolizer_t *s = cs_symbolizer_new();
   if (!s || !s->dwfl) return s;
@@ -550,6 +563,11 @@ cs_symbolizer_t *cs_symbolizer_create_for(const cs_sym_map_module_t *modules, si
    * libdwfl refuses an overlapping report, so they are reported newest first */
   for (size_t i = count; i-- > 0;) {
     const cs_sym_map_module_t *m = &modules[i];
+    if (m->build_id_len > 0 && !cs_sym_file_has_build_id(m->path, m->build_id, m->build_id_len)) {
+      cs_log_warn("%s is not the build that ran (its build ID differs, or it is gone): its frames are not named",
+                  m->path);
+      continue;
+    }
     (void)dwfl_report_elf(s->dwfl, m->path, m->path, -1, (GElf_Addr)m->bias, false);
   }
   if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) cs_symbolizer_no_map(s, dwfl_errmsg(-1));

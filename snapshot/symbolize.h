@@ -24,11 +24,14 @@ void cs_symbolizer_destroy(cs_symbolizer_t *s);
 typedef struct cs_sym_map_module_s {
   const char *path;
   uint64_t bias;
+  const unsigned char *build_id; /* the GNU build ID it had, or NULL (not known) */
+  size_t build_id_len;
 } cs_sym_map_module_t;
 
 /* The same over a module map given (for `cudasnap recover`, in the tool's process): the files
- * are read where the paths say, which must still hold the same builds. Modules that cannot be
- * read are left out (their frames are "??"). */
+ * are read where the paths say. Modules that cannot be read, or whose file no longer has the
+ * build ID given (rebuilt since), are left out, with one warning each: their frames are "??"
+ * rather than named from another build. */
 cs_symbolizer_t *cs_symbolizer_create_for(const cs_sym_map_module_t *modules, size_t count);
 
 /* The frame of a return address (or the exact PC when `exact`, for the innermost frame of a

@@ -17,6 +17,9 @@
 #   kill_anywhere    the program allocates and frees in a loop and is killed at a random moment,
 #                    20 times, with a ring of 64 entries (so the kill often lands while the oldest
 #                    slot is rewritten): every recovery is clean, at most 1 event lost per ring
+#   rebuilt          the program's file is replaced by another build after the kill: recover says
+#                    so (one warning) and leaves its frames unnamed rather than naming them from
+#                    the wrong build; the snapshot is still written and clean
 #   truncated        the recording cut at many lengths, and files that are no recording: recover
 #                    exits 1 with one line "FILE: problem", never a crash
 set -u
@@ -30,7 +33,7 @@ steps=25
 # Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
 run_and_kill() {
   (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_MAX_ENTRIES="${max_entries:-100000}" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
-    CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "$bin/it_record_kill" $steps ${spin:-} >"$dir/out" 2>"$dir/err") &
+    CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "${prog:-$bin/it_record_kill}" $steps ${spin:-} >"$dir/out" 2>"$dir/err") &
   pid=$!
   for _ in $(seq 200); do
     grep -q '^ready$' "$dir/out" 2>/dev/null && break
@@ -152,6 +155,19 @@ kill_anywhere)
     rm -f "$rec" "$dir/recovered-$i.json"
   done
   echo "kill_anywhere: $lost of 20 kills landed while an event was being recorded"
+  ;;
+rebuilt)
+  cp "$bin/it_record_kill" "$dir/it_record_kill"
+  prog=$dir/it_record_kill run_and_kill
+  "$tool" recover "$rec" -o "$dir/same.json" >/dev/null 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+  [[ ! -s $dir/rerr ]] || fail "warnings for the same build: $(cat "$dir/rerr")"
+  grep -q '"allocate_weights"' "$dir/same.json" || fail "the same build's frames are not named"
+  cp "$bin/it_fork" "$dir/it_record_kill" # another build at the recorded path
+  "$tool" recover "$rec" -o "$dir/other.json" >/dev/null 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+  grep -qx "cudasnap: warning: $dir/it_record_kill is not the build that ran (its build ID differs, or it is gone): its frames are not named" \
+    "$dir/rerr" || fail "no warning about the other build: $(cat "$dir/rerr")"
+  ! grep -q '"allocate_weights"\|"main"' "$dir/other.json" || fail "frames named from another build"
+  "$tool" check "$dir/other.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/other.json")"
   ;;
 truncated)
   run_and_kill
