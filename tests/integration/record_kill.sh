@@ -32,6 +32,7 @@ steps=25
 
 # Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
 run_and_kill() {
+  rm -f "$dir/out" # a "ready" left by an earlier run must not be taken for this one's
   (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_MAX_ENTRIES="${max_entries:-100000}" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
     CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "${prog:-$bin/it_record_kill}" $steps ${spin:-} >"$dir/out" 2>"$dir/err") &
   pid=$!
@@ -184,6 +185,7 @@ truncated)
   # a run that allocated nothing has nothing to show: refused, as a dump writes no empty snapshot
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_RECORD="$dir/empty.csrec" true)
   [[ -f $dir/empty.csrec ]] && fail "a recording file from a program that never used CUDA"
+  rm -f "$dir/out"
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_RECORD="$dir/nohist.csrec" \
     "$bin/it_record_kill" 0 >"$dir/out" 2>"$dir/err") &
   pid=$!
