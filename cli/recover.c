@@ -114,17 +114,20 @@ static cJSON *cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) {
   return s;
 }
 
-static cJSON *cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e) {
+/* One trace entry, with what a dump writes (snapshot/snapshot.c): no frames on a free_completed
+ * right after its own free_requested (the viewer merges the two and keeps the first's frames),
+ * and no compile_context or user_metadata. prev: the entry before it in the device's trace. */
+static cJSON *cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, const cs_ring_entry_t *prev) {
   const cs_action_t action = cs_ring_entry_action(e);
+  const bool merged_free = action == CS_ACTION_FREE_COMPLETED && prev &&
+                           cs_ring_entry_action(prev) == CS_ACTION_FREE_REQUESTED && prev->addr == e->addr;
   cJSON *t = cJSON_CreateObject();
   cJSON_AddStringToObject(t, "action", cs_action_name(action));
   cJSON_AddNumberToObject(t, action == CS_ACTION_OOM ? "device_free" : "addr", (double)e->addr);
   cJSON_AddNumberToObject(t, "size", (double)e->size);
   cJSON_AddNumberToObject(t, "stream", e->stream);
   cJSON_AddNumberToObject(t, "time_us", (double)cs_ring_entry_epoch_us(e));
-  if (e->stack_id) cJSON_AddItemToObject(t, "frames", cs_recover_frames(r, e->stack_id));
-  cJSON_AddStringToObject(t, "compile_context", "");
-  cJSON_AddStringToObject(t, "user_metadata", "");
+  if (e->stack_id && !merged_free) cJSON_AddItemToObject(t, "frames", cs_recover_frames(r, e->stack_id));
   return t;
 }
 
@@ -140,8 +143,12 @@ static cJSON *cs_recover_tree(cs_recover_t *r, const char *recording, const cs_r
   cJSON *traces = cJSON_AddArrayToObject(root, "device_traces");
   for (int d = 0; d < s->device_count; d++) {
     cJSON *trace = cJSON_CreateArray();
-    for (size_t i = 0; i < s->event_count; i++)
-      if (cs_ring_entry_device(&s->events[i]) == d) cJSON_AddItemToArray(trace, cs_recover_event(r, &s->events[i]));
+    const cs_ring_entry_t *prev = NULL;
+    for (size_t i = 0; i < s->event_count; i++) {
+      if (cs_ring_entry_device(&s->events[i]) != d) continue;
+      cJSON_AddItemToArray(trace, cs_recover_event(r, &s->events[i], prev));
+      prev = &s->events[i];
+    }
     cJSON_AddItemToArray(traces, trace);
   }
   cJSON *settings = cJSON_AddObjectToObject(root, "allocator_settings");
