@@ -115,6 +115,10 @@ hot() {
     cudasnap_stacks8) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=8) ;;
     cudasnap_stacks32) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32) ;;
     cudasnap_nostacks_streamfree) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_FREE=stream) ;;
+    # the history, stacks and module map in a recording file (CUDASNAP_RECORD, issue 13)
+    cudasnap_nostacks_record) env+=("${preload[@]}" CUDASNAP_STACKS=none "CUDASNAP_RECORD=$tmp/rec-%p.csrec") ;;
+    cudasnap_stacks32_record)
+      env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32 "CUDASNAP_RECORD=$tmp/rec-%p.csrec") ;;
     cudasnap_nohistory) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0) ;;
     cudasnap_nohistory_streamfree)
       env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_FREE=stream) ;;
@@ -122,6 +126,7 @@ hot() {
     *) die "unknown configuration $config" ;;
   esac
   run "hot-$config-$pattern" "${env[@]}" "${cmd[@]}"
+  rm -f "$tmp"/rec-*.csrec
 }
 
 # ---- 1. hot path ------------------------------------------------------------------------------
@@ -132,7 +137,8 @@ else
   rounds=9 pairs=200000 floor_pairs=10000 samples=5
   thread_rounds=5 thread_pairs=50000 thread_patterns=(same random64)
 fi
-configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32)
+configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32 cudasnap_nostacks_record
+  cudasnap_stacks32_record)
 if [[ $have_cub == 1 ]]; then configs+=(cub); fi
 if [[ $quick == 0 ]]; then configs+=(cudasnap_nostacks_streamfree cudasnap_nohistory cudasnap_nohistory_streamfree); fi
 # configurations compared with CUB round by round: ratio name -> configuration

@@ -33,6 +33,9 @@ static const char cs_run_help[] =
     "  --free sync|fence|stream  CUDASNAP_FREE: when a freed block is reused (default sync)\n"
     "  --no-cache             CUDASNAP_CACHE=0: record only, every allocation goes to the driver\n"
     "  --signal USR1|USR2|N|none  CUDASNAP_SIGNAL: the snapshot signal (default USR1)\n"
+    "  --record PATH          CUDASNAP_RECORD: keep the history, stacks and module map in this\n"
+    "                         file as the program runs (%e %p %h %r expand), so that even after\n"
+    "                         kill -9 `cudasnap recover PATH` makes the snapshot\n"
     "  -h, --help             this text\n"
     "\n"
     "exit status: the program's; 2 for a bad option or when libcudasnap.so is not found next to\n"
@@ -51,7 +54,7 @@ static const cs_run_option_t cs_run_options[] = {
     {"output", 'o', "CUDASNAP_OUTPUT"},        {"format", 'f', "CUDASNAP_FORMAT"},
     {"stacks", 's', "CUDASNAP_STACKS"},        {"depth", 'd', "CUDASNAP_STACK_DEPTH"},
     {"max-entries", 'm', "CUDASNAP_MAX_ENTRIES"}, {"free", 'F', "CUDASNAP_FREE"},
-    {"signal", 'S', "CUDASNAP_SIGNAL"},
+    {"signal", 'S', "CUDASNAP_SIGNAL"},        {"record", 'R', "CUDASNAP_RECORD"},
 };
 
 enum { CS_RUN_NO_CACHE = 'C' };

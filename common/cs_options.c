@@ -133,6 +133,24 @@ static void cs_option_show_output(const cs_options_t *opts, char *buf, size_t si
   snprintf(buf, size, "%s", opts->output);
 }
 
+/* -- CUDASNAP_RECORD -- */
+
+/* The recording file is made once, at start: %n and %t (a dump's number and trigger) mean
+ * nothing for it, so only the specifiers that name the process are taken. */
+static int cs_option_parse_record(const char *value, cs_options_t *opts) {
+  size_t len = strlen(value);
+  if (len >= sizeof opts->record) return -CS_EINVAL;
+  for (const char *p = strchr(value, '%'); p != NULL; p = strchr(p + 2, '%')) {
+    if (p[1] == '\0' || strchr("ephr%", p[1]) == NULL) return -CS_EINVAL;
+  }
+  memcpy(opts->record, value, len + 1);
+  return 0;
+}
+
+static void cs_option_show_record(const cs_options_t *opts, char *buf, size_t size) {
+  snprintf(buf, size, "%s", opts->record);
+}
+
 /* -- CUDASNAP_STACK_DEPTH, CUDASNAP_MAX_ENTRIES -- */
 
 enum { CS_STACK_DEPTH_MAX = 256 };

@@ -46,6 +46,7 @@ typedef struct cs_options_s {
   cs_stacks_t stacks;              /* CUDASNAP_STACKS */
   uint32_t stack_depth;            /* CUDASNAP_STACK_DEPTH, 1..256 */
   uint64_t max_entries;            /* CUDASNAP_MAX_ENTRIES, 0 = state only */
+  char record[CS_OPTION_PATH_MAX]; /* CUDASNAP_RECORD pattern, "" = no recording file */
   uint32_t dump_on;                /* CUDASNAP_DUMP_ON, CS_DUMP_ON_* bits */
   int signal;                      /* CUDASNAP_SIGNAL, 0 = none */
   cs_alloc_conf_t alloc;           /* CUDASNAP_ALLOC_CONF, CUDASNAP_FREE, CUDASNAP_CACHE */

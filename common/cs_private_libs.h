@@ -28,7 +28,7 @@ cs_unw_backtrace_fn cs_private_unw_backtrace(void);
   X(dwfl_lineinfo) X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrinfo)   \
   X(dwfl_module_build_id) X(dwfl_module_getdwarf) X(dwfl_module_getelf) X(dwfl_module_getsrc)      \
   X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_info) X(dwfl_module_nextcu)    \
-  X(dwfl_report_begin) X(dwfl_report_end) X(elf_begin) X(elf_end)  \
+  X(dwfl_report_begin) X(dwfl_report_elf) X(dwfl_report_end) X(elf_begin) X(elf_end)                 \
   X(elf_version)
 
 typedef struct cs_dw_api_s {

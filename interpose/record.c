@@ -2,9 +2,17 @@
 
 #include <stdatomic.h>
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "common/cs_log.h"
-#include "snapshot/snapshot.h"
+#include "memviz/output.h"
+#include "record/recfile_write.h"
 #include "record/stack.h"
+#include "snapshot/snapshot.h"
 
 /* Distinct stacks kept at most; a program with more gets "no stack" for the rest instead of an
  * ever-growing table (about 70 MiB at 32 frames each, at worst). */
@@ -15,14 +23,75 @@ static uint32_t cs_stack_depth;
 static _Atomic size_t cs_history_entries;  /* CUDASNAP_MAX_ENTRIES, set at start */
 static atomic_bool cs_history_enabled = true;
 
+/* CUDASNAP_RECORD's file (record/recfile_write.h), NULL without one. */
+static cs_recfile_writer_t *_Atomic cs_recfile;
+/* The largest stack id after which the module map was looked at: a new stack may hold PCs of a
+ * module loaded since. */
+static _Atomic uint32_t cs_modules_seen_at;
+/* A fork child's detached copy of the parent's writer, until the child makes its own file in the
+ * same place (cs_recfile_reopen). */
+static cs_recfile_writer_t *cs_recfile_detached;
+
+/* The recording file under the expanded CUDASNAP_RECORD, named as snapshots are (a temporary name,
+ * then the name, or name-N when it is taken). A failure is one warning; recording goes on in
+ * memory. */
+static void cs_record_open_file(const cs_options_t *opts) {
+  char exe_path[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+  exe_path[len > 0 ? len : 0] = '\0';
+  const char *exe = strrchr(exe_path, '/') ? strrchr(exe_path, '/') + 1 : (len > 0 ? exe_path : "unknown");
+  char host[256] = "unknown";
+  (void)gethostname(host, sizeof host - 1);
+  cs_output_fields_t fields = {.executable = exe, .pid = (long)getpid(), .host = host, .rank = cs_output_rank(),
+                               .dump_number = 0, .trigger = "record"};
+  char path[CS_OPTION_PATH_MAX + 64];
+  if (cs_output_expand(opts->record, &fields, path, sizeof path) != 0) {
+    cs_log_warn("CUDASNAP_RECORD expands to a path too long; recording in memory only");
+    return;
+  }
+  cs_output_t out;
+  int err = cs_output_open(&out, path);
+  cs_recfile_writer_t *w = NULL;
+  if (err == 0) {
+    cs_recfile_params_t params = {.max_entries = opts->max_entries, .stack_depth = opts->stack_depth,
+                                  .max_stacks = opts->stacks == CS_STACKS_NATIVE ? CS_RECORD_MAX_STACKS : 0};
+    w = cs_recfile_detached ? cs_recfile_reopen(cs_recfile_detached, out.fd, &err)
+                            : cs_recfile_create(out.fd, &params, &err);
+    if (w) cs_recfile_detached = NULL;
+    if (!w) {
+      cs_output_abort(&out);
+    } else if ((err = cs_output_commit(&out, path)) != 0) {
+      /* the file is gone; a fork child's rings may point into the mapping already: it becomes
+       * anonymous memory in place, as at a fork */
+      cs_recfile_detach(w);
+      cs_recfile_detached = w;
+      w = NULL;
+    }
+  }
+  if (!w) {
+    cs_log_warn("cannot make the recording file %s: %s; recording in memory only", path, strerror(err));
+    return;
+  }
+  cs_log_info("recording to %s", out.final_path);
+  cs_recfile_note_modules(w);
+  atomic_store_explicit(&cs_recfile, w, memory_order_release);
+}
+
 void cs_record_start(const cs_options_t *opts) {
   atomic_store_explicit(&cs_history_entries, opts->max_entries, memory_order_relaxed);
-  if (opts->stacks != CS_STACKS_NATIVE || atomic_load(&cs_intern)) return;
-  cs_stack_depth = opts->stack_depth;
-  cs_stack_init();
-  cs_intern_t *t = cs_intern_create(CS_RECORD_MAX_STACKS);
-  if (!t) cs_log_warn("cannot allocate the stack table; snapshots will have no stacks");
-  atomic_store_explicit(&cs_intern, t, memory_order_release);
+  /* a fork child comes here again, with the parent's file detached: it makes its own */
+  if (opts->record[0] && !atomic_load(&cs_recfile)) cs_record_open_file(opts);
+  cs_intern_t *t = atomic_load(&cs_intern);
+  if (opts->stacks == CS_STACKS_NATIVE && !t) {
+    cs_stack_depth = opts->stack_depth;
+    cs_stack_init();
+    t = cs_intern_create(CS_RECORD_MAX_STACKS);
+    if (!t) cs_log_warn("cannot allocate the stack table; snapshots will have no stacks");
+    atomic_store_explicit(&cs_intern, t, memory_order_release);
+  }
+  /* before any stack is interned (at activation, or in a fork child whose table was cleared) */
+  cs_recfile_writer_t *w = atomic_load(&cs_recfile);
+  if (t && w) cs_intern_set_mirror(t, cs_recfile_add_stack, w);
 }
 
 uint32_t cs_record_stack(void) {
@@ -30,12 +99,25 @@ uint32_t cs_record_stack(void) {
   if (!t) return 0;
   uintptr_t pcs[CS_STACK_MAX_DEPTH];
   size_t n = cs_stack_capture(pcs, cs_stack_depth);
-  return cs_intern_stack(t, pcs, n);
+  uint32_t id = cs_intern_stack(t, pcs, n);
+  cs_recfile_writer_t *w = atomic_load_explicit(&cs_recfile, memory_order_relaxed);
+  if (CS_UNLIKELY(w != NULL) && id > atomic_load_explicit(&cs_modules_seen_at, memory_order_relaxed)) {
+    atomic_store_explicit(&cs_modules_seen_at, id, memory_order_relaxed);
+    cs_recfile_note_modules(w); /* a new stack: cold */
+  }
+  return id;
 }
 
 void cs_history_init(cs_history_t *h, int device) {
   size_t entries = atomic_load_explicit(&cs_history_entries, memory_order_relaxed);
   h->device = device;
+  cs_recfile_writer_t *w = atomic_load(&cs_recfile);
+  if (w && cs_recfile_add_ring(w, &h->ring, device)) {
+    cs_ring_set_enabled(&h->ring, atomic_load(&cs_history_enabled));
+    return;
+  }
+  if (w && entries > 0)
+    cs_log_warn("no room in the recording file for the history of device %d; it is kept in memory only", device);
   if (cs_ring_init(&h->ring, entries) != 0) {
     cs_log_warn("cannot reserve %zu history entries for device %d (CUDASNAP_MAX_ENTRIES); recording its state only",
                 entries, device);
@@ -59,5 +141,15 @@ cs_intern_t *cs_record_intern(void) { return atomic_load_explicit(&cs_intern, me
 
 void cs_record_postfork_child(void) {
   cs_intern_t *t = atomic_load(&cs_intern);
+  /* the file is the parent's: the child lets go of it (before the contexts clear their rings,
+   * which would write to it), and makes its own when it activates anew */
+  cs_recfile_writer_t *w = atomic_load(&cs_recfile);
+  if (w) {
+    cs_intern_set_mirror(t, NULL, NULL);
+    cs_recfile_detach(w);
+    cs_recfile_detached = w;
+    atomic_store(&cs_recfile, NULL);
+    atomic_store(&cs_modules_seen_at, 0); /* the child's stack ids start again from 1 */
+  }
   if (t) cs_intern_clear(t);
 }

@@ -78,6 +78,8 @@ struct cs_intern_s {
   uint32_t max_stacks;              /* ids above this are never handed out */
   pthread_mutex_t lock;             /* inserts: table growth and slots, arena, index */
   cs_intern_chunk_t *arena;         /* newest arena chunk; under lock */
+  cs_intern_mirror_fn mirror;       /* under lock; NULL: none */
+  void *mirror_ctx;
   size_t index_chunks;              /* length of index[] */
   cs_intern_entry_t **index[];      /* id - 1 -> entry, CS_INTERN_INDEX_CHUNK per chunk */
 };
@@ -209,6 +211,7 @@ static CS_NOINLINE uint32_t cs_intern_insert(cs_intern_t *t, uint64_t h, const u
   e->n = n;
   memcpy(e->pcs, pcs, n * sizeof *pcs);
   t->index[ichunk][(new_id - 1) & (CS_INTERN_INDEX_CHUNK - 1)] = e;
+  if (t->mirror) t->mirror(t->mirror_ctx, new_id, pcs, n);
 
   /* count first, so cs_intern_get(id) works as soon as any thread can hold the id */
   atomic_store_explicit(&t->count, new_id, memory_order_release);
@@ -236,6 +239,12 @@ const uintptr_t *cs_intern_get(const cs_intern_t *t, uint32_t id, size_t *n) {
   const cs_intern_entry_t *e = cs_intern_entry(t, id);
   if (n) *n = e->n;
   return e->pcs;
+}
+
+void cs_intern_set_mirror(cs_intern_t *t, cs_intern_mirror_fn fn, void *ctx) {
+  if (!t) return;
+  t->mirror = fn;
+  t->mirror_ctx = ctx;
 }
 
 uint32_t cs_intern_count(const cs_intern_t *t) {

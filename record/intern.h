@@ -29,6 +29,15 @@ const uintptr_t *cs_intern_get(const cs_intern_t *t, uint32_t id, size_t *n);
 /* Ids handed out so far (the largest id). */
 uint32_t cs_intern_count(const cs_intern_t *t);
 
+/* Called with each new stack, under the insert lock (so one call at a time), after the stack is
+ * whole and before its id is handed out: what a mirror has recorded covers every id in use. Not
+ * on the lookup path. */
+typedef void (*cs_intern_mirror_fn)(void *ctx, uint32_t id, const uintptr_t *pcs, size_t n);
+
+/* Set (or, with fn NULL, remove) the mirror. Not concurrent with inserts: at set-up, or in a
+ * fork child before it runs anything else. */
+void cs_intern_set_mirror(cs_intern_t *t, cs_intern_mirror_fn fn, void *ctx);
+
 /* Forget everything (after fork in the child: the parent's stacks stay valid memory but are not
  * the child's history). Not concurrent with anything else. */
 void cs_intern_clear(cs_intern_t *t);

@@ -6,22 +6,7 @@
 
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
-
-static const char *const cs_action_names[CS_ACTION_COUNT] = {
-    [CS_ACTION_ALLOC] = "alloc",
-    [CS_ACTION_FREE_REQUESTED] = "free_requested",
-    [CS_ACTION_FREE_COMPLETED] = "free_completed",
-    [CS_ACTION_SEGMENT_ALLOC] = "segment_alloc",
-    [CS_ACTION_SEGMENT_FREE] = "segment_free",
-    [CS_ACTION_SEGMENT_MAP] = "segment_map",
-    [CS_ACTION_SEGMENT_UNMAP] = "segment_unmap",
-    [CS_ACTION_OOM] = "oom",
-    [CS_ACTION_SNAPSHOT] = "snapshot",
-};
-
-const char *cs_action_name(cs_action_t action) {
-  return action < CS_ACTION_COUNT ? cs_action_names[action] : "unknown";
-}
+#include "record/recfile.h"
 
 int cs_ring_init(cs_ring_t *r, size_t capacity) {
   memset(r, 0, sizeof *r);
@@ -40,8 +25,18 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
   return 0;
 }
 
+void cs_ring_init_mapped(cs_ring_t *r, size_t capacity, cs_ring_entry_t *entries, uint64_t *published) {
+  (void)cs_ring_init(r, 0); /* cannot fail: nothing is allocated */
+  r->entries = entries;
+  r->capacity = capacity;
+  r->mapped = true;
+  r->published = published;
+  __atomic_store_n(published, 0, __ATOMIC_RELEASE);
+  cs_ring_set_enabled(r, capacity > 0);
+}
+
 void cs_ring_destroy(cs_ring_t *r) {
-  free(r->entries);
+  if (!r->mapped) free(r->entries);
   memset(r, 0, sizeof *r);
 }
 
@@ -57,12 +52,31 @@ static uint64_t cs_ring_now(const cs_ring_t *r) {
   return ticks > r->start.ticks ? (ticks - r->start.ticks) >> CS_RING_TICK_SHIFT & CS_RING_TIME_MASK : 0;
 }
 
+/* In a recording file, the entry's tag is cleared before any field is written and set, with its
+ * push number, after all of them; then the count is published. A process killed at any point
+ * leaves the slot either as it was, or tagged 0 (cut short), or whole with the new tag; and the
+ * count never covers an entry that is not whole (record/recfile.h). On x86-64 the fence and the
+ * release stores are plain stores in program order: two stores more than a ring in memory. */
 static void cs_ring_append(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
                            uintptr_t stream, uint32_t stack_id, uint64_t time) {
-  r->entries[r->head] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
-                                          .stack_id = stack_id, .stream = cs_stream_table_index(&r->streams, stream)};
+  cs_ring_entry_t *e = &r->entries[r->head];
+  const uint32_t index = cs_stream_table_index(&r->streams, stream);
+  const uint64_t pushed = r->pushed + 1;
+  if (r->published) {
+    __atomic_store_n(&e->stream, 0, __ATOMIC_RELAXED);
+    atomic_thread_fence(memory_order_release);
+    e->addr = addr;
+    e->size = size;
+    e->when = cs_ring_pack(time, device, action);
+    e->stack_id = stack_id;
+    __atomic_store_n(&e->stream, index | cs_recfile_tag(pushed) << CS_RECFILE_TAG_SHIFT, __ATOMIC_RELEASE);
+    __atomic_store_n(r->published, pushed, __ATOMIC_RELEASE);
+  } else {
+    *e = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
+                           .stack_id = stack_id, .stream = index};
+  }
   r->head = r->head + 1 == r->capacity ? 0 : r->head + 1; /* no division on the hot path */
-  r->pushed++;
+  r->pushed = pushed;
 }
 
 void cs_ring_push(cs_ring_t *r, cs_action_t action, int device, uint64_t addr, uint64_t size,
@@ -123,6 +137,7 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
     const cs_ring_entry_t *e = &r->entries[slot];
     uint64_t us = e->when & CS_RING_TIME_CONVERTED ? e->when >> CS_RING_TIME_SHIFT & CS_RING_TIME_MASK : fallback_us;
     out[i] = *e;
+    out[i].stream = e->stream & CS_RECFILE_STREAM_MASK; /* without a recording file's tag */
     out[i].when = cs_ring_pack(r->start_epoch_us + us, cs_ring_entry_device(e), cs_ring_entry_action(e));
   }
   if (dropped) *dropped = r->pushed - n;
@@ -130,6 +145,19 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
 }
 
 void cs_ring_clear(cs_ring_t *r) {
+  if (r->published) {
+    /* old entries would pass for new ones of the same push numbers, and a cleared tag before old
+     * fields for an entry cut short: they are zeroed. The first slot (the one a reader looks at
+     * after a count of 0) before the count, so no death in between leaves a false reading. */
+    if (r->capacity > 0) {
+      __atomic_store_n(&r->entries[0].stream, 0, __ATOMIC_RELAXED);
+      atomic_thread_fence(memory_order_release);
+      r->entries[0] = (cs_ring_entry_t){0};
+    }
+    __atomic_store_n(r->published, 0, __ATOMIC_RELEASE);
+    size_t used = r->pushed < r->capacity ? (size_t)r->pushed : r->capacity;
+    if (used > 1) memset(r->entries + 1, 0, (used - 1) * sizeof *r->entries);
+  }
   r->pushed = 0;
   r->head = 0;
 }

@@ -33,7 +33,22 @@ typedef enum cs_action_e {
   CS_ACTION_COUNT
 } cs_action_t;
 
-const char *cs_action_name(cs_action_t action);
+/* Inline so that the tool names the actions of a recording (cudasnap recover) without linking
+ * the ring. */
+static inline const char *cs_action_name(cs_action_t action) {
+  static const char *const names[CS_ACTION_COUNT] = {
+      [CS_ACTION_ALLOC] = "alloc",
+      [CS_ACTION_FREE_REQUESTED] = "free_requested",
+      [CS_ACTION_FREE_COMPLETED] = "free_completed",
+      [CS_ACTION_SEGMENT_ALLOC] = "segment_alloc",
+      [CS_ACTION_SEGMENT_FREE] = "segment_free",
+      [CS_ACTION_SEGMENT_MAP] = "segment_map",
+      [CS_ACTION_SEGMENT_UNMAP] = "segment_unmap",
+      [CS_ACTION_OOM] = "oom",
+      [CS_ACTION_SNAPSHOT] = "snapshot",
+  };
+  return (unsigned)action < CS_ACTION_COUNT ? names[action] : "unknown";
+}
 
 enum { CS_RING_DEVICE_BITS = 8, CS_RING_ACTION_BITS = 4, CS_RING_TIME_SHIFT = CS_RING_DEVICE_BITS + CS_RING_ACTION_BITS };
 
@@ -107,10 +122,19 @@ typedef struct cs_ring_s {
   cs_ticks_anchor_t converted_until; /* the last copy's anchor: entries before it are converted */
   cs_stream_table_t streams;
   bool enabled;              /* cudasnap_record_history */
+  bool mapped;               /* entries belong to a recording file's mapping, not to the ring */
+  uint64_t *published;       /* in a recording file: `pushed`, stored after each whole entry
+                                (record/recfile.h); NULL for a ring in memory */
 } cs_ring_t;
 
 /* capacity 0 keeps no history. Returns 0 or -CS_EHOSTMEM. */
 int cs_ring_init(cs_ring_t *r, size_t capacity);
+
+/* A ring whose `capacity` entries are the ring section of a recording file (record/recfile.h):
+ * entries and published live in the shared mapping, and each push tags its entry and publishes
+ * its count there, so a reader of the file can tell whole entries from one cut short. The mapping
+ * outlives the ring; cs_ring_destroy leaves it alone. */
+void cs_ring_init_mapped(cs_ring_t *r, size_t capacity, cs_ring_entry_t *entries, uint64_t *published);
 void cs_ring_destroy(cs_ring_t *r);
 
 /* Record one event (nothing while disabled or with capacity 0). */

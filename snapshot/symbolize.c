@@ -52,6 +52,7 @@ static const cs_dw_api_t *cs_dw;
 #define dwfl_module_info CS_DW_CALL(dwfl_module_info)
 #define dwfl_module_nextcu CS_DW_CALL(dwfl_module_nextcu)
 #define dwfl_report_begin CS_DW_CALL(dwfl_report_begin)
+#define dwfl_report_elf CS_DW_CALL(dwfl_report_elf)
 #define dwfl_report_end CS_DW_CALL(dwfl_report_end)
 #define elf_begin CS_DW_CALL(elf_begin)
 #define elf_end CS_DW_CALL(elf_end)
@@ -498,7 +499,9 @@ static Dwfl_Callbacks cs_sym_callbacks = {
   .debuginfo_path = NULL,
 };
 
-cs_symbolizer_t *cs_symbolizer_create(void) {
+/* The symbolizer without its module map; NULL without host memory. s->dwfl is NULL when libdw
+ * cannot be had (frames are then "??"). */
+static cs_symbolizer_t *cs_symbolizer_new(void) {
   cs_symbolizer_t *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->frames = calloc(CS_SYM_INITIAL_SLOTS, sizeof *s->frames);
@@ -509,30 +512,65 @@ cs_symbolizer_t *cs_symbolizer_create(void) {
   }
   s->frames_mask = CS_SYM_INITIAL_SLOTS - 1;
   s->strs_mask = CS_SYM_INITIAL_SLOTS - 1;
+  cs_sym_find_demangler(s);
 
   cs_dw = cs_private_dw();
   if (!cs_dw) {
     cs_log_warn("cannot load libdw.so.1 (elfutils); frames are not named");
-    cs_sym_find_demangler(s);
     return s;
   }
   cs_sym_callbacks.find_elf = cs_dw->dwfl_linux_proc_find_elf;
   (void)elf_version(EV_CURRENT); /* libelf's handshake, before our own elf_begin */
   s->dwfl = dwfl_begin(&cs_sym_callbacks);
-  if (s->dwfl) {
-    dwfl_report_begin(s->dwfl);
-    const int rc = dwfl_linux_proc_report(s->dwfl, getpid());
-    if (rc != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
-      /* degrade: frames come out as "??", the snapshot is still written */
-      cs_log_warn("cannot read the module map for symbols: %s",
-                  rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
-      dwfl_end(s->dwfl);
-      s->dwfl = NULL;
+  if (!s->dwfl) cs_log_warn("cannot start libdwfl for symbols: %s", dwfl_errmsg(-1));
+  else dwfl_report_begin(s->dwfl);
+  return s;
+}
+
+static void cs_symbolizer_no_map(cs_symbolizer_t *s, const char *why) {
+  /* degrade: frames come out as "??", the snapshot is still written */
+  cs_log_warn("cannot read the module map for symbols: %s", why);
+  dwfl_end(s->dwfl);
+  s->dwfl = NULL;
+}
+
+cs_symbolizer_t *cs_symbolizer_create(void) {
+  cs_symbolizer_t *s = cs_symbolizer_new();
+  if (!s || !s->dwfl) return s;
+  const int rc = dwfl_linux_proc_report(s->dwfl, getpid());
+  if (rc != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+    cs_symbolizer_no_map(s, rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
+  return s;
+}
+
+/* Does the ELF file at path carry this GNU build ID? */
+static bool cs_sym_file_has_build_id(const char *path, const unsigned char *id, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  const void *have = NULL;
+  const ssize_t have_len = elf ? dwelf_elf_gnu_build_id(elf, &have) : -1;
+  const bool same = have_len == (ssize_t)len && memcmp(have, id, len) == 0;
+  if (elf) elf_end(elf);
+  close(fd);
+  return same;
+}
+
+cs_symbolizer_t *cs_symbolizer_create_for(const cs_sym_map_module_t *modules, size_t count) {
+  cs_symbolizer_t *s = cs_symbolizer_new();
+  if (!s || !s->dwfl) return s;
+  /* later records win where modules overlap (one unloaded, another loaded in its place):
+   * libdwfl refuses an overlapping report, so they are reported newest first */
+  for (size_t i = count; i-- > 0;) {
+    const cs_sym_map_module_t *m = &modules[i];
+    if (m->build_id_len > 0 && !cs_sym_file_has_build_id(m->path, m->build_id, m->build_id_len)) {
+      cs_log_warn("%s is not the build that ran (its build ID differs, or it is gone): its frames are not named",
+                  m->path);
+      continue;
     }
-  } else {
-    cs_log_warn("cannot start libdwfl for symbols: %s", dwfl_errmsg(-1));
+    (void)dwfl_report_elf(s->dwfl, m->path, m->path, -1, (GElf_Addr)m->bias, false);
   }
-  cs_sym_find_demangler(s);
+  if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) cs_symbolizer_no_map(s, dwfl_errmsg(-1));
   return s;
 }
 

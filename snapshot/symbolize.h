@@ -8,6 +8,7 @@
 #ifndef CS_SYMBOLIZE_H
 #define CS_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "memviz/frame.h"
@@ -17,6 +18,21 @@ typedef struct cs_symbolizer_s cs_symbolizer_t;
 /* NULL without host memory. Reads the process's current module map. */
 cs_symbolizer_t *cs_symbolizer_create(void);
 void cs_symbolizer_destroy(cs_symbolizer_t *s);
+
+/* A module of another process's map, as a recording kept it: the ELF file at path, loaded with
+ * this bias (dl_iterate_phdr's dlpi_addr). */
+typedef struct cs_sym_map_module_s {
+  const char *path;
+  uint64_t bias;
+  const unsigned char *build_id; /* the GNU build ID it had, or NULL (not known) */
+  size_t build_id_len;
+} cs_sym_map_module_t;
+
+/* The same over a module map given (for `cudasnap recover`, in the tool's process): the files
+ * are read where the paths say. Modules that cannot be read, or whose file no longer has the
+ * build ID given (rebuilt since), are left out, with one warning each: their frames are "??"
+ * rather than named from another build. */
+cs_symbolizer_t *cs_symbolizer_create_for(const cs_sym_map_module_t *modules, size_t count);
 
 /* The frame of a return address (or the exact PC when `exact`, for the innermost frame of a
  * signal context; cudasnap's captured stacks are all return addresses). The strings live as long

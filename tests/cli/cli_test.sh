@@ -57,7 +57,7 @@ wait_for_line() {
 
 case $test in
 help)
-  for cmd in run dump summary convert check diff report; do
+  for cmd in run dump summary convert check diff report recover; do
     expect 0 "$cudasnap" $cmd --help
     stdout_has "^usage: cudasnap $cmd"
   done
@@ -188,9 +188,10 @@ run)
   [[ $(cat "$dir/out") == "$lib:libm.so.6" ]] || fail "existing LD_PRELOAD not kept: $(cat "$dir/out")"
   # Options become variables.
   expect 0 "$cudasnap" run -o "$dir/x-%p.pickle" --format pickle --stacks none --depth 8 --max-entries 5 \
-    --free fence --no-cache --signal USR2 -- env
+    --free fence --no-cache --signal USR2 --record "$dir/r-%p.csrec" -- env
   for v in "CUDASNAP_OUTPUT=$dir/x-%p.pickle" CUDASNAP_FORMAT=pickle CUDASNAP_STACKS=none \
-    CUDASNAP_STACK_DEPTH=8 CUDASNAP_MAX_ENTRIES=5 CUDASNAP_FREE=fence CUDASNAP_CACHE=0 CUDASNAP_SIGNAL=USR2; do
+    CUDASNAP_STACK_DEPTH=8 CUDASNAP_MAX_ENTRIES=5 CUDASNAP_FREE=fence CUDASNAP_CACHE=0 CUDASNAP_SIGNAL=USR2 \
+    "CUDASNAP_RECORD=$dir/r-%p.csrec"; do
     grep -qxF "$v" "$dir/out" || fail "no $v in the program's environment"
   done
   # Bad values: one line naming the option, the value and what is accepted; exit 2.
@@ -204,6 +205,8 @@ run)
   one_stderr_line "--free 'later' is not accepted: sync, fence or stream"
   expect 2 "$cudasnap" run -o 'snap-%q.json' -- true
   one_stderr_line "--output 'snap-%q.json' is not accepted"
+  expect 2 "$cudasnap" run --record 'r-%n.csrec' -- true
+  one_stderr_line "--record 'r-%n.csrec' is not accepted: .* specifiers %e %p %h %r and %%$"
   expect 2 "$cudasnap" run --max-entries -1 -- true
   one_stderr_line "--max-entries '-1' is not accepted"
   expect 2 "$cudasnap" run --bogus -- true

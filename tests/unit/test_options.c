@@ -102,6 +102,12 @@ static void test_output(void **state) {
   assert_rejected("CUDASNAP_OUTPUT=snap-%P.json");
   assert_rejected("CUDASNAP_OUTPUT=snap-%");
   assert_rejected("CUDASNAP_OUTPUT=snap-%%%");
+  /* the recording file is made once, at start: no dump number or trigger to expand */
+  assert_accepted("CUDASNAP_RECORD=/tmp/rec-%e-%p-%h-%r-100%%.csrec", &opts);
+  assert_string_equal(opts.record, "/tmp/rec-%e-%p-%h-%r-100%%.csrec");
+  assert_rejected("CUDASNAP_RECORD=rec-%n.csrec");
+  assert_rejected("CUDASNAP_RECORD=rec-%t.csrec");
+  assert_rejected("CUDASNAP_RECORD=rec-%");
 }
 
 static void test_output_length(void **state) {
@@ -436,7 +442,8 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 13); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 14); /* one per row of cs_options.def */
+  assert_contains(log, "cudasnap: debug: CUDASNAP_RECORD=\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_OUTPUT=cudasnap-%e-%p-%n-%t.json\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_FORMAT=auto\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_STACK_DEPTH=32\n");

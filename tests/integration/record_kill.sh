@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# record_kill.sh SCENARIO BIN_DIR CUDASNAP_TOOL CUDASNAP_LIB
+#
+# kill -9 with a recording file (issue 13). it_record_kill runs under cudasnap with
+# CUDASNAP_RECORD, says it is ready, and is killed with SIGKILL; then:
+#   sigkill          the process died of SIGKILL as it does without cudasnap (status 137), no
+#                    snapshot was written, `cudasnap recover` makes one that `cudasnap check` finds
+#                    clean, holding the one leaked block named allocate_weights at its file:line,
+#                    every event of the run, and the count of events lost at the end (0 here)
+#   matches_dump     it_fork (a child forked after CUDA started makes its own recording) and
+#                    it_two_devices (two rings, merged by time) exit normally: each recording file
+#                    recovers to the history of that process's exit snapshot, event for event (time
+#                    and frames included), with the same segments and live blocks
+#   small_ring       CUDASNAP_MAX_ENTRIES=20: the rings dropped their oldest events (said so), and
+#                    the blocks of the kept ones whose segments came before them still lie in
+#                    segments: `cudasnap check` finds the recovery clean
+#   kill_anywhere    the program allocates and frees in a loop and is killed at a random moment,
+#                    20 times, with a ring of 64 entries (so the kill often lands while the oldest
+#                    slot is rewritten): every recovery is clean, at most 1 event lost per ring
+#   rebuilt          the program's file is replaced by another build after the kill: recover says
+#                    so (one warning) and leaves its frames unnamed rather than naming them from
+#                    the wrong build; the snapshot is still written and clean
+#   truncated        the recording cut at many lengths, and files that are no recording: recover
+#                    exits 1 with one line "FILE: problem", never a crash
+set -u
+scenario=$1 bin=$2 tool=$3 lib=$4
+dir=$(mktemp -d)
+pid=
+trap '[[ -n $pid ]] && kill -9 $pid 2>/dev/null; rm -rf "$dir"' EXIT
+fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
+steps=25
+
+# Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
+run_and_kill() {
+  rm -f "$dir/out" # a "ready" left by an earlier run must not be taken for this one's
+  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_MAX_ENTRIES="${max_entries:-100000}" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%t.json" \
+    CUDASNAP_RECORD="$dir/rec-%e-%p.csrec" "${prog:-$bin/it_record_kill}" $steps ${spin:-} >"$dir/out" 2>"$dir/err") &
+  pid=$!
+  for _ in $(seq 200); do
+    grep -q '^ready$' "$dir/out" 2>/dev/null && break
+    kill -0 $pid 2>/dev/null || fail "the program ended early: $(cat "$dir/err")"
+    sleep 0.05
+  done
+  grep -q '^ready$' "$dir/out" || fail "the program never said ready"
+  [[ -n ${delay:-} ]] && sleep "$delay"
+  kill -KILL $pid
+  wait $pid
+  status=$?
+  rec="$dir/rec-it_record_kill-$pid.csrec"
+  pid=
+  [[ -f $rec ]] || fail "no recording file $rec: $(ls "$dir"): $(cat "$dir/err")"
+}
+
+# recover must refuse the file with exit status 1 and exactly one line naming it
+refused() {
+  local file=$1
+  "$tool" recover "$file" -o "$dir/refused.json" >"$dir/rout" 2>"$dir/rerr"
+  local rc=$?
+  [[ $rc -eq 1 ]] || fail "recover $(basename "$file") exited $rc (want 1): $(cat "$dir/rerr")"
+  [[ $(wc -l <"$dir/rerr") -eq 1 ]] && grep -q "^$file: " "$dir/rerr" ||
+    fail "recover $(basename "$file"): expected one line '$file: problem', got: $(cat "$dir/rerr")"
+  [[ ! -e $dir/refused.json ]] || fail "recover $(basename "$file") left a snapshot"
+}
+
+case $scenario in
+sigkill)
+  run_and_kill
+  [[ $status -eq 137 ]] || fail "exit status $status, want 137 (SIGKILL), as without cudasnap"
+  [[ -z $(ls "$dir"/snap-* 2>/dev/null) ]] || fail "a snapshot was written although nothing runs at SIGKILL"
+  read -r _ line < <(grep '^frame=allocate_weights' "$dir/out") || fail "no frame line on stdout"
+  "$tool" recover "$rec" -o "$dir/recovered.json" >"$dir/rout" 2>"$dir/rerr" ||
+    fail "recover exited $?: $(cat "$dir/rerr")"
+  # 2 weights + steps activations allocated; all freed but the leak; one segment per distinct size
+  grep -qE "^wrote $dir/recovered.json: [0-9]+ events \(0 lost at the end, 0 damaged, 0 oldest dropped\), 1 live blocks$" \
+    "$dir/rout" || fail "unexpected report: $(cat "$dir/rout" "$dir/rerr")"
+  "$tool" check "$dir/recovered.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered.json")"
+  "$bin/snapshot_check" "$dir/recovered.json" --frame allocate_weights prog_record_kill.c "$line" --action alloc \
+    --action free_completed --action segment_alloc || fail "snapshot_check"
+  python3 - "$dir/recovered.json" "$line" "$steps" <<'PY' || fail "the recovered snapshot is not the run's"
+import json, sys
+snap, line, steps = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+live = [b for s in snap["segments"] for b in s["blocks"] if b["state"] != "inactive"]
+assert len(live) == 1, live
+leak = live[0]
+assert leak["state"] == "active_allocated" and leak["size"] == 3 << 20, leak
+top = leak["frames"][0]
+assert top["name"] == "allocate_weights" and top["filename"].endswith("prog_record_kill.c") and top["line"] == line, top
+trace = snap["device_traces"][0]
+count = lambda a: sum(e["action"] == a for e in trace)
+assert count("alloc") == steps + 2, count("alloc")
+assert count("free_requested") == steps + 1 and count("free_completed") == steps + 1, trace
+assert snap["cudasnap"]["trigger"] == "recover" and snap["cudasnap"]["lost_events"] == 0
+times = [e["time_us"] for e in trace]
+assert times == sorted(times) and times[0] > 1.6e15, times[:3]  # wall clock, in order
+PY
+  ;;
+matches_dump)
+  for prog in it_fork it_two_devices; do
+  rm -f "$dir"/rec-*.csrec "$dir"/snap-*.json
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap-%p-%t.json" \
+    CUDASNAP_RECORD="$dir/rec-%p.csrec" "$bin/$prog" >"$dir/out" 2>"$dir/err") || fail "$prog: $(cat "$dir/err")"
+  recs=("$dir"/rec-*.csrec)
+  want=1
+  [[ $prog == it_fork ]] && want=2 # the parent's and the child's
+  [[ ${#recs[@]} -eq $want ]] || fail "$prog: expected $want recordings: $(ls "$dir")"
+  for rec in "${recs[@]}"; do
+    pid=${rec##*/rec-}
+    pid=${pid%.csrec}
+    [[ -f $dir/snap-$pid-exit.json ]] || fail "no exit snapshot of $pid: $(ls "$dir")"
+    "$tool" recover "$rec" -o "$dir/recovered-$pid.json" >"$dir/rout" 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+    grep -q "(0 lost at the end, 0 damaged, 0 oldest dropped)" "$dir/rout" || fail "report: $(cat "$dir/rout")"
+    "$tool" check "$dir/recovered-$pid.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered-$pid.json")"
+    python3 - "$dir/snap-$pid-exit.json" "$dir/recovered-$pid.json" <<'PY' || fail "the recovery of $pid differs from its exit snapshot"
+import json, sys
+dump, rec = (json.load(open(f)) for f in sys.argv[1:3])
+def events(s, device):
+    t = s["device_traces"][device] if device < len(s["device_traces"]) else []
+    return [(e["action"], e.get("addr"), e["size"], e["time_us"], json.dumps(e.get("frames")))
+            for e in t if e["action"] != "snapshot"]
+assert sum(map(len, dump["device_traces"])) > 0
+same = True
+for device in range(max(len(dump["device_traces"]), len(rec["device_traces"]))):
+    d, r = events(dump, device), events(rec, device)
+    assert r[:len(d)] == d, (device, len(d), len(r), next(((a, b) for a, b in zip(d, r) if a != b), None))
+    # after the exit snapshot, only frees can come (destructors)
+    assert all(a in ("free_requested", "free_completed", "segment_free") for a, *_ in r[len(d):]), r[len(d):]
+    same = same and len(r) == len(d)
+if same:
+    seg = lambda s: sorted((x["address"], x["total_size"], json.dumps([(b["address"], b["size"], b["state"], b["frames"])
+                           for b in x["blocks"] if b["state"] != "inactive"])) for x in s["segments"])
+    assert seg(dump) == seg(rec), "segments differ"
+PY
+  done
+  done
+  pid=
+  ;;
+small_ring)
+  max_entries=20 run_and_kill
+  [[ $status -eq 137 ]] || fail "exit status $status, want 137"
+  "$tool" recover "$rec" -o "$dir/recovered.json" >"$dir/rout" 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+  grep -qE "^wrote $dir/recovered.json: 20 events \(0 lost at the end, 0 damaged, [1-9][0-9]* oldest dropped\)" "$dir/rout" ||
+    fail "unexpected report: $(cat "$dir/rout")"
+  "$tool" check "$dir/recovered.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered.json")"
+  "$bin/snapshot_check" "$dir/recovered.json" --dropped || fail "not marked as overflowed"
+  ;;
+kill_anywhere)
+  lost=0
+  for i in $(seq 20); do
+    max_entries=64 spin=spin delay=0.0$((RANDOM % 10))$((RANDOM % 10)) run_and_kill
+    [[ $status -eq 137 ]] || fail "exit status $status, want 137"
+    "$tool" recover "$rec" -o "$dir/recovered-$i.json" >"$dir/rout" 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+    read -r n_lost < <(sed -nE 's/.* events \(([0-9]+) lost at the end, 0 damaged, .*/\1/p' "$dir/rout")
+    [[ -n $n_lost && $n_lost -le 1 ]] || fail "run $i: unexpected report: $(cat "$dir/rout")"
+    lost=$((lost + n_lost))
+    "$tool" check "$dir/recovered-$i.json" >/dev/null || fail "run $i: cudasnap check: $("$tool" check "$dir/recovered-$i.json")"
+    rm -f "$rec" "$dir/recovered-$i.json"
+  done
+  echo "kill_anywhere: $lost of 20 kills landed while an event was being recorded"
+  ;;
+rebuilt)
+  cp "$bin/it_record_kill" "$dir/it_record_kill"
+  prog=$dir/it_record_kill run_and_kill
+  "$tool" recover "$rec" -o "$dir/same.json" >/dev/null 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+  [[ ! -s $dir/rerr ]] || fail "warnings for the same build: $(cat "$dir/rerr")"
+  grep -q '"allocate_weights"' "$dir/same.json" || fail "the same build's frames are not named"
+  cp "$bin/it_fork" "$dir/it_record_kill" # another build at the recorded path
+  "$tool" recover "$rec" -o "$dir/other.json" >/dev/null 2>"$dir/rerr" || fail "recover: $(cat "$dir/rerr")"
+  grep -qx "cudasnap: warning: $dir/it_record_kill is not the build that ran (its build ID differs, or it is gone): its frames are not named" \
+    "$dir/rerr" || fail "no warning about the other build: $(cat "$dir/rerr")"
+  ! grep -q '"allocate_weights"\|"main"' "$dir/other.json" || fail "frames named from another build"
+  "$tool" check "$dir/other.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/other.json")"
+  ;;
+truncated)
+  run_and_kill
+  size=$(stat -c %s "$rec")
+  "$tool" recover "$rec" -o "$dir/whole.json" >/dev/null 2>&1 || fail "the whole recording does not recover"
+  for cut in 0 7 100 4095 4096 8192 $((size / 2)) $((size - 4096)) $((size - 1)); do
+    head -c "$cut" "$rec" >"$dir/cut-$cut.csrec"
+    refused "$dir/cut-$cut.csrec"
+  done
+  printf 'not a recording\n' >"$dir/text.csrec"
+  refused "$dir/text.csrec"
+  refused "$dir/whole.json"
+  refused "$dir/missing.csrec"
+  # a run that allocated nothing has nothing to show: refused, as a dump writes no empty snapshot
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_RECORD="$dir/empty.csrec" true)
+  [[ -f $dir/empty.csrec ]] && fail "a recording file from a program that never used CUDA"
+  rm -f "$dir/out"
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_RECORD="$dir/nohist.csrec" \
+    "$bin/it_record_kill" 0 >"$dir/out" 2>"$dir/err") &
+  pid=$!
+  for _ in $(seq 200); do grep -q '^ready$' "$dir/out" 2>/dev/null && break; sleep 0.05; done
+  kill -KILL $pid
+  wait $pid
+  pid=
+  refused "$dir/nohist.csrec"
+  grep -q "nothing to recover" "$dir/rerr" || fail "not said why: $(cat "$dir/rerr")"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+exit 0
