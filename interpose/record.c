@@ -4,6 +4,7 @@
 
 #include "common/cs_log.h"
 #include "snapshot/snapshot.h"
+#include "record/pyframes.h"
 #include "record/stack.h"
 
 /* Distinct stacks kept at most; a program with more gets "no stack" for the rest instead of an
@@ -12,14 +13,17 @@ enum { CS_RECORD_MAX_STACKS = 1 << 18 };
 
 static cs_intern_t *_Atomic cs_intern;
 static uint32_t cs_stack_depth;
+static cs_stacks_t cs_stack_mode;
 static _Atomic size_t cs_history_entries;  /* CUDASNAP_MAX_ENTRIES, set at start */
 static atomic_bool cs_history_enabled = true;
 
 void cs_record_start(const cs_options_t *opts) {
   atomic_store_explicit(&cs_history_entries, opts->max_entries, memory_order_relaxed);
-  if (opts->stacks != CS_STACKS_NATIVE || atomic_load(&cs_intern)) return;
+  if (opts->stacks == CS_STACKS_NONE || atomic_load(&cs_intern)) return;
   cs_stack_depth = opts->stack_depth;
+  cs_stack_mode = opts->stacks;
   cs_stack_init();
+  if (opts->stacks != CS_STACKS_NATIVE) cs_py_init();
   cs_intern_t *t = cs_intern_create(CS_RECORD_MAX_STACKS);
   if (!t) cs_log_warn("cannot allocate the stack table; snapshots will have no stacks");
   atomic_store_explicit(&cs_intern, t, memory_order_release);
@@ -29,8 +33,12 @@ uint32_t cs_record_stack(void) {
   cs_intern_t *t = atomic_load_explicit(&cs_intern, memory_order_acquire);
   if (!t) return 0;
   uintptr_t pcs[CS_STACK_MAX_DEPTH];
-  size_t n = cs_stack_capture(pcs, cs_stack_depth);
-  return cs_intern_stack(t, pcs, n);
+  size_t n = cs_stack_mode == CS_STACKS_PYTHON ? 0 : cs_stack_capture(pcs, cs_stack_depth);
+  if (cs_stack_mode == CS_STACKS_NATIVE) return cs_intern_stack(t, pcs, n);
+  /* CUDASNAP_STACK_DEPTH bounds the native frames; the Python frames come on top of them */
+  uintptr_t merged[CS_STACK_MAX_DEPTH];
+  size_t m = cs_py_merge(pcs, n, merged, CS_STACK_MAX_DEPTH, cs_stack_mode == CS_STACKS_PYTHON);
+  return cs_intern_stack(t, merged, m);
 }
 
 void cs_history_init(cs_history_t *h, int device) {
@@ -60,4 +68,5 @@ cs_intern_t *cs_record_intern(void) { return atomic_load_explicit(&cs_intern, me
 void cs_record_postfork_child(void) {
   cs_intern_t *t = atomic_load(&cs_intern);
   if (t) cs_intern_clear(t);
+  cs_py_postfork_child();
 }
