@@ -17,8 +17,9 @@
  * Layouts, per CPython version (x86_64 and aarch64 LP64), from CPython's headers:
  * Include/cpython/pystate.h (PyThreadState, _PyCFrame), Include/internal/pycore_frame.h
  * (_PyInterpreterFrame), Include/cpython/code.h (PyCodeObject), Include/cpython/unicodeobject.h
- * and bytesobject.h. tests/unit/test_pyframes.c compares them with offsetof on the installed
- * headers when python3-dev is there.
+ * and bytesobject.h (3.11's offsets were also printed with offsetof from Debian's python3.11-dev
+ * headers). Checked at run time as record/pyframes.h says; tests/integration/py_frames.sh runs
+ * them on the interpreters installed.
  * ---------------------------------------------------------------------------------------------- */
 
 typedef struct cs_py_layout_s {
