@@ -22,13 +22,18 @@
  * them on the interpreters installed.
  * ---------------------------------------------------------------------------------------------- */
 
+enum { CS_PY_NONE = -1 };
+
 typedef struct cs_py_layout_s {
   unsigned version;           /* major << 8 | minor */
-  size_t ts_cframe;           /* PyThreadState.cframe */
+  ptrdiff_t ts_cframe;        /* PyThreadState.cframe; CS_PY_NONE: the frame is in the state */
   size_t ts_thread_id;        /* PyThreadState.thread_id */
-  size_t cframe_current;      /* _PyCFrame.current_frame */
-  size_t fr_code, fr_previous, fr_instr, fr_is_entry, fr_owner; /* _PyInterpreterFrame */
+  size_t cframe_current;      /* _PyCFrame.current_frame, or PyThreadState.current_frame */
+  size_t fr_code;             /* _PyInterpreterFrame.f_code (3.13: f_executable) */
+  size_t fr_previous, fr_instr, fr_owner; /* previous; prev_instr (3.13: instr_ptr); owner */
+  ptrdiff_t fr_is_entry;      /* 3.11's is_entry; CS_PY_NONE from 3.12, which has shim frames */
   int owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
+  int owner_cstack;           /* FRAME_OWNED_BY_CSTACK (3.12+: a C call's entry shim), or -1 */
   size_t co_firsttraceable, co_code; /* PyCodeObject._co_firsttraceable, co_code_adaptive */
   size_t co_filename, co_qualname, co_linetable, co_firstlineno;
   size_t unicode_state, unicode_length, ascii_data, compact_data; /* PyASCIIObject, PyCompactUnicodeObject */
@@ -38,10 +43,31 @@ typedef struct cs_py_layout_s {
 static const cs_py_layout_t cs_py_layouts[] = {
     {.version = 0x030b,
      .ts_cframe = 56, .ts_thread_id = 152, .cframe_current = 8,
-     .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_is_entry = 68, .fr_owner = 69, .owner_generator = 1,
+     .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_owner = 69, .fr_is_entry = 68,
+     .owner_generator = 1, .owner_cstack = -1,
      .co_firsttraceable = 168, .co_code = 184,
      .co_filename = 112, .co_qualname = 128, .co_linetable = 136, .co_firstlineno = 72,
      .unicode_state = 32, .unicode_length = 16, .ascii_data = 48, .compact_data = 72,
+     .bytes_size = 16, .bytes_data = 32},
+    /* 3.12: no is_entry, a shim frame owned by the C stack opens each C-level evaluation call;
+       PyUnicode lost its wstr fields */
+    {.version = 0x030c,
+     .ts_cframe = 56, .ts_thread_id = 136, .cframe_current = 0,
+     .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70, .fr_is_entry = CS_PY_NONE,
+     .owner_generator = 1, .owner_cstack = 3,
+     .co_firsttraceable = 176, .co_code = 192,
+     .co_filename = 112, .co_qualname = 128, .co_linetable = 136, .co_firstlineno = 68,
+     .unicode_state = 32, .unicode_length = 16, .ascii_data = 40, .compact_data = 56,
+     .bytes_size = 16, .bytes_data = 32},
+    /* 3.13: no _PyCFrame (the current frame is in the thread state), f_executable, instr_ptr
+       (the instruction under way rather than the last one done: the same index either way) */
+    {.version = 0x030d,
+     .ts_cframe = CS_PY_NONE, .ts_thread_id = 152, .cframe_current = 72,
+     .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70, .fr_is_entry = CS_PY_NONE,
+     .owner_generator = 1, .owner_cstack = 3,
+     .co_firsttraceable = 184, .co_code = 200,
+     .co_filename = 112, .co_qualname = 128, .co_linetable = 136, .co_firstlineno = 68,
+     .unicode_state = 32, .unicode_length = 16, .ascii_data = 40, .compact_data = 56,
      .bytes_size = 16, .bytes_data = 32},
 };
 
@@ -94,12 +120,13 @@ void cs_py_init(void) {
   }
   if (layout == NULL) {
     /* free-threaded builds (3.13t and later) are among these: no one GIL to rely on */
-    cs_log_debug("Python frames: CPython %u.%u is not one cudasnap knows (3.11); native frames only", v >> 8,
+    cs_log_debug("Python frames: CPython %u.%u is not one cudasnap knows (3.11 to 3.13); native frames only", v >> 8,
                  v & 0xffu);
     return;
   }
   CS_PY_FN(cs_py.is_initialized, "Py_IsInitialized");
-  CS_PY_FN(cs_py.is_finalizing, "_Py_IsFinalizing");
+  CS_PY_FN(cs_py.is_finalizing, "Py_IsFinalizing"); /* 3.13; _Py_IsFinalizing before */
+  if (!cs_py.is_finalizing) CS_PY_FN(cs_py.is_finalizing, "_Py_IsFinalizing");
   CS_PY_FN(cs_py.this_thread_state, "PyGILState_GetThisThreadState");
   cs_py.code_type = cs_py_sym("PyCode_Type");
   cs_py.unicode_type = cs_py_sym("PyUnicode_Type");
@@ -111,10 +138,19 @@ void cs_py_init(void) {
     cs_py.eval_lo = (uintptr_t)eval;
     cs_py.eval_hi = (uintptr_t)eval + sym->st_size;
   }
+  const void *type_type = cs_py_sym("PyType_Type");
   if (!cs_py.is_initialized || !cs_py.is_finalizing || !cs_py.this_thread_state || !cs_py.code_type ||
-      !cs_py.unicode_type || !cs_py.bytes_type) {
+      !cs_py.unicode_type || !cs_py.bytes_type || !type_type) {
     cs_log_debug("Python frames: CPython %u.%u lacks part of the C API cudasnap reads; native frames only", v >> 8,
                  v & 0xffu);
+    return;
+  }
+  /* Objects start with a reference count and their type (PyCode_Type's type is PyType_Type) in
+     the default build; a free-threaded build (3.13t) puts its thread id and counts first. */
+  if (*(const void *const *)((const char *)cs_py.code_type + sizeof(intptr_t)) != type_type) {
+    cs_log_debug("Python frames: CPython %u.%u's objects are not laid out as a default build's (free-threaded?); "
+                 "native frames only",
+                 v >> 8, v & 0xffu);
     return;
   }
   if (!cs_py_arena_init()) {
@@ -314,12 +350,18 @@ void cs_py_frame_decode(uintptr_t entry, uint32_t *record, uint32_t *instr) {
   *record = (uint32_t)((entry & ~CS_PY_FRAME_TAG) >> CS_PY_INSTR_BITS);
 }
 
-/* The innermost frame with an instruction under way (3.11 "complete" frames: a frame whose
- * prologue has not run yet is skipped, as CPython's own tracebacks do). */
-static const void *cs_py_complete(const cs_py_layout_t *l, const void *frame) {
+/* From frame (raw, may be NULL), the first frame with an instruction under way: frames whose
+ * prologue has not run yet, and 3.12+'s C-stack shims, are skipped, as CPython's own tracebacks
+ * do. *crossed: set when a shim was passed (a C-level evaluation call begins below it). */
+static const void *cs_py_complete(const cs_py_layout_t *l, const void *frame, bool *crossed) {
   for (int guard = 0; frame != NULL && guard < 100000; guard++) {
     const void *code = CS_PY_AT(frame, l->fr_code, const void *);
     char owner = CS_PY_AT(frame, l->fr_owner, char);
+    if (owner == l->owner_cstack || !cs_py_is(code, cs_py.code_type)) {
+      if (owner == l->owner_cstack) *crossed = true;
+      frame = CS_PY_AT(frame, l->fr_previous, const void *);
+      continue;
+    }
     uintptr_t first = (uintptr_t)code + l->co_code +
                       2 * (uintptr_t)CS_PY_AT(code, l->co_firsttraceable, int); /* 2-byte code units */
     if (owner == l->owner_generator || CS_PY_AT(frame, l->fr_instr, uintptr_t) >= first) return frame;
@@ -344,9 +386,11 @@ static const void *cs_py_first_frame(const cs_py_layout_t *l) {
     atomic_store_explicit(&cs_py_checked, ok ? 1 : -1, memory_order_relaxed);
   }
   if (atomic_load_explicit(&cs_py_checked, memory_order_relaxed) < 0) return NULL;
-  const void *cframe = CS_PY_AT(ts, l->ts_cframe, const void *);
-  if (cframe == NULL) return NULL;
-  return cs_py_complete(l, CS_PY_AT(cframe, l->cframe_current, const void *));
+  const void *holder = ts; /* 3.11 and 3.12: the frame hangs off the _PyCFrame */
+  if (l->ts_cframe != CS_PY_NONE) holder = CS_PY_AT(ts, (size_t)l->ts_cframe, const void *);
+  if (holder == NULL) return NULL;
+  bool crossed = false;
+  return cs_py_complete(l, CS_PY_AT(holder, l->cframe_current, const void *), &crossed);
 }
 
 /* The entry of *frame, which advances to the next complete frame; *entry_frame: whether it was
@@ -355,8 +399,9 @@ static uintptr_t cs_py_take(const cs_py_layout_t *l, const void **frame, bool *e
   const void *f = *frame;
   const void *code = CS_PY_AT(f, l->fr_code, const void *);
   uintptr_t instr = (CS_PY_AT(f, l->fr_instr, uintptr_t) - ((uintptr_t)code + l->co_code)) / 2;
-  *entry_frame = CS_PY_AT(f, l->fr_is_entry, bool);
-  *frame = cs_py_complete(l, CS_PY_AT(f, l->fr_previous, const void *));
+  bool crossed = false;
+  *frame = cs_py_complete(l, CS_PY_AT(f, l->fr_previous, const void *), &crossed);
+  *entry_frame = l->fr_is_entry != CS_PY_NONE ? CS_PY_AT(f, (size_t)l->fr_is_entry, bool) : crossed;
   return cs_py_encode(cs_py_code_record(l, code), instr);
 }
 

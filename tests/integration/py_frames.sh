@@ -6,6 +6,8 @@
 # the exit snapshot's frames must hold the Python caller's function, file and line where the
 # interpreter's evaluation frames were, and the exit leak report and `cudasnap summary` must name
 # that line. Then CUDASNAP_STACKS=python (Python frames alone) and =native (none of them).
+# A CPython cudasnap does not read (before 3.11) must run as before, with native frames only and
+# one debug line saying why.
 # The fake driver must be on LD_LIBRARY_PATH.
 set -u
 lib=$1 tool=$2 python=$3 src=$4
@@ -33,6 +35,19 @@ for f in big[0]["frames"]:
     print("%s|%s|%s" % (f["name"], f["filename"], f["line"]))
 PY
 }
+
+version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || fail "$python does not run"
+case $version in
+  3.11 | 3.12 | 3.13) ;;
+  *)
+    CUDASNAP_LOG=debug run all
+    frames all >"$dir/frames" || fail "reading the snapshot"
+    grep -q '\.py|' "$dir/frames" && fail "Python $version: Python frames from an interpreter not known: $(cat "$dir/frames")"
+    [[ $(grep -c 'debug: Python frames:' "$dir/err") -eq 1 ]] || fail "Python $version: not one debug line: $(cat "$dir/err")"
+    grep -q 'debug: Python frames: this CPython is older than 3.11' "$dir/err" || fail "Python $version: $(cat "$dir/err")"
+    exit 0
+    ;;
+esac
 
 run all
 line=$(sed -n 's/^site_line=//p' "$dir/out")
