@@ -6,6 +6,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -17,8 +18,9 @@
  * Layouts, per CPython version (x86_64 and aarch64 LP64), from CPython's headers:
  * Include/cpython/pystate.h (PyThreadState, _PyCFrame), Include/internal/pycore_frame.h
  * (_PyInterpreterFrame), Include/cpython/code.h (PyCodeObject), Include/cpython/unicodeobject.h
- * and bytesobject.h (3.11's offsets were also printed with offsetof from Debian's python3.11-dev
- * headers). Checked at run time as record/pyframes.h says; tests/integration/py_frames.sh runs
+ * and bytesobject.h, and for 3.9/3.10 Include/cpython/frameobject.h (every offset here was also
+ * printed with offsetof from the installed headers of that version: Debian's 3.11, pyenv's 3.9.18,
+ * 3.10.13, 3.12.1 and 3.13.0). Checked at run time as record/pyframes.h says; tests/integration/py_frames.sh runs
  * them on the interpreters installed.
  * ---------------------------------------------------------------------------------------------- */
 
@@ -34,6 +36,10 @@ typedef struct cs_py_layout_s {
   ptrdiff_t fr_is_entry;      /* 3.11's is_entry; CS_PY_NONE from 3.12, which has shim frames */
   int owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
   int owner_cstack;           /* FRAME_OWNED_BY_CSTACK (3.12+: a C call's entry shim), or -1 */
+  /* 3.9 and 3.10: frames are PyFrameObjects, one C-level evaluation call each */
+  bool frame_objects;
+  size_t ts_frame, fo_back, fo_code, fo_lasti; /* PyThreadState.frame; PyFrameObject's fields */
+  bool lasti_bytes;           /* 3.9's f_lasti counts bytes, 3.10's code units */
   size_t co_firsttraceable, co_code; /* PyCodeObject._co_firsttraceable, co_code_adaptive */
   size_t co_filename, co_qualname, co_linetable, co_firstlineno;
   size_t unicode_state, unicode_length, ascii_data, compact_data; /* PyASCIIObject, PyCompactUnicodeObject */
@@ -41,6 +47,18 @@ typedef struct cs_py_layout_s {
 } cs_py_layout_t;
 
 static const cs_py_layout_t cs_py_layouts[] = {
+    /* 3.9: co_lnotab for lines, co_name for the name (no co_qualname before 3.11) */
+    {.version = 0x0309, .frame_objects = true, .ts_thread_id = 176,
+     .ts_frame = 24, .fo_back = 24, .fo_code = 32, .fo_lasti = 104, .lasti_bytes = true,
+     .co_filename = 104, .co_qualname = 112, .co_linetable = 120, .co_firstlineno = 40,
+     .unicode_state = 32, .unicode_length = 16, .ascii_data = 48, .compact_data = 72,
+     .bytes_size = 16, .bytes_data = 32},
+    /* 3.10: co_linetable in 3.10's own format */
+    {.version = 0x030a, .frame_objects = true, .ts_thread_id = 176,
+     .ts_frame = 24, .fo_back = 24, .fo_code = 32, .fo_lasti = 96, .lasti_bytes = false,
+     .co_filename = 104, .co_qualname = 112, .co_linetable = 120, .co_firstlineno = 40,
+     .unicode_state = 32, .unicode_length = 16, .ascii_data = 48, .compact_data = 72,
+     .bytes_size = 16, .bytes_data = 32},
     {.version = 0x030b,
      .ts_cframe = 56, .ts_thread_id = 152, .cframe_current = 8,
      .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_owner = 69, .fr_is_entry = 68,
@@ -108,19 +126,24 @@ void cs_py_init(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&cs_py_initialized, &expected, 1)) return;
   const unsigned long *version = cs_py_sym("Py_Version"); /* 3.11 and later */
-  if (version == NULL) {
-    if (cs_py_sym("Py_IsInitialized") != NULL)
-      cs_log_debug("Python frames: this CPython is older than 3.11 (no Py_Version); native frames only");
-    return; /* no interpreter in this process: nothing more, ever */
+  unsigned v = 0;
+  if (version != NULL) {
+    v = (unsigned)(*version >> 16) & 0xffffu;
+  } else {
+    /* before 3.11: "3.10.13 (main, ...)", from a static string, callable before start-up */
+    const char *(*get_version)(void) = NULL;
+    CS_PY_FN(get_version, "Py_GetVersion");
+    if (get_version == NULL) return; /* no interpreter in this process: nothing more, ever */
+    unsigned major = 0, minor = 0;
+    if (sscanf(get_version(), "%u.%u", &major, &minor) == 2 && major < 256 && minor < 256) v = major << 8 | minor;
   }
-  unsigned v = (unsigned)(*version >> 16) & 0xffffu;
   const cs_py_layout_t *layout = NULL;
   for (size_t i = 0; i < sizeof cs_py_layouts / sizeof *cs_py_layouts; i++) {
     if (cs_py_layouts[i].version == v) layout = &cs_py_layouts[i];
   }
   if (layout == NULL) {
     /* free-threaded builds (3.13t and later) are among these: no one GIL to rely on */
-    cs_log_debug("Python frames: CPython %u.%u is not one cudasnap knows (3.11 to 3.13); native frames only", v >> 8,
+    cs_log_debug("Python frames: CPython %u.%u is not one cudasnap knows (3.9 to 3.13); native frames only", v >> 8,
                  v & 0xffu);
     return;
   }
@@ -370,6 +393,15 @@ static const void *cs_py_complete(const cs_py_layout_t *l, const void *frame, bo
   return NULL;
 }
 
+/* 3.9/3.10: from frame (may be NULL), the first frame object holding a code object. */
+static const void *cs_py_object_frame(const cs_py_layout_t *l, const void *frame) {
+  for (int guard = 0; frame != NULL && guard < 100000; guard++) {
+    if (cs_py_is(CS_PY_AT(frame, l->fo_code, const void *), cs_py.code_type)) return frame;
+    frame = CS_PY_AT(frame, l->fo_back, const void *);
+  }
+  return NULL;
+}
+
 /* This thread's innermost Python frame, or NULL: no interpreter running, or this thread has no
  * Python state or no Python frame. */
 static const void *cs_py_first_frame(const cs_py_layout_t *l) {
@@ -386,6 +418,7 @@ static const void *cs_py_first_frame(const cs_py_layout_t *l) {
     atomic_store_explicit(&cs_py_checked, ok ? 1 : -1, memory_order_relaxed);
   }
   if (atomic_load_explicit(&cs_py_checked, memory_order_relaxed) < 0) return NULL;
+  if (l->frame_objects) return cs_py_object_frame(l, CS_PY_AT(ts, l->ts_frame, const void *));
   const void *holder = ts; /* 3.11 and 3.12: the frame hangs off the _PyCFrame */
   if (l->ts_cframe != CS_PY_NONE) holder = CS_PY_AT(ts, (size_t)l->ts_cframe, const void *);
   if (holder == NULL) return NULL;
@@ -397,6 +430,14 @@ static const void *cs_py_first_frame(const cs_py_layout_t *l) {
  * the first frame its C-level evaluation call ran (where a native evaluation frame ends). */
 static uintptr_t cs_py_take(const cs_py_layout_t *l, const void **frame, bool *entry_frame) {
   const void *f = *frame;
+  if (l->frame_objects) {
+    const void *code = CS_PY_AT(f, l->fo_code, const void *);
+    int lasti = CS_PY_AT(f, l->fo_lasti, int); /* -1 before the first instruction */
+    uintptr_t instr = lasti < 0 ? 0 : l->lasti_bytes ? (uintptr_t)lasti / 2 : (uintptr_t)lasti;
+    *entry_frame = true; /* each frame object runs in a C-level evaluation call of its own */
+    *frame = cs_py_object_frame(l, CS_PY_AT(f, l->fo_back, const void *));
+    return cs_py_encode(cs_py_code_record(l, code), instr);
+  }
   const void *code = CS_PY_AT(f, l->fr_code, const void *);
   uintptr_t instr = (CS_PY_AT(f, l->fr_instr, uintptr_t) - ((uintptr_t)code + l->co_code)) / 2;
   bool crossed = false;

@@ -3,9 +3,8 @@
  * into the native stack where the interpreter's evaluation frames are.
  *
  * cudasnap never links libpython: cs_py_init finds the interpreter's exported C API with dlsym
- * once. The frames are read from CPython's own structures with a per-version layout (3.11 only
- * for now: the layouts are facts about CPython's headers, and a layout is only listed once it
- * was tested), checked at the first allocation from a Python thread (the thread state must hold
+ * once. The frames are read from CPython's own structures with a per-version layout (3.9 to
+ * 3.13: facts from CPython's headers, each tested on that interpreter), checked at the first allocation from a Python thread (the thread state must hold
  * this thread's id where the layout says; each code object, name, file and table must have its
  * type); any mismatch, an unknown version or a free-threaded build turns Python frames off with
  * one debug line. Nothing here takes or releases the GIL or calls into Python; nothing reads

@@ -51,6 +51,35 @@ int cs_pyframe_line_311(const unsigned char *table, size_t len, int first_line, 
   return 0;
 }
 
+/* 3.10's co_linetable (Objects/lnotab_notes.txt): (bytes advanced, line delta) pairs, the line
+ * delta a signed byte applied before the range, -128 = the range has no line. */
+int cs_pyframe_line_310(const unsigned char *table, size_t len, int first_line, uint32_t instr) {
+  uint64_t target = (uint64_t)instr * 2, addr = 0;
+  int line = first_line;
+  for (size_t i = 0; i + 1 < len; i += 2) {
+    int delta = (int)(signed char)table[i + 1];
+    bool none = delta == -128;
+    if (!none) line += delta;
+    uint64_t end = addr + table[i];
+    if (target >= addr && target < end) return none ? 0 : line;
+    addr = end;
+  }
+  return 0;
+}
+
+/* 3.9's co_lnotab: (bytes advanced, line delta) pairs, the line delta applying from the address
+ * reached. */
+int cs_pyframe_line_39(const unsigned char *table, size_t len, int first_line, uint32_t instr) {
+  uint64_t target = (uint64_t)instr * 2, addr = 0;
+  int line = first_line;
+  for (size_t i = 0; i + 1 < len; i += 2) {
+    addr += table[i];
+    if (addr > target) break;
+    line += (int)(signed char)table[i + 1];
+  }
+  return line;
+}
+
 bool cs_pyframe_name(uintptr_t entry, char *name, size_t name_len, char *file, size_t file_len, int *line) {
   *line = 0;
   uint32_t record, instr;
@@ -63,8 +92,13 @@ bool cs_pyframe_name(uintptr_t entry, char *name, size_t name_len, char *file, s
   }
   snprintf(name, name_len, "%.*s", (int)r->name_len, r->data);
   snprintf(file, file_len, "%.*s", (int)r->file_len, r->data + r->name_len);
-  if (r->version >= 0x030b)
-    *line = cs_pyframe_line_311((const unsigned char *)r->data + r->name_len + r->file_len, r->table_len,
-                                r->first_line, instr);
+  const unsigned char *table = (const unsigned char *)r->data + r->name_len + r->file_len;
+  if (r->version >= 0x030b) {
+    *line = cs_pyframe_line_311(table, r->table_len, r->first_line, instr);
+  } else if (r->version == 0x030a) {
+    *line = cs_pyframe_line_310(table, r->table_len, r->first_line, instr);
+  } else {
+    *line = cs_pyframe_line_39(table, r->table_len, r->first_line, instr);
+  }
   return true;
 }

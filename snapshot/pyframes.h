@@ -17,4 +17,8 @@ bool cs_pyframe_name(uintptr_t entry, char *name, size_t name_len, char *file, s
  * (Objects/locations.md) starting at first_line; 0 when the table says none. */
 int cs_pyframe_line_311(const unsigned char *table, size_t len, int first_line, uint32_t instr);
 
+/* The same for 3.10's co_linetable and 3.9's co_lnotab. */
+int cs_pyframe_line_310(const unsigned char *table, size_t len, int first_line, uint32_t instr);
+int cs_pyframe_line_39(const unsigned char *table, size_t len, int first_line, uint32_t instr);
+
 #endif

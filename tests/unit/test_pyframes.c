@@ -1,4 +1,4 @@
-/* Python frame lines: the CPython 3.11 location table parser (snapshot/pyframes.h) against the
+/* Python frame lines: the CPython 3.11+ location table parser (and 3.10's and 3.9's tables, below) (snapshot/pyframes.h) against the
  * lines CPython itself gives. The table and the expected lines were printed by Debian's Python
  * 3.11.2 for this function (first line 1) with co_linetable and co_lines():
  *
@@ -47,6 +47,27 @@ static void test_lines_311(void **state) {
   assert_int_equal(cs_pyframe_line_311(table, sizeof table, 101, 41), 110);
 }
 
+/* The same function compiled by pyenv's CPython 3.10.13 (co_linetable, co_lines()) and 3.9.18
+ * (co_lnotab, dis.findlinestarts()). */
+static const unsigned char table_310[] = {0x08, 0x01, 0x08, 0x02, 0x06, 0x01, 0x06, 0x01, 0x06, 0xff, 0x02, 0x04,
+                                          0x02, 0x01, 0x04, 0xff, 0x04, 0xff, 0x02, 0x01, 0x02, 0x01, 0x04, 0xff};
+static const int lines_310[] = {2, 2, 2, 2, 4, 4, 4, 4, 5, 5, 5, 6, 6, 6, 5, 5, 5, 9, 10, 9, 9, 8, 8, 9, 10, 9, 9};
+static const unsigned char table_39[] = {0x00, 0x01, 0x08, 0x02, 0x08, 0x01, 0x06, 0x01, 0x06,
+                                         0xff, 0x08, 0x03, 0x04, 0x01, 0x02, 0x01, 0x02, 0xff};
+static const int lines_39[] = {2, 2, 2, 2, 4, 4, 4, 4, 5, 5, 5, 6, 6, 6, 5, 5, 5, 5, 8, 8, 9, 10, 9, 9};
+
+static void test_lines_310_39(void **state) {
+  (void)state;
+  for (uint32_t i = 0; i < sizeof lines_310 / sizeof *lines_310; i++) {
+    int got = cs_pyframe_line_310(table_310, sizeof table_310, 1, i);
+    if (got != lines_310[i]) fail_msg("3.10, instruction %u: line %d, CPython says %d", i, got, lines_310[i]);
+  }
+  for (uint32_t i = 0; i < sizeof lines_39 / sizeof *lines_39; i++) {
+    int got = cs_pyframe_line_39(table_39, sizeof table_39, 1, i);
+    if (got != lines_39[i]) fail_msg("3.9, instruction %u: line %d, CPython says %d", i, got, lines_39[i]);
+  }
+}
+
 /* An entry the hot path could not name (record 0) is named so, not read. */
 static void test_unnamed(void **state) {
   (void)state;
@@ -59,6 +80,7 @@ static void test_unnamed(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_lines_311), cmocka_unit_test(test_unnamed)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_lines_311), cmocka_unit_test(test_lines_310_39),
+                                     cmocka_unit_test(test_unnamed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
