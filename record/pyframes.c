@@ -107,10 +107,6 @@ static struct {
 static atomic_int cs_py_initialized;
 static atomic_int cs_py_checked; /* 0 not yet, 1 layout matches, -1 refused */
 
-#ifdef CS_TESTING
-int cs_py_verified(void) { return atomic_load(&cs_py_checked); }
-#endif
-
 static void *cs_py_sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
 /* dlsym's void * as a function pointer (ISO C has no direct conversion). */
@@ -130,7 +126,8 @@ void cs_py_init(void) {
   if (version != NULL) {
     v = (unsigned)(*version >> 16) & 0xffffu;
   } else {
-    /* before 3.11: "3.10.13 (main, ...)", from a static string, callable before start-up */
+    /* before 3.11: "3.10.13 (main, ...)"; Python's documentation lists Py_GetVersion among the
+       few functions safe to call before the interpreter is initialized */
     const char *(*get_version)(void) = NULL;
     CS_PY_FN(get_version, "Py_GetVersion");
     if (get_version == NULL) return; /* no interpreter in this process: nothing more, ever */

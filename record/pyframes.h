@@ -56,9 +56,4 @@ const cs_py_record_t *cs_py_record(uint32_t record);
 /* After fork, in the child: the record table's lock, which another thread may have held. */
 void cs_py_postfork_child(void);
 
-#ifdef CS_TESTING
-/* test seam: whether the layout check passed (1), failed (-1) or has not run (0). */
-int cs_py_verified(void);
-#endif
-
 #endif
