@@ -2,6 +2,7 @@
 
 #include <stdatomic.h>
 
+#include "common/cs_compiler.h"
 #include "common/cs_log.h"
 #include "snapshot/snapshot.h"
 #include "record/pyframes.h"
@@ -29,16 +30,23 @@ void cs_record_start(const cs_options_t *opts) {
   atomic_store_explicit(&cs_intern, t, memory_order_release);
 }
 
+/* The stack with this thread's Python frames merged in, when it has any (record/pyframes.h);
+ * apart so that the merge buffer is on the stack only in processes that run Python. */
+static CS_NOINLINE uint32_t cs_record_python_stack(cs_intern_t *t, const uintptr_t *pcs, size_t n) {
+  /* CUDASNAP_STACK_DEPTH bounds the native frames; the Python frames come on top of them */
+  uintptr_t merged[CS_STACK_MAX_DEPTH];
+  size_t m = cs_py_merge(pcs, n, merged, CS_STACK_MAX_DEPTH, cs_stack_mode == CS_STACKS_PYTHON);
+  if (m != CS_PY_NO_FRAMES) return cs_intern_stack(t, merged, m);
+  return cs_intern_stack(t, pcs, cs_stack_mode == CS_STACKS_PYTHON ? 0 : n);
+}
+
 uint32_t cs_record_stack(void) {
   cs_intern_t *t = atomic_load_explicit(&cs_intern, memory_order_acquire);
   if (!t) return 0;
   uintptr_t pcs[CS_STACK_MAX_DEPTH];
   size_t n = cs_stack_mode == CS_STACKS_PYTHON ? 0 : cs_stack_capture(pcs, cs_stack_depth);
-  if (cs_stack_mode == CS_STACKS_NATIVE) return cs_intern_stack(t, pcs, n);
-  /* CUDASNAP_STACK_DEPTH bounds the native frames; the Python frames come on top of them */
-  uintptr_t merged[CS_STACK_MAX_DEPTH];
-  size_t m = cs_py_merge(pcs, n, merged, CS_STACK_MAX_DEPTH, cs_stack_mode == CS_STACKS_PYTHON);
-  return cs_intern_stack(t, merged, m);
+  if (cs_stack_mode == CS_STACKS_NATIVE || !cs_py_active()) return cs_intern_stack(t, pcs, n);
+  return cs_record_python_stack(t, pcs, n);
 }
 
 void cs_history_init(cs_history_t *h, int device) {

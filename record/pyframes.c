@@ -443,15 +443,12 @@ static uintptr_t cs_py_take(const cs_py_layout_t *l, const void **frame, bool *e
   return cs_py_encode(cs_py_code_record(l, code), instr);
 }
 
+bool cs_py_active(void) { return cs_py.layout != NULL; }
+
 size_t cs_py_merge(const uintptr_t *pcs, size_t n, uintptr_t *out, size_t max, bool python_only) {
   const cs_py_layout_t *l = cs_py.layout;
   const void *frame = l != NULL ? cs_py_first_frame(l) : NULL;
-  if (frame == NULL) {
-    if (python_only) return 0;
-    size_t k = n < max ? n : max;
-    memmove(out, pcs, k * sizeof *out);
-    return k;
-  }
+  if (frame == NULL) return CS_PY_NO_FRAMES;
   size_t k = 0;
   for (size_t i = 0; !python_only && i < n && k < max; i++) {
     bool eval = pcs[i] - cs_py.eval_lo < cs_py.eval_hi - cs_py.eval_lo;

@@ -26,10 +26,17 @@
  * A process without an interpreter pays this one failed lookup. Idempotent. */
 void cs_py_init(void);
 
+/* True once cs_py_init found an interpreter it can read: a process without one tests this one
+ * flag per allocation and nothing more. */
+bool cs_py_active(void);
+
+#define CS_PY_NO_FRAMES SIZE_MAX
+
 /* Writes into out (room for max entries) the stack to record: the native pcs[0..n) with each
  * frame inside the interpreter's evaluation function replaced by the Python frames it runs
- * (python_only: the Python frames alone). Where the thread holds no GIL, the native frames
- * unchanged (python_only: none). Python frames the native stack did not reach go last. */
+ * (python_only: the Python frames alone); Python frames the native stack did not reach go last.
+ * Returns the count, or CS_PY_NO_FRAMES when this thread has no Python frame (out untouched:
+ * the native frames stand as they are). */
 size_t cs_py_merge(const uintptr_t *pcs, size_t n, uintptr_t *out, size_t max, bool python_only);
 
 /* ---- the entries, for the snapshot side ---- */
