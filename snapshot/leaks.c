@@ -64,7 +64,7 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
   }
   bool named = sites && count > 0 && !(count == 1 && sites[0].pc == 0);
   cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total,
-              named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=native shows where)");
+              named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=all shows where)");
   if (named) {
     qsort(sites, count, sizeof *sites, cs_leak_site_cmp);
     for (size_t i = 0; i < count && i < CS_LEAK_TOP_SITES; i++) {
