@@ -2,10 +2,13 @@
 allocates from Python code DEPTH calls deep and leaves one 3 MiB block allocated at exit, so the
 exit leak report, the snapshot's frames and `cudasnap summary` can be checked for this file's
 function and line (the line is printed: site_line=N).
-Usage: python3 py_frames.py [DEPTH] [ALLOCATIONS]"""
+With "threads": 4 threads allocate at once (ctypes releases the GIL around each call), thread i
+from worker(i) through i + 1 nested calls, 200 times, and leaves one block of (i + 1) MiB.
+Usage: python3 py_frames.py [DEPTH] [ALLOCATIONS] | python3 py_frames.py threads"""
 
 import ctypes
 import sys
+import threading
 
 MIB = 1 << 20
 
@@ -18,6 +21,7 @@ def driver():
     if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), 0)
             or cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) or cuda.cuCtxSetCurrent(ctx)):
         sys.exit("py_frames.py: no context on the fake driver")
+    cuda.primary_ctx = ctx
     return cuda
 
 
@@ -36,7 +40,34 @@ def nested(depth, fn, *args):
     return nested(depth - 1, fn, *args)
 
 
+def worker(cuda, i, barrier):
+    if cuda.cuCtxSetCurrent(cuda.primary_ctx):  # the current context is per thread
+        errors.append("thread %d: cuCtxSetCurrent failed" % i)
+        return
+    barrier.wait()
+    for _ in range(200):
+        cuda.cuMemFree_v2(nested(i + 1, allocate_weights, cuda, 4096 * (i + 1)))
+    nested(i + 1, allocate_weights, cuda, (i + 1) * MIB)
+
+
+errors = []
+
+
+def threads():
+    cuda = driver()
+    barrier = threading.Barrier(4)
+    pool = [threading.Thread(target=worker, args=(cuda, i, barrier)) for i in range(4)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    if errors:
+        sys.exit("py_frames.py: " + "; ".join(errors))
+
+
 def main():
+    if sys.argv[1:] == ["threads"]:
+        return threads()
     depth = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     cuda = driver()

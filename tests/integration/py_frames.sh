@@ -71,6 +71,22 @@ top=$(grep -m1 -A1 '^top allocation sites by live bytes:$' "$dir/summary" | tail
 [[ $top == "  3145728 B (3.0 MiB) in 1 block: allocate_weights $here:$line" ]] || fail "summary's top site: '$top'"
 grep -q '"stacks": *"all"' "$dir/all.json" || fail "the snapshot does not say stacks=all"
 
+# Threads at once: each block's stack is its own thread's (worker, and i + 1 nested calls).
+env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/threads.json" "$python" "$prog" threads \
+  >"$dir/out" 2>"$dir/err" || fail "threads: exit status $?: $(cat "$dir/err")"
+"$python" - "$dir/threads.json" "$here" <<'PY' || fail "threads: $(cat "$dir/err")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+here = sys.argv[2]
+live = [b for s in d["segments"] for b in s["blocks"] if b["state"] == "active_allocated"]
+for i in range(4):
+    block = [b for b in live if b["requested_size"] == (i + 1) << 20]
+    assert len(block) == 1, "thread %d: %d blocks" % (i, len(block))
+    names = [f["name"] for f in block[0]["frames"] if f["filename"] == here]
+    want = ["allocate_weights"] + ["nested"] * (i + 2) + ["worker"]
+    assert names == want, "thread %d: %s" % (i, names)
+PY
+
 run python
 frames python >"$dir/frames" || fail "reading the python-only snapshot"
 [[ $(head -1 "$dir/frames") == "allocate_weights|$here|$line" ]] || fail "python: first frame: $(cat "$dir/frames")"
