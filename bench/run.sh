@@ -114,6 +114,7 @@ hot() {
     cudasnap_nostacks) env+=("${preload[@]}" CUDASNAP_STACKS=none) ;;
     cudasnap_stacks8) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=8) ;;
     cudasnap_stacks32) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32) ;;
+    cudasnap_stacks32_all) env+=("${preload[@]}" CUDASNAP_STACKS=all CUDASNAP_STACK_DEPTH=32) ;;
     cudasnap_nostacks_streamfree) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_FREE=stream) ;;
     # the history, stacks and module map in a recording file (CUDASNAP_RECORD, issue 13)
     cudasnap_nostacks_record) env+=("${preload[@]}" CUDASNAP_STACKS=none "CUDASNAP_RECORD=$tmp/rec-%p.csrec") ;;
@@ -137,8 +138,8 @@ else
   rounds=9 pairs=200000 floor_pairs=10000 samples=5
   thread_rounds=5 thread_pairs=50000 thread_patterns=(same random64)
 fi
-configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32 cudasnap_nostacks_record
-  cudasnap_stacks32_record)
+configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32 cudasnap_stacks32_all
+  cudasnap_nostacks_record cudasnap_stacks32_record)
 if [[ $have_cub == 1 ]]; then configs+=(cub); fi
 if [[ $quick == 0 ]]; then configs+=(cudasnap_nostacks_streamfree cudasnap_nohistory cudasnap_nohistory_streamfree); fi
 # configurations compared with CUB round by round: ratio name -> configuration
@@ -179,6 +180,27 @@ for pattern in same random64; do
 done
 if [[ $quick == 0 ]]; then echo "BENCH hotpath_fake_driver_ctx_calls $(median "$tmp/hot.ctx_calls") ns"; fi
 echo "BENCH clock_gettime_monotonic $(median "$tmp/hot.clock") ns"
+
+# ---- 1d. Python frames: pairs from 20 Python frames deep (ctypes on the fake driver) -----------
+python=$(command -v python3 || true)
+if [[ -z $python ]]; then
+  log "python3 not found: the Python frame figures are missing"
+else
+  if [[ $quick == 1 ]]; then py_rounds=3 py_pairs=20000; else py_rounds=7 py_pairs=200000; fi
+  py_configs=(nopreload none native all python)
+  log "Python frames: ${#py_configs[@]} configurations, $py_rounds interleaved rounds ($($python -V 2>&1))"
+  for ((r = 1; r <= py_rounds; r++)); do
+    for config in "${py_configs[@]}"; do
+      local_env=(env "LD_LIBRARY_PATH=$fakes" CUDASNAP_DUMP_ON=none)
+      if [[ $config != nopreload ]]; then local_env+=("LD_PRELOAD=$lib" "CUDASNAP_STACKS=$config"); fi
+      run "py-$config" "${local_env[@]}" "$python" "$root/bench/bench_python.py" "$py_pairs" 3 20 \
+        >>"$tmp/py.$config"
+    done
+  done
+  for config in "${py_configs[@]}"; do
+    echo "BENCH python20_$config $(median "$tmp/py.$config") ns"
+  done
+fi
 
 # ---- 1b. threads: total throughput of all threads (pairs per second of wall time) --------------
 thread_configs=(cudasnap_nostacks)

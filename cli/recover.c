@@ -17,6 +17,7 @@
 #include "memviz/output.h"
 #include "memviz/sink.h"
 #include "reader/recording.h"
+#include "record/pyframes.h"
 #include "snapshot/symbolize.h"
 
 static const char cs_recover_name[] = "recover";
@@ -57,7 +58,10 @@ static cJSON *cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
   if (!r->frames[stack_id - 1]) {
     cJSON *list = cJSON_CreateArray();
     for (size_t i = 0; list && i < n; i++) {
-      cs_frame_t f = cs_symbolize(r->sym, (uintptr_t)pcs[i], 0);
+      /* a Python frame's names stayed in the process's memory (record/pyframes.h): say so */
+      cs_frame_t f = cs_py_is_frame((uintptr_t)pcs[i])
+                         ? (cs_frame_t){.name = "(Python frame, not in the recording)", .filename = "??"}
+                         : cs_symbolize(r->sym, (uintptr_t)pcs[i], 0);
       cJSON *frame = cJSON_CreateObject();
       cJSON_AddStringToObject(frame, "filename", f.filename);
       cJSON_AddNumberToObject(frame, "line", f.line);

@@ -27,7 +27,7 @@ static const char cs_run_help[] =
     "  -o, --output PATTERN   CUDASNAP_OUTPUT: snapshot path, default cudasnap-%e-%p-%n-%t.json\n"
     "                         (%e executable, %p pid, %h host, %r rank, %n dump number, %t trigger)\n"
     "  --format json|pickle   CUDASNAP_FORMAT (default: from the extension)\n"
-    "  --stacks native|none   CUDASNAP_STACKS\n"
+    "  --stacks all|native|python|none  CUDASNAP_STACKS\n"
     "  --depth N              CUDASNAP_STACK_DEPTH: frames per stack, 1-256 (default 32)\n"
     "  --max-entries N        CUDASNAP_MAX_ENTRIES: trace events kept (default 100000; 0: none)\n"
     "  --free sync|fence|stream  CUDASNAP_FREE: when a freed block is reused (default sync)\n"

@@ -24,17 +24,42 @@ cs_site_t cs_site_of_frame(const cJSON *frame) {
                      .line = line};
 }
 
-cs_site_t cs_site_of(const cJSON *frames) {
-  cs_site_t site = {.name = NULL, .filename = NULL, .line = 0};
-  const cJSON *list = cJSON_IsArray(frames) ? frames : NULL;
-  const cJSON *frame;
-  cJSON_ArrayForEach(frame, list) {
-    site = cs_site_of_frame(frame);
-    /* The leak report's rule takes an int line; only name and filename matter to it. */
-    cs_frame_t f = {.name = site.name, .filename = site.filename, .line = 0};
-    if (!cs_frame_is_cuda(&f)) return site;
+/* The frames of a JSON list in order: a cursor, since cJSON's lists are linked. */
+typedef struct cs_site_cursor_s {
+  const cJSON *item;
+  size_t index;
+} cs_site_cursor_t;
+
+static cs_frame_t cs_site_frame_at(void *ctx, size_t i) {
+  cs_site_cursor_t *c = ctx;
+  while (c->index < i && c->item != NULL) {
+    c->item = c->item->next;
+    c->index++;
   }
-  return site; /* the outermost frame, or no site */
+  cs_site_t s = cs_site_of_frame(c->item);
+  /* The rule reads names and files; the line does not matter to it. */
+  return (cs_frame_t){.name = s.name, .filename = s.filename, .line = 0};
+}
+
+cs_site_t cs_site_of(const cJSON *frames) {
+  int n = cJSON_IsArray(frames) ? cJSON_GetArraySize(frames) : 0;
+  if (n <= 0) return (cs_site_t){.name = NULL, .filename = NULL, .line = 0, .frame = NULL};
+  cs_site_cursor_t cursor = {.item = frames->child, .index = 0};
+  size_t index = cs_site_index((size_t)n, cs_site_frame_at, &cursor);
+  const cJSON *frame = cJSON_GetArrayItem(frames, (int)index);
+  cs_site_t site = cs_site_of_frame(frame);
+  site.frame = frame;
+  return site;
+}
+
+const cJSON *cs_site_next_caller(const cJSON *frame) {
+  for (const cJSON *f = frame != NULL ? frame->next : NULL; f != NULL; f = f->next) {
+    cs_site_t s = cs_site_of_frame(f);
+    cs_frame_t frame_named = {.name = s.name, .filename = s.filename, .line = 0};
+    cs_frame_kind_t kind = cs_frame_kind(&frame_named);
+    if (kind == CS_FRAME_USER_PYTHON || kind == CS_FRAME_USER_NATIVE) return f;
+  }
+  return NULL;
 }
 
 void cs_site_format(const cs_site_t *site, char *buf, size_t len) {

@@ -15,18 +15,23 @@ typedef struct cs_site_s {
   const char *name;     /* function; NULL = no stack was recorded */
   const char *filename;
   int64_t line;
+  const cJSON *frame; /* the site's frame in its list (its callers follow it), NULL = no stack;
+                         not part of the site's identity */
 } cs_site_t;
 
-/* The site of a frame list (innermost frame first): the first frame outside CUDA's runtime and
- * driver and outside cudasnap, by the rule the exit leak report uses too (memviz/site_rule.h), so
- * static and dynamic cudart programs both point at the program's own call; the outermost frame
- * when every frame is CUDA's; no site for a missing or empty list. A frame whose name or filename
- * is not a string reads as "??". */
+/* The site of a frame list (innermost frame first) by the rule the exit leak report uses too
+ * (memviz/site_rule.h): the first user frame (Python first), else the first frame outside CUDA's
+ * libraries and cudasnap, else the outermost frame; no site for a missing or empty list. A frame
+ * whose name or filename is not a string reads as "??". */
 cs_site_t cs_site_of(const cJSON *frames);
 
 /* One frame read as a site: its name, filename and line ("??" and 0 where they are missing or of
  * the wrong type). */
 cs_site_t cs_site_of_frame(const cJSON *frame);
+
+/* The next user frame (memviz/site_rule.h) that called frame, in frame's list; NULL when none:
+ * the context shown under a site, without the interpreter and framework frames in between. */
+const cJSON *cs_site_next_caller(const cJSON *frame);
 
 /* "function file:line", or "(no stack)". */
 void cs_site_format(const cs_site_t *site, char *buf, size_t len);

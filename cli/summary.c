@@ -1,5 +1,5 @@
 /* `cudasnap summary FILE`: per device, the memory_summary table, the top allocation sites (live,
- * and at the trace's peak), the blocks never freed and the free bytes inside segments. */
+ * and at the trace's peak), the blocks live at the snapshot and the free bytes inside segments. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include "common/cs_format.h"
 
 static const char cs_summary_help[] =
-    "usage: cudasnap summary [--top N] FILE\n"
+    "usage: cudasnap summary [--top N] [--site-frames N] FILE\n"
     "\n"
     "Summarize a snapshot (JSON or pickle; cudasnap's or PyTorch's). Output, on stdout:\n"
     "\n"
@@ -30,17 +30,24 @@ static const char cs_summary_help[] =
     "    line says so: note: ...\n"
     "  top allocation sites by live bytes:\n"
     "    BYTES in N block(s): FUNCTION FILE:LINE       (at most --top lines, most bytes first)\n"
+    "        from FUNCTION FILE:LINE                   (--site-frames N: the site's callers)\n"
     "  top allocation sites at the trace's peak (BYTES live after event I of N):\n"
     "    BYTES in N block(s): FUNCTION FILE:LINE\n"
-    "  blocks never freed: N block(s), BYTES\n"
+    "  blocks live at the snapshot: N block(s), BYTES[; N block(s), BYTES of them allocated\n"
+    "    before recording began (no stack)]\n"
     "  free bytes inside segments: BYTES: rounding BYTES, gaps BYTES\n"
     "\n"
-    "BYTES reads \"9437184 B (9.0 MiB)\" (just \"N B\" below 1 KiB). A site is the first frame of a\n"
-    "block's stack outside the CUDA runtime, the driver and cudasnap (function file:line), or\n"
-    "\"(no stack)\". Site bytes are requested bytes (before the allocator's rounding). Live: blocks\n"
+    "BYTES reads \"9437184 B (9.0 MiB)\" (just \"N B\" below 1 KiB). A site is the first user frame\n"
+    "of a block's stack (function file:line): a Python frame outside the standard library,\n"
+    "installed packages and synthetic code first, else a native frame outside CUDA's libraries,\n"
+    "cudasnap, the C/C++ runtime, the interpreter and a framework's allocator and dispatcher;\n"
+    "else the first frame outside CUDA's libraries; \"(no stack)\" for a block without one\n"
+    "(allocated before recording began, or with stacks off). With --site-frames N, the next N\n"
+    "user frames of the stack of the site's first block (its callers) follow it.\n"
+    "Site bytes are requested bytes (before the allocator's rounding). Live: blocks\n"
     "in state active_allocated. The peak replays the device's trace from its start (alloc adds a\n"
     "block; free_completed removes it), counting blocks live before the trace began; \"after\n"
-    "event 0\" means at its start. Blocks never freed: active_allocated blocks at the snapshot.\n"
+    "event 0\" means at its start.\n"
     "Rounding: size - requested_size of active blocks; gaps: inactive blocks.\n"
     "\n"
     "A file whose numbers would mean nothing is refused with one line on stderr, exit 1:\n"
@@ -49,10 +56,16 @@ static const char cs_summary_help[] =
     "Other problems the viewer has with a file (`cudasnap check` lists them) do not stop it.\n"
     "\n"
     "options:\n"
-    "  --top N     sites listed per ranking (default 10)\n"
-    "  -h, --help  this text\n";
+    "  --top N           sites listed per ranking (default 10)\n"
+    "  --site-frames N   user-code callers shown under each site, 0 to 64 (default 0)\n"
+    "  -h, --help        this text\n";
 
-enum { CS_SUMMARY_TOP_DEFAULT = 10, CS_SUMMARY_TOP_MAX = 1000000 };
+enum { CS_SUMMARY_TOP_DEFAULT = 10, CS_SUMMARY_TOP_MAX = 1000000, CS_SUMMARY_SITE_FRAMES_MAX = 64 };
+
+typedef struct cs_summary_opts_s {
+  uint64_t top;         /* sites per ranking */
+  uint64_t site_frames; /* callers under each site */
+} cs_summary_opts_t;
 
 static const char cs_summary_name[] = "summary";
 
@@ -87,18 +100,24 @@ static int cs_summary_table(const cJSON *root, int device) {
   return 0;
 }
 
-static void cs_summary_sites(const cs_sites_t *sites, uint64_t top) {
+static void cs_summary_sites(const cs_sites_t *sites, const cs_summary_opts_t *o) {
   if (sites->count == 0) printf("  (none)\n");
-  for (size_t i = 0; i < sites->count && i < top; i++) {
+  for (size_t i = 0; i < sites->count && i < o->top; i++) {
     const cs_site_total_t *s = &sites->totals[i];
     char bytes[64], site[1024];
     cs_format_bytes(s->bytes, bytes, sizeof bytes);
     cs_site_format(&s->site, site, sizeof site);
     printf("  %s in %llu block%s: %s\n", bytes, (unsigned long long)s->blocks, cs_plural(s->blocks), site);
+    const cJSON *caller = cs_site_next_caller(s->site.frame);
+    for (uint64_t k = 0; caller != NULL && k < o->site_frames; k++, caller = cs_site_next_caller(caller)) {
+      cs_site_t c = cs_site_of_frame(caller);
+      cs_site_format(&c, site, sizeof site);
+      printf("      from %s\n", site);
+    }
   }
 }
 
-static int cs_summary_peak(const cJSON *root, int device, uint64_t top) {
+static int cs_summary_peak(const cJSON *root, int device, const cs_summary_opts_t *o) {
   cs_sites_t at_peak;
   cs_sites_init(&at_peak);
   cs_peak_t peak;
@@ -109,28 +128,39 @@ static int cs_summary_peak(const cJSON *root, int device, uint64_t top) {
     cs_format_bytes(peak.bytes, bytes, sizeof bytes);
     printf("top allocation sites at the trace's peak (%s live after event %zu of %zu):\n", bytes, peak.after,
            peak.events);
-    cs_summary_sites(&at_peak, top);
+    cs_summary_sites(&at_peak, o);
   }
   cs_sites_free(&at_peak);
   return rc;
 }
 
 static void cs_summary_totals(const cs_device_blocks_t *b) {
-  uint64_t blocks = 0, bytes = 0;
+  uint64_t blocks = 0, bytes = 0, bare_blocks = 0, bare_bytes = 0;
   for (size_t i = 0; i < b->live.count; i++) {
     blocks += b->live.totals[i].blocks;
     bytes += b->live.totals[i].bytes;
+    if (b->live.totals[i].site.name == NULL) {
+      bare_blocks += b->live.totals[i].blocks;
+      bare_bytes += b->live.totals[i].bytes;
+    }
   }
   char text[64], rounding[64], gaps[64];
   cs_format_bytes(bytes, text, sizeof text);
-  printf("blocks never freed: %llu block%s, %s\n", (unsigned long long)blocks, cs_plural(blocks), text);
+  /* Live at the snapshot, which need not be the program's end: not "never freed". */
+  printf("blocks live at the snapshot: %llu block%s, %s", (unsigned long long)blocks, cs_plural(blocks), text);
+  if (bare_blocks > 0) {
+    cs_format_bytes(bare_bytes, text, sizeof text);
+    printf("; %llu block%s, %s of them allocated before recording began (no stack)", (unsigned long long)bare_blocks,
+           cs_plural(bare_blocks), text);
+  }
+  printf("\n");
   cs_format_bytes(b->rounding + b->gaps, text, sizeof text);
   cs_format_bytes(b->rounding, rounding, sizeof rounding);
   cs_format_bytes(b->gaps, gaps, sizeof gaps);
   printf("free bytes inside segments: %s: rounding %s, gaps %s\n", text, rounding, gaps);
 }
 
-static int cs_summary_device(const cJSON *root, int device, uint64_t top) {
+static int cs_summary_device(const cJSON *root, int device, const cs_summary_opts_t *o) {
   printf("\ndevice %d\n", device);
   cs_device_blocks_t blocks;
   int rc = cs_device_blocks(root, device, &blocks);
@@ -138,18 +168,41 @@ static int cs_summary_device(const cJSON *root, int device, uint64_t top) {
   if (rc == 0) {
     cs_sites_sort(&blocks.live);
     printf("top allocation sites by live bytes:\n");
-    cs_summary_sites(&blocks.live, top);
-    rc = cs_summary_peak(root, device, top);
+    cs_summary_sites(&blocks.live, o);
+    rc = cs_summary_peak(root, device, o);
   }
   if (rc == 0) cs_summary_totals(&blocks);
   cs_device_blocks_free(&blocks);
   return rc;
 }
 
+/* Returns -1 to go on, else the exit status (--help, a bad option). */
+static int cs_summary_options(int argc, char **argv, cs_summary_opts_t *o) {
+  const struct option options[] = {{"top", required_argument, NULL, 't'},
+                                   {"site-frames", required_argument, NULL, 'f'},
+                                   {"help", no_argument, NULL, 'h'},
+                                   {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(cs_summary_help, stdout); return CS_CLI_OK;
+    case 't':
+      if (!cs_cli_parse_count(cs_summary_name, "--top", optarg, 1, CS_SUMMARY_TOP_MAX, &o->top)) return CS_CLI_USAGE;
+      break;
+    case 'f':
+      if (!cs_cli_parse_count(cs_summary_name, "--site-frames", optarg, 0, CS_SUMMARY_SITE_FRAMES_MAX,
+                              &o->site_frames))
+        return CS_CLI_USAGE;
+      break;
+    default: return cs_cli_bad_option(cs_summary_name, c, argv);
+    }
+  }
+  return -1;
+}
+
 int cs_cli_summary(int argc, char **argv) {
-  uint64_t top = CS_SUMMARY_TOP_DEFAULT;
-  int status = cs_cli_count_options(cs_summary_name, cs_summary_help, argc, argv, "top", CS_SUMMARY_TOP_MAX,
-                                    &top);
+  cs_summary_opts_t opts = {.top = CS_SUMMARY_TOP_DEFAULT, .site_frames = 0};
+  int status = cs_summary_options(argc, argv, &opts);
   if (status >= 0) return status;
   if (!cs_cli_operands(cs_summary_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
   const char *path = argv[optind];
@@ -159,7 +212,7 @@ int cs_cli_summary(int argc, char **argv) {
   cs_summary_header(path, root, devices);
   int rc = 0;
   for (int d = 0; rc == 0 && d < devices; d++) {
-    if (cs_device_used(root, d)) rc = cs_summary_device(root, d, top);
+    if (cs_device_used(root, d)) rc = cs_summary_device(root, d, &opts);
   }
   cJSON_Delete(root);
   if (rc != 0) {

@@ -93,7 +93,7 @@ typedef void cs_option_show_fn(const cs_options_t *opts, char *buf, size_t size)
 static const cs_option_word_t cs_format_words[] = {
     {"auto", CS_FORMAT_AUTO}, {"json", CS_FORMAT_JSON}, {"pickle", CS_FORMAT_PICKLE}};
 static const cs_option_word_t cs_stacks_words[] = {
-    {"native", CS_STACKS_NATIVE}, {"none", CS_STACKS_NONE}};
+    {"all", CS_STACKS_ALL}, {"native", CS_STACKS_NATIVE}, {"python", CS_STACKS_PYTHON}, {"none", CS_STACKS_NONE}};
 static const cs_option_word_t cs_free_words[] = {
     {"sync", CS_FREE_SYNC}, {"fence", CS_FREE_FENCE}, {"stream", CS_FREE_STREAM}};
 static const cs_option_word_t cs_meminfo_words[] = {

@@ -22,8 +22,10 @@ typedef enum cs_format_e {
 } cs_format_t;
 
 typedef enum cs_stacks_e {
-  CS_STACKS_NATIVE = 0,
+  CS_STACKS_NATIVE = 0, /* native frames only */
   CS_STACKS_NONE = 1,
+  CS_STACKS_ALL = 2,    /* native, with Python frames where the thread runs Python */
+  CS_STACKS_PYTHON = 3, /* Python frames only */
 } cs_stacks_t;
 
 typedef enum cs_meminfo_e {

@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cs_compiler.h"
 #include "common/cs_log.h"
 #include "memviz/output.h"
+#include "record/pyframes.h"
 #include "record/recfile_write.h"
 #include "record/stack.h"
 #include "snapshot/snapshot.h"
@@ -20,6 +22,7 @@ enum { CS_RECORD_MAX_STACKS = 1 << 18 };
 
 static cs_intern_t *_Atomic cs_intern;
 static uint32_t cs_stack_depth;
+static cs_stacks_t cs_stack_mode;
 static _Atomic size_t cs_history_entries;  /* CUDASNAP_MAX_ENTRIES, set at start */
 static atomic_bool cs_history_enabled = true;
 
@@ -53,8 +56,10 @@ static void cs_record_open_file(const cs_options_t *opts) {
   int err = cs_output_open(&out, path);
   cs_recfile_writer_t *w = NULL;
   if (err == 0) {
-    cs_recfile_params_t params = {.max_entries = opts->max_entries, .stack_depth = opts->stack_depth,
-                                  .max_stacks = opts->stacks == CS_STACKS_NATIVE ? CS_RECORD_MAX_STACKS : 0};
+    /* Python frames come on top of the CUDASNAP_STACK_DEPTH native ones (cs_record_python_stack) */
+    uint32_t depth = opts->stacks == CS_STACKS_NATIVE ? opts->stack_depth : CS_STACK_MAX_DEPTH;
+    cs_recfile_params_t params = {.max_entries = opts->max_entries, .stack_depth = depth,
+                                  .max_stacks = opts->stacks != CS_STACKS_NONE ? CS_RECORD_MAX_STACKS : 0};
     w = cs_recfile_detached ? cs_recfile_reopen(cs_recfile_detached, out.fd, &err)
                             : cs_recfile_create(out.fd, &params, &err);
     if (w) cs_recfile_detached = NULL;
@@ -82,9 +87,11 @@ void cs_record_start(const cs_options_t *opts) {
   /* a fork child comes here again, with the parent's file detached: it makes its own */
   if (opts->record[0] && !atomic_load(&cs_recfile)) cs_record_open_file(opts);
   cs_intern_t *t = atomic_load(&cs_intern);
-  if (opts->stacks == CS_STACKS_NATIVE && !t) {
+  if (opts->stacks != CS_STACKS_NONE && !t) {
     cs_stack_depth = opts->stack_depth;
+    cs_stack_mode = opts->stacks;
     cs_stack_init();
+    if (opts->stacks != CS_STACKS_NATIVE) cs_py_init();
     t = cs_intern_create(CS_RECORD_MAX_STACKS);
     if (!t) cs_log_warn("cannot allocate the stack table; snapshots will have no stacks");
     atomic_store_explicit(&cs_intern, t, memory_order_release);
@@ -94,12 +101,23 @@ void cs_record_start(const cs_options_t *opts) {
   if (t && w) cs_intern_set_mirror(t, cs_recfile_add_stack, w);
 }
 
+/* The stack with this thread's Python frames merged in, when it has any (record/pyframes.h);
+ * apart so that the merge buffer is on the stack only in processes that run Python. */
+static CS_NOINLINE uint32_t cs_record_python_stack(cs_intern_t *t, const uintptr_t *pcs, size_t n) {
+  /* CUDASNAP_STACK_DEPTH bounds the native frames; the Python frames come on top of them */
+  uintptr_t merged[CS_STACK_MAX_DEPTH];
+  size_t m = cs_py_merge(pcs, n, merged, CS_STACK_MAX_DEPTH, cs_stack_mode == CS_STACKS_PYTHON);
+  if (m != CS_PY_NO_FRAMES) return cs_intern_stack(t, merged, m);
+  return cs_intern_stack(t, pcs, cs_stack_mode == CS_STACKS_PYTHON ? 0 : n);
+}
+
 uint32_t cs_record_stack(void) {
   cs_intern_t *t = atomic_load_explicit(&cs_intern, memory_order_acquire);
   if (!t) return 0;
   uintptr_t pcs[CS_STACK_MAX_DEPTH];
-  size_t n = cs_stack_capture(pcs, cs_stack_depth);
-  uint32_t id = cs_intern_stack(t, pcs, n);
+  size_t n = cs_stack_mode == CS_STACKS_PYTHON ? 0 : cs_stack_capture(pcs, cs_stack_depth);
+  uint32_t id = cs_stack_mode == CS_STACKS_NATIVE || !cs_py_active() ? cs_intern_stack(t, pcs, n)
+                                                                      : cs_record_python_stack(t, pcs, n);
   cs_recfile_writer_t *w = atomic_load_explicit(&cs_recfile, memory_order_relaxed);
   if (CS_UNLIKELY(w != NULL) && id > atomic_load_explicit(&cs_modules_seen_at, memory_order_relaxed)) {
     atomic_store_explicit(&cs_modules_seen_at, id, memory_order_relaxed);
@@ -152,4 +170,5 @@ void cs_record_postfork_child(void) {
     atomic_store(&cs_modules_seen_at, 0); /* the child's stack ids start again from 1 */
   }
   if (t) cs_intern_clear(t);
+  cs_py_postfork_child();
 }

@@ -14,14 +14,23 @@ typedef struct cs_leak_site_s {
   uint64_t blocks;
 } cs_leak_site_t;
 
+typedef struct cs_leak_stack_s {
+  const uintptr_t *pcs;
+  cs_symbolizer_t *sym;
+} cs_leak_stack_t;
+
+static cs_frame_t cs_leak_frame_at(void *ctx, size_t i) {
+  const cs_leak_stack_t *st = ctx;
+  return cs_symbolize(st->sym, st->pcs[i], 0);
+}
+
 static uintptr_t cs_leak_site_pc(const cs_intern_t *intern, cs_symbolizer_t *sym, uint32_t stack_id) {
   size_t n = 0;
   const uintptr_t *pcs = stack_id ? cs_intern_get(intern, stack_id, &n) : NULL;
-  for (size_t i = 0; pcs && sym && i < n; i++) {
-    cs_frame_t f = cs_symbolize(sym, pcs[i], 0);
-    if (!cs_frame_is_cuda(&f)) return pcs[i];
-  }
-  return pcs && n > 0 ? pcs[n - 1] : 0;
+  if (pcs == NULL || n == 0) return 0;
+  if (sym == NULL) return pcs[n - 1];
+  cs_leak_stack_t st = {.pcs = pcs, .sym = sym};
+  return pcs[cs_site_index(n, cs_leak_frame_at, &st)];
 }
 
 static int cs_leak_site_cmp(const void *x, const void *y) {
@@ -55,16 +64,23 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
   }
   bool named = sites && count > 0 && !(count == 1 && sites[0].pc == 0);
   cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total,
-              named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=native shows where)");
+              named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=all shows where)");
   if (named) {
     qsort(sites, count, sizeof *sites, cs_leak_site_cmp);
     for (size_t i = 0; i < count && i < CS_LEAK_TOP_SITES; i++) {
       char size[32];
       cs_format_size(sites[i].bytes, size, sizeof size);
       cs_frame_t f = sites[i].pc && sym ? cs_symbolize(sym, sites[i].pc, 0)
-                                        : (cs_frame_t){.name = "(no stack)", .filename = "??", .line = 0};
-      cs_log_info("  %s in %llu block%s: %s (%s:%d)", size, (unsigned long long)sites[i].blocks,
-                  sites[i].blocks == 1 ? "" : "s", f.name, f.filename, f.line);
+                                        : (cs_frame_t){.name = NULL, .filename = "??", .line = 0};
+      if (f.name == NULL) {
+        /* blocks allocated while recording was off (cudasnap_record_history) or past the stack
+           table's bound: say why there is no site rather than name a non-site */
+        cs_log_info("  %s in %llu block%s: (no stack: allocated before recording began or with stacks off)",
+                    size, (unsigned long long)sites[i].blocks, sites[i].blocks == 1 ? "" : "s");
+      } else {
+        cs_log_info("  %s in %llu block%s: %s (%s:%d)", size, (unsigned long long)sites[i].blocks,
+                    sites[i].blocks == 1 ? "" : "s", f.name, f.filename, f.line);
+      }
     }
   }
   free(sites);

@@ -225,6 +225,17 @@ static void cs_snap_write_frames(cs_snap_writer_t *w, uint32_t stack_id) {
   if (pcs) cs_emit_frames_done(e, stack_id);
 }
 
+/* CUDASNAP_STACKS as the snapshot's metadata says it (the variable's own words). */
+static const char *cs_snap_stacks_word(cs_stacks_t stacks) {
+  switch (stacks) {
+  case CS_STACKS_ALL: return "all";
+  case CS_STACKS_NATIVE: return "native";
+  case CS_STACKS_PYTHON: return "python";
+  case CS_STACKS_NONE: break;
+  }
+  return "none";
+}
+
 static const char *cs_snap_state_name(cs_block_state_t state) {
   switch (state) {
   case CS_BLOCK_ALLOCATED: return "active_allocated";
@@ -350,7 +361,7 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_kv_str(e, "trigger", meta->trigger);
   cs_emit_kv_int(e, "dump_number", meta->dump_number);
   cs_emit_kv_int(e, "time_us", (int64_t)meta->time_us);
-  cs_emit_kv_str(e, "stacks", meta->options->stacks == CS_STACKS_NATIVE ? "native" : "none");
+  cs_emit_kv_str(e, "stacks", cs_snap_stacks_word(meta->options->stacks));
   cs_emit_kv_int(e, "dropped_events", (int64_t)s->dropped);
   cs_emit_key(e, "memory_stats");
   cs_emit_list_begin(e);

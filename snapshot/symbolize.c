@@ -26,6 +26,8 @@
 #include "common/cs_log.h"
 #include "snapshot/symbolize.h"
 #include "common/cs_private_libs.h"
+#include "record/pyframes.h"
+#include "snapshot/pyframes.h"
 
 /* Every libdw/libelf call goes through the privately loaded table (private_libs.h). */
 static const cs_dw_api_t *cs_dw;
@@ -405,6 +407,19 @@ static cs_frame_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr) {
 
 /* ---- frame cache ---- */
 
+/* Weak: the Python frames' records live in the profiled process (record/pyframes.c), where
+ * snapshot/pyframes.c names them. The tool links this symbolizer without them (cudasnap recover
+ * names a recording's native frames only), and there the reference is NULL. */
+extern __typeof__(cs_pyframe_name) cs_pyframe_name __attribute__((weak));
+
+static cs_frame_t cs_sym_python(cs_symbolizer_t *s, uintptr_t entry) {
+  char name[512] = "(Python frame)", file[1024] = "??";
+  int line = 0;
+  if (cs_pyframe_name) (void)cs_pyframe_name(entry, name, sizeof name, file, sizeof file, &line);
+  const char *n = cs_sym_intern_cstr(s, name), *f = cs_sym_intern_cstr(s, file);
+  return (cs_frame_t){.name = n ? n : cs_sym_unknown, .filename = f ? f : cs_sym_unknown, .line = line};
+}
+
 static bool cs_sym_frames_grow(cs_symbolizer_t *s) {
   const size_t slots = (s->frames_mask + 1) * 2;
   cs_sym_frame_slot_t *n = calloc(slots, sizeof *n);
@@ -424,7 +439,8 @@ static bool cs_sym_frames_grow(cs_symbolizer_t *s) {
 cs_frame_t cs_symbolize(cs_symbolizer_t *s, uintptr_t pc, int exact) {
   /* A return address points after the call; pc - 1 lies inside the call instruction, so the
    * frame gets the call's line and, for a noreturn call at a function's end, its function. */
-  const uintptr_t addr = exact ? pc : pc - 1;
+  /* A Python frame entry (record/pyframes.h) is no address: named from its code object. */
+  const uintptr_t addr = cs_py_is_frame(pc) ? pc : exact ? pc : pc - 1;
   if (!s) return (cs_frame_t){.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
 
   const uint64_t h = cs_sym_mix64(addr);
@@ -432,7 +448,7 @@ cs_frame_t cs_symbolize(cs_symbolizer_t *s, uintptr_t pc, int exact) {
   for (; s->frames[i].used; i = (i + 1) & s->frames_mask)
     if (s->frames[i].addr == addr) return s->frames[i].frame;
 
-  const cs_frame_t f = cs_sym_resolve(s, addr);
+  const cs_frame_t f = cs_py_is_frame(pc) ? cs_sym_python(s, pc) : cs_sym_resolve(s, addr);
   if ((s->frames_used + 1) * 2 > s->frames_mask + 1) {
     if (!cs_sym_frames_grow(s)) return f; /* uncached, still correct */
     i = (size_t)h & s->frames_mask;

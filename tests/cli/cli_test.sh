@@ -2,7 +2,7 @@
 # cli_test.sh TEST CUDASNAP PROG_HOLD PROG_SNAPSHOT_API SOURCE_DIR PYTHON
 #
 # The cudasnap tool, driven from outside as a user would (DESIGN.md section 6). TEST picks one
-# group: help, check, convert, summary, run, dump, diff, report, bad_input. CUDASNAP is the built tool,
+# group: help, check, convert, summary, sites, run, dump, diff, report, bad_input. CUDASNAP is the built tool,
 # PROG_HOLD tests/cli/prog_hold.c, PROG_SNAPSHOT_API tests/integration/prog_snapshot_api.c, and
 # SOURCE_DIR the repository (fixtures, the real trace, same_content.py) and PYTHON a python3
 # that runs same_content.py, the independent reader of both formats (needed by convert only). The programs run on the
@@ -157,7 +157,7 @@ summary)
       fail "top live site: '$top'"
     peak=$(grep -m1 -A1 "^top allocation sites at the trace's peak" "$dir/out" | tail -1)
     [[ $peak == *"allocate_weights "*"prog_snapshot_api.c:$line" ]] || fail "top site at the peak: '$peak'"
-    stdout_has '^blocks never freed: 2 blocks, 9437184 B \(9\.0 MiB\)$'
+    stdout_has '^blocks live at the snapshot: 2 blocks, 9437184 B \(9\.0 MiB\)$'
     stdout_has '^free bytes inside segments: [0-9]+ B.*: rounding [0-9]+ B.*, gaps [0-9]+ B'
     [[ -s $dir/err ]] && fail "stderr: $(cat "$dir/err")"
   done
@@ -171,6 +171,41 @@ summary)
   stdout_has "^top allocation sites at the trace's peak \([0-9]+ B \([0-9.]+ GiB\) live after event [0-9]+ of 5163\):$"
   expect 2 "$cudasnap" summary --top 0 "$trace"
   one_stderr_line "--top 0 is not accepted"
+  ;;
+
+sites)
+  # Real PyTorch snapshots: the top sites are the user's own lines (model, optimizer, notebook
+  # cell), not PyTorch's unwinder, allocator or dispatcher, installed packages or the interpreter.
+  traces=$src/tests/data/traces
+  # top_sites FILE N: the first N live sites with a stack ("(no stack)" rows left out)
+  top_sites() {
+    expect 0 "$cudasnap" summary --top 20 "$1"
+    sed -n '/^top allocation sites by live bytes:$/,/^top allocation sites at/p' "$dir/out" |
+      grep '^  [0-9]' | grep -v '(no stack)$' | head -n "$2" >"$dir/top"
+    [[ $(wc -l <"$dir/top") -eq $2 ]] || fail "$1: fewer than $2 sites: $(cat "$dir/out")"
+    grep -E 'torch::unwind|c10::|at::detail|_PyEval|site-packages|dist-packages|<frozen' "$dir/top" &&
+      fail "$1: a framework or interpreter frame names a top site: $(cat "$dir/top")"
+    return 0
+  }
+  top_sites "$traces/cs336-kkaitlyn111_memory_ctx128_fullstep.pickle" 2
+  grep -qE ' step /home/c-kaitwang/assignment1/cs336_basics/optimizers\.py:82$' "$dir/top" || fail "optimizer step: $(cat "$dir/top")"
+  grep -qE ' step /home/c-kaitwang/assignment1/cs336_basics/optimizers\.py:84$' "$dir/top" || fail "optimizer step: $(cat "$dir/top")"
+  stdout_has '^blocks live at the snapshot: 1201 blocks, [0-9]+ B \(50\.8 GiB\); 324 blocks, [0-9]+ B \(12\.7 GiB\) of them allocated before recording began \(no stack\)$'
+  # the backward pass (autograd's thread, no Python): the op's backward node, not the unwinder
+  grep -qE '^  [0-9]+ B \(12\.6 GiB\) in 225 blocks: torch::autograd::generated::BmmBackward0::apply' "$dir/out" ||
+    fail "backward site: $(cat "$dir/out")"
+  top_sites "$traces/ftcourse-cranberrii_memory_snapshot.pickle" 1
+  grep -qE ' <module> /tmp/ipykernel_114/3105878423\.py:21$' "$dir/top" || fail "notebook cell: $(cat "$dir/top")"
+  top_sites "$trace" 2
+  grep -qE ' forward .*cs336_basics.model\.py:39$' "$dir/top" || fail "model forward: $(cat "$dir/top")"
+  # --site-frames N: the user's callers under each site, interpreter and torch frames skipped.
+  expect 0 "$cudasnap" summary --top 3 --site-frames 2 "$traces/cs336-kkaitlyn111_memory_ctx128_fullstep.pickle"
+  grep -A2 -m1 'optimizers\.py:82$' "$dir/out" | tail -2 >"$dir/ctx"
+  [[ $(sed -n 1p "$dir/ctx") == '      from run_memory_foward_fullstep /home/c-kaitwang/assignment2/cs336-a2-systems/cs336_systems/benchmark.py:232' &&
+     $(sed -n 2p "$dir/ctx") == '      from profile_memory_forward_fullstep /home/c-kaitwang/assignment2/cs336-a2-systems/cs336_systems/benchmark.py:328' ]] ||
+    fail "--site-frames 2: $(cat "$dir/out")"
+  expect 2 "$cudasnap" summary --site-frames 65 "$trace"
+  one_stderr_line "--site-frames 65 is not accepted"
   ;;
 
 run)
@@ -421,7 +456,7 @@ bad_input)
   expect 0 "$cudasnap" report -o "$dir/legacy.html" "$dir/legacy.json"
   expect 0 "$cudasnap" summary "$dir/legacy.json"
   stdout_has "^$dir/legacy.json: PyTorch snapshot, 1 device$"
-  stdout_has '^blocks never freed: 1 block, 4000 B'
+  stdout_has '^blocks live at the snapshot: 1 block, 4000 B \(3\.9 KiB\); 1 block, 4000 B \(3\.9 KiB\) of them allocated before recording began \(no stack\)$'
   [[ -s $dir/err ]] && fail "stderr: $(cat "$dir/err")"
   for ok in memviz_bad_missing_device_traces.json memviz_silent_no_time_us.json memviz_silent_unknown_block_state.json; do
     expect 0 "$cudasnap" summary "$fixtures/$ok"

@@ -70,7 +70,7 @@ static void test_defaults(void **state) {
   cs_options_init(&opts);
   assert_string_equal(opts.output, "cudasnap-%e-%p-%n-%t.json");
   assert_int_equal(opts.format, CS_FORMAT_AUTO);
-  assert_int_equal(opts.stacks, CS_STACKS_NATIVE);
+  assert_int_equal(opts.stacks, CS_STACKS_ALL);
   assert_int_equal(opts.stack_depth, 32);
   assert_int_equal(opts.max_entries, 100000);
   assert_int_equal(opts.dump_on, CS_DUMP_ON_EXIT | CS_DUMP_ON_SIGNAL | CS_DUMP_ON_OOM);
@@ -155,7 +155,12 @@ static void test_stacks(void **state) {
   assert_int_equal(opts.stacks, CS_STACKS_NONE);
   assert_accepted("CUDASNAP_STACKS=native", &opts);
   assert_int_equal(opts.stacks, CS_STACKS_NATIVE);
-  assert_rejected("CUDASNAP_STACKS=python");
+  assert_accepted("CUDASNAP_STACKS=python", &opts);
+  assert_int_equal(opts.stacks, CS_STACKS_PYTHON);
+  assert_accepted("CUDASNAP_STACKS=all", &opts);
+  assert_int_equal(opts.stacks, CS_STACKS_ALL);
+  assert_rejected("CUDASNAP_STACKS=pyth");
+  assert_rejected("CUDASNAP_STACKS=both");
 }
 
 static void test_stack_depth(void **state) {
