@@ -127,3 +127,18 @@ int cs_peak_find(const cJSON *root, int device, cs_peak_t *peak, cs_sites_t *sit
   cs_live_map_free(&live);
   return rc;
 }
+
+int cs_peak_walk(const cJSON *root, int device, cs_peak_each_fn each, void *ctx, uint64_t *start_bytes) {
+  cs_live_map_t live;
+  cs_live_map_init(&live);
+  int rc = cs_peak_initial(root, device, &live);
+  *start_bytes = live.bytes;
+  const cJSON *entry;
+  cJSON_ArrayForEach(entry, cs_view_trace(root, device)) {
+    if (rc != 0) break;
+    rc = cs_peak_apply(entry, &live, NULL);
+    if (rc == 0) each(ctx, entry, live.bytes);
+  }
+  cs_live_map_free(&live);
+  return rc;
+}

@@ -173,9 +173,13 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
                                .dump_number = number,
                                .time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u,
                                .options = opts, .alloc_conf_text = opts->alloc_conf_text};
+    cs_phase_list_t phases;
+    if (cs_phases_copy(&phases) != 0) cs_log_warn("no memory to copy the NVTX phases; the snapshot has none");
+    meta.phases = &phases;
     cs_output_t out;
     uint64_t bytes = 0;
     int err = cs_dump_to_file(state, &meta, path, &out, &bytes);
+    cs_phase_list_free(&phases);
     if (err) {
       cs_log_error("cannot write snapshot %s: %s", path, strerror(err));
     } else {

@@ -6,6 +6,7 @@
 
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
+#include "snapshot/annotations.h"
 
 /* ------------------------------------------------------------------------------------------------
  * The frozen copy
@@ -418,8 +419,7 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
   cs_emit_key(e, "allocator_settings");
   cs_snap_write_settings(&w, meta);
   cs_emit_key(e, "external_annotations");
-  cs_emit_list_begin(e);
-  cs_emit_list_end(e);
+  cs_snap_write_annotations(e, meta->phases);
   cs_emit_key(e, "cudasnap");
   cs_snap_write_cudasnap(&w, meta);
   cs_emit_dict_end(e);

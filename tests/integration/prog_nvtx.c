@@ -1,0 +1,114 @@
+/* A program that says what it is doing through NVTX v3 (header-only), as trainers do:
+ *
+ *   phases  a mark and a range before the first CUDA call; three steps, each a default-domain
+ *           range "snapbar_step" holding "snapbar_forward" (a wide-character name) and the
+ *           "trainer" domain's registered-string range "backward", whose allocation grows with the
+ *           step, so the peak is in the last step's backward; a start/end range opened here and
+ *           ended on another thread, which has no CUDA context and pushes and marks on its own.
+ *   none    the same allocations, with no NVTX call at all.
+ *
+ * Prints checksum=<hex> over the data read back (never over NVTX's return values, which differ
+ * with and without a tool attached) and, for the checking script, the ring of what it did. */
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integration/it_driver.h"
+
+static uint64_t checksum = UINT64_C(0xCBF29CE484222325);
+
+static CUdeviceptr alloc_filled(size_t bytes, unsigned char value) {
+  CUdeviceptr p = 0;
+  IT_CHECK(cuMemAlloc(&p, bytes) == CUDA_SUCCESS, "cuMemAlloc(%zu) failed", bytes);
+  unsigned char buf[256];
+  memset(buf, value, sizeof buf);
+  IT_CHECK(cuMemcpyHtoD(p, buf, sizeof buf) == CUDA_SUCCESS, "HtoD");
+  return p;
+}
+
+static void fold(CUdeviceptr p) {
+  unsigned char buf[256];
+  IT_CHECK(cuMemcpyDtoH(buf, p, sizeof buf) == CUDA_SUCCESS, "DtoH");
+  for (size_t i = 0; i < sizeof buf; i++) checksum = (checksum ^ buf[i]) * UINT64_C(0x100000001B3);
+}
+
+static void pause_ms(int ms) { usleep((useconds_t)ms * 1000u); }
+
+typedef struct ender_s {
+  nvtxRangeId_t io;
+} ender_t;
+
+/* Another thread, without a CUDA context: ends the range main started, and has its own. */
+static void *ender(void *arg) {
+  ender_t *e = arg;
+  nvtxRangePushA("snapbar_loader");
+  nvtxMarkA("snapbar_batch_ready");
+  pause_ms(2);
+  nvtxRangePop();
+  nvtxRangeEnd(e->io);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  IT_CHECK(argc == 2 && (strcmp(argv[1], "phases") == 0 || strcmp(argv[1], "none") == 0),
+           "usage: %s phases|none", argv[0]);
+  bool nvtx = strcmp(argv[1], "phases") == 0;
+  (void)it_preloaded();
+  if (nvtx) {
+    nvtxMarkA("snapbar_start"); /* before any CUDA call */
+    nvtxRangePushA("snapbar_setup");
+  }
+  (void)it_driver_context();
+  CUdeviceptr weights = alloc_filled(2 * IT_MIB, 7);
+  nvtxDomainHandle_t trainer = NULL;
+  nvtxStringHandle_t backward = NULL;
+  nvtxRangeId_t io = 0;
+  if (nvtx) {
+    nvtxRangePop();
+    trainer = nvtxDomainCreateA("trainer");
+    backward = nvtxDomainRegisterStringA(trainer, "backward");
+    io = nvtxRangeStartA("snapbar_io");
+  }
+  pthread_t thread;
+  ender_t e = {.io = io};
+  if (nvtx) IT_CHECK(pthread_create(&thread, NULL, ender, &e) == 0, "pthread_create");
+  for (int step = 0; step < 3; step++) {
+    if (nvtx) nvtxRangePushA("snapbar_step");
+    pause_ms(2);
+    if (nvtx) nvtxRangePushW(L"snapbar_forward");
+    CUdeviceptr act = alloc_filled(4 * IT_MIB, (unsigned char)(step + 1));
+    pause_ms(2);
+    if (nvtx) nvtxRangePop();
+    if (nvtx) {
+      nvtxEventAttributes_t a;
+      memset(&a, 0, sizeof a);
+      a.version = NVTX_VERSION;
+      a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+      a.category = 3; /* ignored */
+      a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+      a.message.registered = backward;
+      nvtxDomainRangePushEx(trainer, &a);
+    }
+    pause_ms(2);
+    CUdeviceptr grad = alloc_filled((size_t)(step + 1) * 8 * IT_MIB, (unsigned char)(step + 11));
+    pause_ms(2);
+    fold(grad);
+    fold(act);
+    IT_CHECK(cuMemFree(grad) == CUDA_SUCCESS && cuMemFree(act) == CUDA_SUCCESS, "free");
+    pause_ms(2);
+    if (nvtx) nvtxDomainRangePop(trainer);
+    if (nvtx) nvtxRangePop();
+    pause_ms(2);
+  }
+  if (nvtx) {
+    pthread_join(thread, NULL);
+    nvtxMarkW(L"snapbar_done\u00e9");
+  }
+  fold(weights);
+  IT_CHECK(cuMemFree(weights) == CUDA_SUCCESS, "free weights");
+  printf("checksum=%016llx\n", (unsigned long long)checksum);
+  return 0;
+}
