@@ -115,8 +115,31 @@ static uint32_t cs_nvtx_name(nvtxDomainHandle_t domain, const char *text, size_t
   return cs_phases_name(buf, p + len);
 }
 
+/* The last name this thread used, by domain and address: programs push the same literals (and
+ * registered strings) over and over. The text is compared too, since a caller's buffer may hold
+ * another name next time. */
+static CS_TLS nvtxDomainHandle_t cs_nvtx_last_domain;
+static CS_TLS const char *cs_nvtx_last_text;
+static CS_TLS uint32_t cs_nvtx_last_id;
+
+static bool cs_nvtx_same_name(nvtxDomainHandle_t domain, const char *text, uint32_t id) {
+  const char *name = cs_phases_name_text(id);
+  if (domain) {
+    if (strncmp(name, domain->prefix, domain->prefix_len) != 0) return false;
+    name += domain->prefix_len;
+  }
+  return strcmp(name, text) == 0;
+}
+
 static uint32_t cs_nvtx_name_a(nvtxDomainHandle_t domain, const char *text) {
-  return cs_nvtx_name(domain, text ? text : "", SIZE_MAX);
+  if (!text) text = "";
+  if (text == cs_nvtx_last_text && domain == cs_nvtx_last_domain && cs_nvtx_same_name(domain, text, cs_nvtx_last_id))
+    return cs_nvtx_last_id;
+  uint32_t id = cs_nvtx_name(domain, text, SIZE_MAX);
+  cs_nvtx_last_domain = domain;
+  cs_nvtx_last_text = text;
+  cs_nvtx_last_id = id;
+  return id;
 }
 
 static uint32_t cs_nvtx_name_w(nvtxDomainHandle_t domain, const wchar_t *text) {
@@ -172,8 +195,10 @@ static int cs_nvtx_pop(nvtxDomainHandle_t domain) {
   for (int i = s->depth - 1; i >= 0; i--) {
     if (s->domain[i] != domain) continue;
     cs_phases_record(s->name[i], CS_PHASE_END, cs_nvtx_device());
-    memmove(&s->name[i], &s->name[i + 1], (size_t)(s->depth - 1 - i) * sizeof s->name[0]);
-    memmove(&s->domain[i], &s->domain[i + 1], (size_t)(s->depth - 1 - i) * sizeof s->domain[0]);
+    for (int k = i; k + 1 < s->depth; k++) { /* another domain's ranges above it stay, in order */
+      s->name[k] = s->name[k + 1];
+      s->domain[k] = s->domain[k + 1];
+    }
     return --s->depth;
   }
   return -1; /* a pop with nothing pushed, as NVTX reports it */
