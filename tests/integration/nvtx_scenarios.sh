@@ -64,6 +64,19 @@ PY
     fail "summary does not name the peak's phase: $(cat "$dir/summary")"
   grep -q "^  snapbar_step: .*(30.0 MiB)" "$dir/summary" ||
     fail "summary lacks the largest bytes inside snapbar_step: $(cat "$dir/summary")"
+  # the pickle carries the same annotations (read with a restricted unpickler, as torch's tools do)
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap.pickle" \
+    "$bin/it_nvtx" phases >/dev/null 2>"$dir/err") || fail "pickle run: $(cat "$dir/err")"
+  python3 - "$dir/snap.pickle" "$dir/ann" <<'PY' || fail "pickle annotations differ"
+import pickle, sys
+class Restricted(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError("global %s.%s" % (module, name))
+s = Restricted(open(sys.argv[1], "rb")).load()
+got = ["%s %s %d" % (a["stage"], a["name"], a["device"]) for a in s["external_annotations"]]
+want = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+assert sorted(got) == sorted(want), (got, want)
+PY
   ;;
 none)
   run "$bin/it_nvtx" none
