@@ -35,6 +35,10 @@ typedef struct cs_phase_walk_s {
   uint64_t bytes;         /* live now */
   size_t events, peak_after;
   char *at_peak;          /* the open chain when the peak was reached (malloc'd) */
+  const char *target;     /* cs_phases_peak_of: the phase looked for (NULL: none) */
+  bool target_seen;
+  uint64_t target_bytes;  /* the most bytes live while it was open, */
+  size_t target_after;    /* first reached after this many entries */
   bool missing_time;
   bool oom;
 } cs_phase_walk_t;
@@ -53,11 +57,23 @@ static void cs_phase_touch(cs_phase_walk_t *w) {
   }
 }
 
+/* While the target phase is open: a new high of its live bytes? */
+static void cs_phase_target(cs_phase_walk_t *w) {
+  if (!w->target) return;
+  bool open = false;
+  for (size_t i = 0; i < w->nopen && !open; i++) open = strcmp(w->open[i].name, w->target) == 0;
+  if (!open || (w->target_seen && w->bytes <= w->target_bytes)) return;
+  w->target_seen = true;
+  w->target_bytes = w->bytes;
+  w->target_after = w->events;
+}
+
 static void cs_phase_apply(cs_phase_walk_t *w, const cs_ann_t *a) {
   if (a->start) {
     size_t top = w->nopen == 0 ? cs_phase_total(w, a->name) : w->open[0].top;
     w->open[w->nopen++] = (cs_open_t){.name = a->name, .top = top};
     cs_phase_touch(w);
+    cs_phase_target(w);
     return;
   }
   /* an END closes the latest open phase of its name; one with no START (cut off) is ignored */
@@ -107,7 +123,9 @@ static void cs_phase_each(void *ctx, const cJSON *entry, uint64_t live_bytes) {
   cs_phase_advance(w, t, false);
   w->bytes = live_bytes;
   cs_phase_touch(w);
-  if (++w->events == w->peak_after) {
+  ++w->events;
+  cs_phase_target(w);
+  if (w->events == w->peak_after) {
     free(w->at_peak);
     w->at_peak = cs_phase_chain(w);
     if (!w->at_peak) w->oom = true;
@@ -195,6 +213,30 @@ int cs_phases_summary(const cJSON *root, int device, const cs_peak_t *peak, uint
       cs_format_bytes(w.totals[i].bytes, bytes, sizeof bytes);
       printf("  %s: %s\n", w.totals[i].name, bytes);
     }
+  }
+  free(w.at_peak);
+  free(w.open);
+  free(w.totals);
+  free(anns);
+  return rc;
+}
+
+int cs_phases_peak_of(const cJSON *root, int device, const char *name, cs_peak_t *out, bool *found) {
+  *found = false;
+  size_t count = 0;
+  cs_ann_t *anns = cs_phase_read(root, &count);
+  if (count == 0) {
+    free(anns);
+    return 0;
+  }
+  cs_phase_walk_t w = {.anns = anns, .count = count, .peak_after = SIZE_MAX, .target = name};
+  w.open = malloc(count * sizeof *w.open);
+  w.totals = malloc(count * sizeof *w.totals);
+  int rc = -1;
+  if (w.open && w.totals) rc = cs_peak_walk(root, device, cs_phase_each, &w, &w.bytes);
+  if (rc == 0 && !w.missing_time && w.target_seen) {
+    *found = true;
+    *out = (cs_peak_t){.bytes = w.target_bytes, .after = w.target_after, .events = w.events};
   }
   free(w.at_peak);
   free(w.open);

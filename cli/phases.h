@@ -4,6 +4,7 @@
 #ifndef CS_CLI_PHASES_H
 #define CS_CLI_PHASES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,5 +20,11 @@
  * annotations of every device count. An event at the time a phase starts or ends counts as
  * inside it. Returns 0, or -1 without host memory. */
 int cs_phases_summary(const cJSON *root, int device, const cs_peak_t *peak, uint64_t top);
+
+/* The moment of a device's trace when the most bytes were live while a phase called `name` was
+ * open (any instance, at any depth; the first such moment): *out gets those bytes and the number
+ * of trace entries applied then. *found is false when the phase is never open during the trace
+ * (or the trace has no times). Returns 0, or -1 without host memory. */
+int cs_phases_peak_of(const cJSON *root, int device, const char *name, cs_peak_t *out, bool *found);
 
 #endif

@@ -64,6 +64,16 @@ PY
     fail "summary does not name the peak's phase: $(cat "$dir/summary")"
   grep -q "^  snapbar_step: .*(30.0 MiB)" "$dir/summary" ||
     fail "summary lacks the largest bytes inside snapbar_step: $(cat "$dir/summary")"
+  # diff --phase: both sides at the peak of the last backward, 30 MiB and (doubled) 54 MiB
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/bigger.json" \
+    "$bin/it_nvtx" phases bigger >/dev/null 2>"$dir/err") || fail "bigger run: $(cat "$dir/err")"
+  "$tool" diff --phase trainer::backward "$dir/snap.json" "$dir/bigger.json" >"$dir/diff" || fail "diff --phase failed"
+  grep -q "^$dir/bigger.json: peak of trainer::backward: 56623104 B (54.0 MiB) after event " "$dir/diff" &&
+    grep -q "^  +25165824 B (24.0 MiB): 31457280 B (30.0 MiB) -> 56623104 B (54.0 MiB), 3 -> 3 blocks: alloc_filled " "$dir/diff" ||
+    fail "diff --phase: $(cat "$dir/diff")"
+  "$tool" diff --phase no_such_phase "$dir/snap.json" "$dir/bigger.json" >/dev/null 2>"$dir/differr" &&
+    fail "diff --phase of an unknown phase succeeded"
+  grep -q "no phase named 'no_such_phase'" "$dir/differr" || fail "diff: $(cat "$dir/differr")"
   # the pickle carries the same annotations (read with a restricted unpickler, as torch's tools do)
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap.pickle" \
     "$bin/it_nvtx" phases >/dev/null 2>"$dir/err") || fail "pickle run: $(cat "$dir/err")"

@@ -6,6 +6,7 @@
  *           step, so the peak is in the last step's backward; a start/end range opened here and
  *           ended on another thread, which has no CUDA context and pushes and marks on its own.
  *   none    the same allocations, with no NVTX call at all.
+ * A second argument "bigger" doubles the backward allocations (for `cudasnap diff --phase`).
  *
  * Prints checksum=<hex> over the data read back (never over NVTX's return values, which differ
  * with and without a tool attached) and, for the checking script, the ring of what it did. */
@@ -53,8 +54,10 @@ static void *ender(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  IT_CHECK(argc == 2 && (strcmp(argv[1], "phases") == 0 || strcmp(argv[1], "none") == 0),
-           "usage: %s phases|none", argv[0]);
+  IT_CHECK((argc == 2 || (argc == 3 && strcmp(argv[2], "bigger") == 0)) &&
+               (strcmp(argv[1], "phases") == 0 || strcmp(argv[1], "none") == 0),
+           "usage: %s phases|none [bigger]", argv[0]);
+  size_t grad_unit = (argc == 3 ? 16 : 8) * IT_MIB;
   bool nvtx = strcmp(argv[1], "phases") == 0;
   (void)it_preloaded();
   if (nvtx) {
@@ -93,7 +96,7 @@ int main(int argc, char **argv) {
       nvtxDomainRangePushEx(trainer, &a);
     }
     pause_ms(2);
-    CUdeviceptr grad = alloc_filled((size_t)(step + 1) * 8 * IT_MIB, (unsigned char)(step + 11));
+    CUdeviceptr grad = alloc_filled((size_t)(step + 1) * grad_unit, (unsigned char)(step + 11));
     pause_ms(2);
     fold(grad);
     fold(act);
