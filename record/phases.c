@@ -40,10 +40,12 @@ static void *cs_phases_reserve(size_t bytes) {
 
 static void cs_phases_setup(void) {
   cs_ticks_init();
-  cs_phase_name_slot_t *names = cs_phases_reserve(CS_PHASES_NAME_SLOTS * sizeof *names);
+  /* calloc for the names (its large zeroed blocks are untouched pages too): the copies they point
+   * to stay reachable for leak checkers, which do not scan raw mappings */
+  cs_phase_name_slot_t *names = calloc(CS_PHASES_NAME_SLOTS, sizeof *names);
   cs_phase_slot_t *slots = cs_phases_reserve(CS_PHASES_CAPACITY * sizeof *slots);
   if (!names || !slots) {
-    if (names) munmap(names, CS_PHASES_NAME_SLOTS * sizeof *names);
+    free(names);
     if (slots) munmap(slots, CS_PHASES_CAPACITY * sizeof *slots);
     return;
   }

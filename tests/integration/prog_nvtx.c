@@ -6,11 +6,15 @@
  *           step, so the peak is in the last step's backward; a start/end range opened here and
  *           ended on another thread, which has no CUDA context and pushes and marks on its own.
  *   none    the same allocations, with no NVTX call at all.
+ * In "phases", a pool also declares its sub-allocations through NVTX's memory API (a heap over one
+ * cuMemAlloc, regions registered, named, resized and unregistered out of order, the heap reset and
+ * unregistered), as Umpire does: cudasnap does not follow those yet, and they must change nothing.
  * A second argument "bigger" doubles the backward allocations (for `cudasnap diff --phase`).
  *
  * Prints checksum=<hex> over the data read back (never over NVTX's return values, which differ
  * with and without a tool attached) and, for the checking script, the ring of what it did. */
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtMem.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,6 +55,83 @@ static void *ender(void *arg) {
   nvtxRangePop();
   nvtxRangeEnd(e->io);
   return NULL;
+}
+
+static nvtxMemRegionRef_t region_ref(const void *p) {
+  nvtxMemRegionRef_t r;
+  memset(&r, 0, sizeof r);
+  r.pointer = p;
+  return r;
+}
+
+/* A pool whose regions are declared through NVTX (the calls Umpire makes). */
+static void pool_with_regions(nvtxDomainHandle_t domain) {
+  CUdeviceptr base = alloc_filled(8 * IT_MIB, 42);
+  nvtxMemVirtualRangeDesc_t heap_range = {.size = 8 * IT_MIB, .ptr = (const void *)(uintptr_t)base};
+  nvtxMemHeapDesc_t heap_desc;
+  memset(&heap_desc, 0, sizeof heap_desc);
+  heap_desc.extCompatID = NVTX_EXT_COMPATID_MEM;
+  heap_desc.structSize = sizeof heap_desc;
+  heap_desc.usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR;
+  heap_desc.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  heap_desc.typeSpecificDescSize = sizeof heap_range;
+  heap_desc.typeSpecificDesc = &heap_range;
+  nvtxMemHeapHandle_t heap = nvtxMemHeapRegister(domain, &heap_desc);
+  nvtxMemVirtualRangeDesc_t regions[3] = {
+      {.size = IT_MIB, .ptr = (const void *)(uintptr_t)base},
+      {.size = 2 * IT_MIB, .ptr = (const void *)(uintptr_t)(base + IT_MIB)},
+      {.size = 4 * IT_MIB, .ptr = (const void *)(uintptr_t)(base + 4 * IT_MIB)},
+  };
+  nvtxMemRegionHandle_t handles[3] = {0};
+  nvtxMemRegionsRegisterBatch_t reg;
+  memset(&reg, 0, sizeof reg);
+  reg.extCompatID = NVTX_EXT_COMPATID_MEM;
+  reg.structSize = sizeof reg;
+  reg.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  reg.heap = heap;
+  reg.regionCount = 3;
+  reg.regionDescElementSize = sizeof regions[0];
+  reg.regionDescElements = regions;
+  reg.regionHandleElementsOut = handles;
+  nvtxMemRegionsRegister(domain, &reg);
+  nvtxMemRegionNameDesc_t name;
+  memset(&name, 0, sizeof name);
+  name.regionRefType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+  name.nameType = NVTX_MESSAGE_TYPE_ASCII;
+  name.region = region_ref(regions[2].ptr);
+  name.name.ascii = "kv_cache";
+  nvtxMemRegionsNameBatch_t names;
+  memset(&names, 0, sizeof names);
+  names.extCompatID = NVTX_EXT_COMPATID_MEM;
+  names.structSize = sizeof names;
+  names.regionCount = 1;
+  names.regionElementSize = sizeof name;
+  names.regionElements = &name;
+  nvtxMemRegionsName(domain, &names);
+  nvtxMemVirtualRangeDesc_t grown = {.size = 3 * IT_MIB, .ptr = regions[1].ptr};
+  nvtxMemRegionsResizeBatch_t resize;
+  memset(&resize, 0, sizeof resize);
+  resize.extCompatID = NVTX_EXT_COMPATID_MEM;
+  resize.structSize = sizeof resize;
+  resize.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  resize.regionDescCount = 1;
+  resize.regionDescElementSize = sizeof grown;
+  resize.regionDescElements = &grown;
+  nvtxMemRegionsResize(domain, &resize);
+  nvtxMemRegionRef_t refs[2] = {region_ref(regions[1].ptr), region_ref(regions[0].ptr)}; /* out of order */
+  nvtxMemRegionsUnregisterBatch_t unreg;
+  memset(&unreg, 0, sizeof unreg);
+  unreg.extCompatID = NVTX_EXT_COMPATID_MEM;
+  unreg.structSize = sizeof unreg;
+  unreg.refType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+  unreg.refCount = 2;
+  unreg.refElementSize = sizeof refs[0];
+  unreg.refElements = refs;
+  nvtxMemRegionsUnregister(domain, &unreg);
+  nvtxMemHeapReset(domain, heap);
+  nvtxMemHeapUnregister(domain, heap);
+  fold(base);
+  IT_CHECK(cuMemFree(base) == CUDA_SUCCESS, "free pool");
 }
 
 int main(int argc, char **argv) {
@@ -106,6 +187,7 @@ int main(int argc, char **argv) {
     if (nvtx) nvtxRangePop();
     pause_ms(2);
   }
+  if (nvtx) pool_with_regions(trainer);
   if (nvtx) {
     pthread_join(thread, NULL);
     nvtxMarkW(L"snapbar_done\u00e9");
