@@ -32,6 +32,7 @@
 #include "interpose/nvtx.h"
 #include "interpose/nvtx_env.h"
 #include "record/phases.h"
+#include "record/ticks.h"
 
 /* ---- the export-table protocol, as nvtxTypes.h defines it ---- */
 
