@@ -267,7 +267,8 @@ static nvtxStringHandle_t cs_nvtx_DomainRegisterStringW(nvtxDomainHandle_t d, co
 
 /* Domains are few and created once: a lock and a scan. Equal names share a handle. */
 static nvtxDomainHandle_t cs_nvtx_domain(const char *name) {
-  size_t len = strnlen(name ? name : "", sizeof cs_nvtx_domains[0].prefix - 3);
+  if (!name) name = "";
+  size_t len = strnlen(name, sizeof cs_nvtx_domains[0].prefix - 3);
   pthread_mutex_lock(&cs_nvtx_domain_lock);
   nvtxDomainHandle_t d = NULL;
   for (int i = 0; i < cs_nvtx_domain_count && !d; i++)
@@ -275,7 +276,7 @@ static nvtxDomainHandle_t cs_nvtx_domain(const char *name) {
       d = &cs_nvtx_domains[i];
   if (!d && cs_nvtx_domain_count < CS_NVTX_MAX_DOMAINS) {
     d = &cs_nvtx_domains[cs_nvtx_domain_count++];
-    memcpy(d->prefix, name ? name : "", len);
+    memcpy(d->prefix, name, len);
     memcpy(d->prefix + len, "::", 3);
     d->prefix_len = len + 2;
   }
