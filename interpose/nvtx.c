@@ -32,6 +32,7 @@
 #include "interpose/nvtx.h"
 #include "interpose/nvtx_env.h"
 #include "record/phases.h"
+#include "record/pools.h"
 #include "record/ticks.h"
 
 /* ---- the export-table protocol, as nvtxTypes.h defines it ---- */
@@ -301,7 +302,15 @@ static void cs_nvtx_DomainDestroy(nvtxDomainHandle_t d) { (void)d; /* handles st
     }                                                                                               \
   } while (0)
 
-static void cs_nvtx_postfork_child(void) { cs_phases_clear(); }
+static void cs_nvtx_postfork_child(void) {
+  cs_phases_clear();
+  cs_pools_postfork_child();
+}
+
+void cs_nvtx_install_fork_handler(void) {
+  static atomic_bool installed;
+  if (!atomic_exchange(&installed, true)) pthread_atfork(NULL, NULL, cs_nvtx_postfork_child);
+}
 
 static bool cs_nvtx_attach_core(const cs_nvtx_callbacks_t *cb) {
   cs_nvtx_table_t t = NULL;
@@ -345,8 +354,7 @@ int InitializeInjectionNvtx2(cs_nvtx_get_export_table_t get) {
   const cs_nvtx_callbacks_t *cb = get(CS_NVTX_ETID_CALLBACKS);
   if (!cb || cb->struct_size < sizeof *cb || !cb->get_module_function_table) return 0;
   if (!cs_phases_init()) return 0;
-  static atomic_bool fork_handler;
-  if (!atomic_exchange(&fork_handler, true)) pthread_atfork(NULL, NULL, cs_nvtx_postfork_child);
+  cs_nvtx_install_fork_handler();
   if (!cs_nvtx_attach_core(cb)) return 0;
   cs_nvtx_attach_core2(cb);
   const cs_nvtx_version_info_t *v = get(CS_NVTX_ETID_VERSIONINFO);
@@ -367,6 +375,8 @@ static bool cs_nvtx_preloaded_now(void) {
   return global && dladdr((void *)&cs_nvtx_accepting, &mine) && dladdr(global, &found) &&
          mine.dli_fbase == found.dli_fbase;
 }
+
+bool cs_nvtx_attached(void) { return cs_nvtx_accepting; }
 
 bool cs_nvtx_library_preloaded(void) {
   static int known; /* 0: not asked yet, 1: yes, 2: no (asked before main, so no race) */

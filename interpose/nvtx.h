@@ -9,4 +9,11 @@
  * reports anything. */
 bool cs_nvtx_library_preloaded(void);
 
+/* Does cudasnap take NVTX's calls in this process (it set NVTX_INJECTION64_PATH to itself, and
+ * CUDASNAP_NVTX is on)? */
+bool cs_nvtx_attached(void);
+
+/* After fork the child forgets its parent's phases and pools (installed once, at NVTX's first call). */
+void cs_nvtx_install_fork_handler(void);
+
 #endif

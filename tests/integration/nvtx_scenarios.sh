@@ -133,6 +133,54 @@ os.system('echo grandchild: \\\${NVTX_INJECTION64_PATH:-unset}')
   [[ ! -e $dir/snap.json ]] || fail "a child was profiled with CUDASNAP_CHILDREN=0"
   [[ ! -s $dir/err ]] || fail "output on stderr: $(cat "$dir/err")"
   ;;
+pools)
+  # a pool's NVTX regions drawn inside its block, with their stacks and names; mistakes reported
+  run env IT_NVTX_POOL_SNAPSHOT="$dir/pool" "$bin/it_nvtx" phases
+  for n in 1 2; do
+    "$tool" check "$dir/pool-$n.json" >"$dir/check" 2>&1 || fail "cudasnap check pool-$n: $(cat "$dir/check")"
+  done
+  [[ $(grep -c "^cudasnap: warning: nvtxMemRegionsRegister: overlaps a registered region (address 0x[0-9a-f]*, 1048576 bytes): ignored\$" "$dir/err") -eq 1 ]] ||
+    fail "no warning for the overlapping region: $(cat "$dir/err")"
+  [[ $(grep -c "^cudasnap: warning: nvtxMemRegionsRegister: region outside its heap" "$dir/err") -eq 1 ]] ||
+    fail "no warning for the region outside the heap: $(cat "$dir/err")"
+  [[ $(grep -c "^cudasnap: warning: nvtxMemRegionsUnregister: no such region" "$dir/err") -eq 1 ]] ||
+    fail "no warning for the unknown region: $(cat "$dir/err")"
+  python3 - "$dir/pool-1.json" "$dir/pool-2.json" <<'PY' || fail "pool regions not drawn as expected"
+import json, sys
+MIB = 1 << 20
+def pool_blocks(path):
+    s = json.load(open(path))
+    pools = s["cudasnap"]["pools"]
+    assert len(pools) == 1 and pools[0]["size"] == 8 * MIB, pools
+    base = pools[0]["address"]
+    for seg in s["segments"]:
+        addr = seg["address"]
+        out = []
+        for b in seg["blocks"]:
+            if base <= addr < base + 8 * MIB:
+                out.append(((addr - base) // MIB, b["size"] // MIB, b["state"], b.get("user_metadata", ""),
+                            [f["name"] for f in b["frames"]]))
+            addr += b["size"]
+        if out:
+            return pools[0], out, s
+    raise AssertionError("no pool block")
+pool, blocks, s = pool_blocks(sys.argv[1])
+assert [b[:4] for b in blocks] == [(0, 1, "active_allocated", ""), (1, 3, "active_allocated", ""),
+                                   (4, 4, "active_allocated", "kv_cache")], blocks
+assert pool["regions"] == 3 and pool["registered_bytes"] == 8 * MIB, pool
+assert all("pool_with_regions" in b[4] for b in blocks), blocks   # the registering call's stack
+pool, blocks, s = pool_blocks(sys.argv[2])
+assert [b[:4] for b in blocks] == [(0, 4, "inactive", ""), (4, 4, "active_allocated", "kv_cache")], blocks
+assert pool["regions"] == 1 and pool["registered_bytes"] == 4 * MIB, pool
+# the caching allocator's statistics still count the pool's one 8 MiB block
+stats = s["cudasnap"]["memory_stats"][0]
+assert stats["allocation.all.current"] == 2, stats   # weights and the pool
+PY
+  "$tool" summary "$dir/pool-1.json" >"$dir/summary" || fail "summary failed"
+  grep -q "^  pool 0x[0-9a-f]* (8388608 B (8.0 MiB)): 8388608 B (8.0 MiB) registered in 3 regions; top region sites:\$" "$dir/summary" &&
+    grep -q "^    8388608 B (8.0 MiB) in 3 blocks: pool_with_regions " "$dir/summary" ||
+    fail "no inside-pools table: $(cat "$dir/summary")"
+  ;;
 ctypes)
   run python3 "$here/nvtx_ctypes.py" "$bin/libit_nvtx_shim.so"
   checked

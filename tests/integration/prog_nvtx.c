@@ -8,7 +8,9 @@
  *   none    the same allocations, with no NVTX call at all.
  * In "phases", a pool also declares its sub-allocations through NVTX's memory API (a heap over one
  * cuMemAlloc, regions registered, named, resized and unregistered out of order, the heap reset and
- * unregistered), as Umpire does: cudasnap does not follow those yet, and they must change nothing.
+ * unregistered), as Umpire does, plus three mistakes (a region over another, one outside the heap,
+ * an unknown one unregistered) that cudasnap must report and ignore. With IT_NVTX_POOL_SNAPSHOT=P
+ * under cudasnap it writes P-1.json after the resize and P-2.json after two regions are gone.
  * A second argument "bigger" doubles the backward allocations (for `cudasnap diff --phase`).
  *
  * Prints checksum=<hex> over the data read back (never over NVTX's return values, which differ
@@ -57,6 +59,14 @@ static void *ender(void *arg) {
   return NULL;
 }
 
+static void pool_snapshot(int n) {
+  const char *prefix = getenv("IT_NVTX_POOL_SNAPSHOT");
+  if (!prefix || !cudasnap_dump) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s-%d.json", prefix, n);
+  IT_CHECK(cudasnap_dump(path) == 0, "cudasnap_dump(%s)", path);
+}
+
 static nvtxMemRegionRef_t region_ref(const void *p) {
   nvtxMemRegionRef_t r;
   memset(&r, 0, sizeof r);
@@ -65,7 +75,7 @@ static nvtxMemRegionRef_t region_ref(const void *p) {
 }
 
 /* A pool whose regions are declared through NVTX (the calls Umpire makes). */
-static void pool_with_regions(nvtxDomainHandle_t domain) {
+static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domain) {
   CUdeviceptr base = alloc_filled(8 * IT_MIB, 42);
   nvtxMemVirtualRangeDesc_t heap_range = {.size = 8 * IT_MIB, .ptr = (const void *)(uintptr_t)base};
   nvtxMemHeapDesc_t heap_desc;
@@ -118,6 +128,15 @@ static void pool_with_regions(nvtxDomainHandle_t domain) {
   resize.regionDescElementSize = sizeof grown;
   resize.regionDescElements = &grown;
   nvtxMemRegionsResize(domain, &resize);
+  /* mistakes: over region 0, outside the heap */
+  nvtxMemVirtualRangeDesc_t bad[2] = {
+      {.size = IT_MIB, .ptr = (const void *)(uintptr_t)(base + IT_MIB / 2)},
+      {.size = IT_MIB, .ptr = (const void *)(uintptr_t)(base + 8 * IT_MIB)},
+  };
+  reg.regionCount = 2;
+  reg.regionDescElements = bad;
+  nvtxMemRegionsRegister(domain, &reg);
+  pool_snapshot(1);
   nvtxMemRegionRef_t refs[2] = {region_ref(regions[1].ptr), region_ref(regions[0].ptr)}; /* out of order */
   nvtxMemRegionsUnregisterBatch_t unreg;
   memset(&unreg, 0, sizeof unreg);
@@ -128,6 +147,11 @@ static void pool_with_regions(nvtxDomainHandle_t domain) {
   unreg.refElementSize = sizeof refs[0];
   unreg.refElements = refs;
   nvtxMemRegionsUnregister(domain, &unreg);
+  nvtxMemRegionRef_t unknown = region_ref((const void *)(uintptr_t)(base + 3)); /* mistake: no such region */
+  unreg.refCount = 1;
+  unreg.refElements = &unknown;
+  nvtxMemRegionsUnregister(domain, &unreg);
+  pool_snapshot(2);
   nvtxMemHeapReset(domain, heap);
   nvtxMemHeapUnregister(domain, heap);
   fold(base);
