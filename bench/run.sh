@@ -241,10 +241,24 @@ for ((r = 1; r <= nvtx_rounds; r++)); do
     done
   done
 done
+# a pool's region register + unregister (the fake driver serves the pool's memory)
+for ((r = 1; r <= nvtx_rounds; r++)); do
+  for config in none cudasnap_nostacks cudasnap; do
+    case $config in
+      none) env=(env "LD_LIBRARY_PATH=$fakes" BENCH_EXPECT_INJECTED=0) ;;
+      cudasnap_nostacks) env=(env "LD_LIBRARY_PATH=$fakes" LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_STACKS=none) ;;
+      cudasnap) env=(env "LD_LIBRARY_PATH=$fakes" LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none) ;;
+    esac
+    run "nvtx-region-$config" "${env[@]}" "$bin/bench_nvtx" region "$nvtx_ops" 5 1 >>"$tmp/nvtx.region_t1.$config"
+  done
+done
 for what in push_t1 push_t2 mark_t1 domain_t1; do
   for config in "${nvtx_configs[@]}"; do
     echo "BENCH nvtx_${what}_$config $(median "$tmp/nvtx.$what.$config") ns"
   done
+done
+for config in none cudasnap_nostacks cudasnap; do
+  echo "BENCH nvtx_region_t1_$config $(median "$tmp/nvtx.region_t1.$config") ns"
 done
 
 # ---- 1c. the allocator alone, over the simulated device ----------------------------------------

@@ -23,6 +23,7 @@ typedef struct cs_heap_s {
 static pthread_mutex_t cs_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static cs_heap_t cs_heaps[CS_POOLS_MAX_HEAPS];
 static uintptr_t cs_heap_next_handle = 1;
+static size_t cs_heaps_used; /* slots [0, used) have held a heap: searches stop there */
 static size_t cs_pools_live_regions;
 
 const char *cs_pools_status_text(cs_pools_status_t status) {
@@ -38,13 +39,13 @@ const char *cs_pools_status_text(cs_pools_status_t status) {
 }
 
 static cs_heap_t *cs_heap_by_handle(uintptr_t handle) {
-  for (size_t i = 0; handle && i < CS_POOLS_MAX_HEAPS; i++)
+  for (size_t i = 0; handle && i < cs_heaps_used; i++)
     if (cs_heaps[i].handle == handle) return &cs_heaps[i];
   return NULL;
 }
 
 static cs_heap_t *cs_heap_containing(uintptr_t addr) {
-  for (size_t i = 0; i < CS_POOLS_MAX_HEAPS; i++) {
+  for (size_t i = 0; i < cs_heaps_used; i++) {
     cs_heap_t *h = &cs_heaps[i];
     if (h->handle && addr >= h->base && addr - h->base < h->size) return h;
   }
@@ -68,6 +69,7 @@ cs_pools_status_t cs_pools_heap_register(uintptr_t base, size_t size, int device
   if (st == CS_POOLS_OK) {
     *slot = (cs_heap_t){.handle = cs_heap_next_handle++, .base = base, .size = size, .device = device,
                         .ticks = cs_ticks_now()};
+    if ((size_t)(slot - cs_heaps) + 1 > cs_heaps_used) cs_heaps_used = (size_t)(slot - cs_heaps) + 1;
     *heap = slot->handle;
   }
   pthread_mutex_unlock(&cs_pools_lock);
