@@ -18,6 +18,7 @@ typedef struct cs_ann_s {
 typedef struct cs_open_s {
   const char *name;
   size_t top;     /* index into totals of its top-level phase */
+  size_t span;    /* index into spans, or SIZE_MAX */
 } cs_open_t;
 
 typedef struct cs_total_s {
@@ -39,6 +40,9 @@ typedef struct cs_phase_walk_s {
   bool target_seen;
   uint64_t target_bytes;  /* the most bytes live while it was open, */
   size_t target_after;    /* first reached after this many entries */
+  cs_phase_span_t *spans; /* cs_phases_spans: room for max_spans (NULL: not wanted) */
+  size_t nspans, max_spans, spans_left_out;
+  int64_t last_time;      /* of the last trace entry applied */
   bool missing_time;
   bool oom;
 } cs_phase_walk_t;
@@ -71,7 +75,15 @@ static void cs_phase_target(cs_phase_walk_t *w) {
 static void cs_phase_apply(cs_phase_walk_t *w, const cs_ann_t *a) {
   if (a->start) {
     size_t top = w->nopen == 0 ? cs_phase_total(w, a->name) : w->open[0].top;
-    w->open[w->nopen++] = (cs_open_t){.name = a->name, .top = top};
+    size_t span = SIZE_MAX;
+    if (w->spans && w->nspans < w->max_spans) {
+      span = w->nspans++;
+      w->spans[span] = (cs_phase_span_t){.name = a->name, .depth = w->nopen, .start_state = w->events,
+                                         .end_state = SIZE_MAX, .start_us = a->time_us, .end_us = -1};
+    } else if (w->spans) {
+      w->spans_left_out++;
+    }
+    w->open[w->nopen++] = (cs_open_t){.name = a->name, .top = top, .span = span};
     cs_phase_touch(w);
     cs_phase_target(w);
     return;
@@ -79,6 +91,10 @@ static void cs_phase_apply(cs_phase_walk_t *w, const cs_ann_t *a) {
   /* an END closes the latest open phase of its name; one with no START (cut off) is ignored */
   for (size_t i = w->nopen; i-- > 0;) {
     if (strcmp(w->open[i].name, a->name) != 0) continue;
+    if (w->open[i].span != SIZE_MAX) {
+      w->spans[w->open[i].span].end_state = w->events;
+      w->spans[w->open[i].span].end_us = a->time_us;
+    }
     memmove(&w->open[i], &w->open[i + 1], (w->nopen - 1 - i) * sizeof *w->open);
     w->nopen--;
     /* the phases it held take its place at the top level */
@@ -237,6 +253,36 @@ int cs_phases_peak_of(const cJSON *root, int device, const char *name, cs_peak_t
   if (rc == 0 && !w.missing_time && w.target_seen) {
     *found = true;
     *out = (cs_peak_t){.bytes = w.target_bytes, .after = w.target_after, .events = w.events};
+  }
+  free(w.at_peak);
+  free(w.open);
+  free(w.totals);
+  free(anns);
+  return rc;
+}
+
+int cs_phases_spans(const cJSON *root, int device, cs_phase_span_t *spans, size_t max_spans, size_t *count,
+                    size_t *left_out) {
+  *count = 0;
+  *left_out = 0;
+  size_t n = 0;
+  cs_ann_t *anns = cs_phase_read(root, &n);
+  if (n == 0) {
+    free(anns);
+    return 0;
+  }
+  cs_phase_walk_t w = {.anns = anns, .count = n, .peak_after = SIZE_MAX, .spans = spans, .max_spans = max_spans};
+  w.open = malloc(n * sizeof *w.open);
+  w.totals = malloc(n * sizeof *w.totals);
+  int rc = -1;
+  if (w.open && w.totals) rc = cs_peak_walk(root, device, cs_phase_each, &w, &w.bytes);
+  if (rc == 0 && w.missing_time) w.nspans = 0; /* a trace without times cannot place them */
+  if (rc == 0) {
+    cs_phase_advance(&w, 0, true); /* phases after the last entry */
+    for (size_t i = 0; i < w.nspans; i++)
+      if (spans[i].end_state == SIZE_MAX) spans[i].end_state = w.events; /* still open */
+    *count = w.nspans;
+    *left_out = w.spans_left_out;
   }
   free(w.at_peak);
   free(w.open);

@@ -27,4 +27,20 @@ int cs_phases_summary(const cJSON *root, int device, const cs_peak_t *peak, uint
  * (or the trace has no times). Returns 0, or -1 without host memory. */
 int cs_phases_peak_of(const cJSON *root, int device, const char *name, cs_peak_t *out, bool *found);
 
+/* One phase instance placed on a device's trace: it began after start_state entries and ended
+ * after end_state (the trace's length when still open at the end); depth 0 is top-level. Times in
+ * us (end_us -1 when still open). The name points into root. */
+typedef struct cs_phase_span_s {
+  const char *name;
+  size_t depth;
+  size_t start_state, end_state;
+  int64_t start_us, end_us;
+} cs_phase_span_t;
+
+/* The phases of the snapshot placed on the device's trace, in start order, at most max_spans
+ * (*left_out counts the rest). None when the trace has no times. Returns 0, or -1 without host
+ * memory. */
+int cs_phases_spans(const cJSON *root, int device, cs_phase_span_t *spans, size_t max_spans, size_t *count,
+                    size_t *left_out);
+
 #endif

@@ -74,6 +74,21 @@ PY
   "$tool" diff --phase no_such_phase "$dir/snap.json" "$dir/bigger.json" >/dev/null 2>"$dir/differr" &&
     fail "diff --phase of an unknown phase succeeded"
   grep -q "no phase named 'no_such_phase'" "$dir/differr" || fail "diff: $(cat "$dir/differr")"
+  # the HTML report carries the phases placed on the trace (entries applied when each began and ended)
+  "$tool" report "$dir/snap.json" -o "$dir/report.html" >/dev/null 2>&1 || fail "report failed"
+  python3 - "$dir/report.html" "$dir/snap.json" <<'PY' || fail "report phases"
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'"phases":(\[\[.*?\]\]),"phases_left_out"', html)
+assert m, "no phases in the report's data"
+phases = json.loads(m.group(1))
+trace = json.load(open(sys.argv[2]))["device_traces"][0]
+big = next(i for i, e in enumerate(trace) if e["action"] == "alloc" and e["size"] == 24 << 20)
+bw = [p for p in phases if p[0] == "trainer::backward"]
+# inside snapbar_step (deeper when the other thread's ranges happen to be open: phases are the process's)
+assert len(bw) == 3 and all(p[1] >= 1 for p in bw), phases
+assert bw[2][2] <= big < bw[2][3], (bw, big)                     # the last backward holds the 24 MiB alloc
+PY
   # the pickle carries the same annotations (read with a restricted unpickler, as torch's tools do)
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap.pickle" \
     "$bin/it_nvtx" phases >/dev/null 2>"$dir/err") || fail "pickle run: $(cat "$dir/err")"

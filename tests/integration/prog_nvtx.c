@@ -208,12 +208,12 @@ int main(int argc, char **argv) {
     IT_CHECK(cuMemFree(grad) == CUDA_SUCCESS && cuMemFree(act) == CUDA_SUCCESS, "free");
     pause_ms(2);
     if (nvtx) nvtxDomainRangePop(trainer);
+    if (nvtx && step == 0) pthread_join(thread, NULL); /* its ranges stay inside the first step */
     if (nvtx) nvtxRangePop();
     pause_ms(2);
   }
   if (nvtx) pool_with_regions(trainer);
   if (nvtx) {
-    pthread_join(thread, NULL);
     nvtxMarkW(L"snapbar_done\u00e9");
   }
   fold(weights);
