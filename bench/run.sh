@@ -60,7 +60,7 @@ if ! [[ -f $cache ]] || ! grep -qx 'CMAKE_BUILD_TYPE:STRING=Release' "$cache" ||
     die "cmake configuration failed"
   fi
 fi
-targets=(bench_allocator bench_snapshot bench_memory bench_frag bench_hotpath cudasnap cudasnap_cli fake_cuda fake_cudart)
+targets=(bench_allocator bench_snapshot bench_memory bench_frag bench_hotpath bench_nvtx cudasnap cudasnap_cli fake_cuda fake_cudart)
 have_cub=0
 if [[ -d $build/bench/CMakeFiles/bench_cub.dir ]]; then
   targets+=(bench_cub)
@@ -222,6 +222,43 @@ for pattern in "${thread_patterns[@]}"; do
       echo "BENCH threads_${pattern}_${config}_t$t $(awk -v ns="$ns" 'BEGIN { printf "%.2f", 1000 / ns }') Mpairs/s"
     done
   done
+done
+
+# ---- 1d. NVTX calls: not injected, cudasnap injected, cudasnap preloaded with CUDASNAP_NVTX=0 ------
+if [[ $quick == 1 ]]; then nvtx_rounds=3 nvtx_ops=50000; else nvtx_rounds=9 nvtx_ops=500000; fi
+nvtx_configs=(none cudasnap cudasnap_off)
+log "NVTX: push/pop, mark, domain push/pop; 1 and 2 threads for push/pop; $nvtx_rounds interleaved rounds"
+for ((r = 1; r <= nvtx_rounds; r++)); do
+  for what in push:1 push:2 mark:1 domain:1; do
+    for config in "${nvtx_configs[@]}"; do
+      case $config in
+        none) env=(env BENCH_EXPECT_INJECTED=0) ;;
+        cudasnap) env=(env LD_PRELOAD="$lib" BENCH_EXPECT_INJECTED=1) ;;
+        cudasnap_off) env=(env LD_PRELOAD="$lib" CUDASNAP_NVTX=0 BENCH_EXPECT_INJECTED=0) ;;
+      esac
+      run "nvtx-$config" "${env[@]}" "$bin/bench_nvtx" "${what%:*}" "$nvtx_ops" 5 "${what#*:}" \
+        >>"$tmp/nvtx.${what%:*}_t${what#*:}.$config"
+    done
+  done
+done
+# a pool's region register + unregister (the fake driver serves the pool's memory)
+for ((r = 1; r <= nvtx_rounds; r++)); do
+  for config in none cudasnap_nostacks cudasnap; do
+    case $config in
+      none) env=(env "LD_LIBRARY_PATH=$fakes" BENCH_EXPECT_INJECTED=0) ;;
+      cudasnap_nostacks) env=(env "LD_LIBRARY_PATH=$fakes" LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_STACKS=none) ;;
+      cudasnap) env=(env "LD_LIBRARY_PATH=$fakes" LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none) ;;
+    esac
+    run "nvtx-region-$config" "${env[@]}" "$bin/bench_nvtx" region "$nvtx_ops" 5 1 >>"$tmp/nvtx.region_t1.$config"
+  done
+done
+for what in push_t1 push_t2 mark_t1 domain_t1; do
+  for config in "${nvtx_configs[@]}"; do
+    echo "BENCH nvtx_${what}_$config $(median "$tmp/nvtx.$what.$config") ns"
+  done
+done
+for config in none cudasnap_nostacks cudasnap; do
+  echo "BENCH nvtx_region_t1_$config $(median "$tmp/nvtx.region_t1.$config") ns"
 done
 
 # ---- 1c. the allocator alone, over the simulated device ----------------------------------------

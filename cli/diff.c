@@ -7,11 +7,13 @@
 #include "cli/cli.h"
 #include "common/cs_format.h"
 #include "cli/load.h"
+#include "cli/peak.h"
+#include "cli/phases.h"
 #include "cli/sites.h"
 #include "cli/snapview.h"
 
 static const char cs_diff_help[] =
-    "usage: cudasnap diff [--top N] A B\n"
+    "usage: cudasnap diff [--top N] [--phase NAME] A B\n"
     "\n"
     "Compare the live memory of two snapshots (JSON or pickle) by allocation site: the\n"
     "requested bytes and the number of active_allocated blocks each site holds, over all\n"
@@ -30,9 +32,17 @@ static const char cs_diff_help[] =
     "                          address or size that is not a finite non-negative number\n"
     "Other problems the viewer has with a file (`cudasnap check` lists them) do not stop it.\n"
     "\n"
+    "With --phase NAME, each side is not its final state but the moment of its trace when the\n"
+    "most bytes were live while a phase called NAME was open (external_annotations: NVTX ranges,\n"
+    "record_function; a domain's ranges are named DOMAIN::NAME), replayed as `summary` replays the\n"
+    "peak; the blocks live then are compared, and a line per side says when that was:\n"
+    "  A: peak of NAME: BYTES after event I of N (device D)\n"
+    "A side whose trace never has NAME open is an error (exit status 1).\n"
+    "\n"
     "options:\n"
-    "  --top N     rows listed (default 20)\n"
-    "  -h, --help  this text\n";
+    "  --top N       rows listed (default 20)\n"
+    "  --phase NAME  compare the two snapshots at the peak of phase NAME\n"
+    "  -h, --help    this text\n";
 
 enum { CS_DIFF_TOP_DEFAULT = 20, CS_DIFF_TOP_MAX = 1000000 };
 
@@ -57,6 +67,28 @@ static int cs_diff_live(const cJSON *root, cs_sites_t *sites) {
     }
   }
   return 0;
+}
+
+/* The blocks live at the peak of phase `name`, on the device where that peak is highest. Returns 0,
+ * 1 when no device's trace has the phase open, or -1 without host memory. */
+static int cs_diff_phase_live(const char *path, const cJSON *root, const char *name, cs_sites_t *sites) {
+  int best_device = -1;
+  cs_peak_t best = {.bytes = 0};
+  for (int d = 0; d < cs_view_device_count(root); d++) {
+    cs_peak_t peak;
+    bool found = false;
+    if (cs_phases_peak_of(root, d, name, &peak, &found) != 0) return -1;
+    if (found && (best_device < 0 || peak.bytes > best.bytes)) {
+      best = peak;
+      best_device = d;
+    }
+  }
+  if (best_device < 0) return 1;
+  char bytes[64];
+  cs_format_bytes(best.bytes, bytes, sizeof bytes);
+  printf("%s: peak of %s: %s after event %zu of %zu (device %d)\n", path, name, bytes, best.after, best.events,
+         best_device);
+  return cs_peak_live_at(root, best_device, best.after, sites);
 }
 
 static uint64_t cs_diff_distance(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
@@ -142,9 +174,22 @@ static int cs_diff_print(const char *a, const char *b, const cs_sites_t sites[2]
 
 int cs_cli_diff(int argc, char **argv) {
   uint64_t top = CS_DIFF_TOP_DEFAULT;
-  int status = cs_cli_count_options(cs_diff_name, cs_diff_help, argc, argv, "top", CS_DIFF_TOP_MAX,
-                                    &top);
-  if (status >= 0) return status;
+  const char *phase = NULL;
+  const struct option options[] = {{"top", required_argument, NULL, 't'},
+                                   {"phase", required_argument, NULL, 'p'},
+                                   {"help", no_argument, NULL, 'h'},
+                                   {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(cs_diff_help, stdout); return CS_CLI_OK;
+    case 't':
+      if (!cs_cli_parse_count(cs_diff_name, "--top", optarg, 1, CS_DIFF_TOP_MAX, &top)) return CS_CLI_USAGE;
+      break;
+    case 'p': phase = optarg; break;
+    default: return cs_cli_bad_option(cs_diff_name, c, argv);
+    }
+  }
   if (!cs_cli_operands(cs_diff_name, argc, argv, 2, "A B")) return CS_CLI_USAGE;
   const char *paths[2] = {argv[optind], argv[optind + 1]};
   cJSON *roots[2] = {NULL, NULL};
@@ -154,8 +199,18 @@ int cs_cli_diff(int argc, char **argv) {
   int rc = CS_CLI_OK;
   for (int side = 0; side < 2 && rc == CS_CLI_OK; side++) {
     roots[side] = cs_load_snapshot(paths[side], NULL);
-    if (roots[side] == NULL) rc = CS_CLI_FAIL;
-    else if (cs_diff_live(roots[side], &sites[side]) != 0) rc = -1;
+    if (roots[side] == NULL) {
+      rc = CS_CLI_FAIL;
+    } else if (phase == NULL) {
+      if (cs_diff_live(roots[side], &sites[side]) != 0) rc = -1;
+    } else {
+      int found = cs_diff_phase_live(paths[side], roots[side], phase, &sites[side]);
+      if (found < 0) rc = -1;
+      if (found == 1) {
+        cs_cli_error(cs_diff_name, "%s: no phase named '%s' is open during its trace", paths[side], phase);
+        rc = CS_CLI_FAIL;
+      }
+    }
   }
   if (rc == CS_CLI_OK && cs_diff_print(paths[0], paths[1], sites, top) != 0) rc = -1;
   if (rc == -1) {

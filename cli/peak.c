@@ -107,6 +107,23 @@ static int cs_peak_replay(const cJSON *trace, size_t limit, cs_live_map_t *live,
   return 0;
 }
 
+int cs_peak_live_at(const cJSON *root, int device, size_t after, cs_sites_t *sites) {
+  const cJSON *trace = cs_view_trace(root, device);
+  cs_live_map_t live;
+  cs_live_map_init(&live);
+  cs_peak_t at;
+  int rc = cs_peak_start(root, device, trace, &live);
+  if (rc == 0) rc = cs_peak_replay(trace, after, &live, &at);
+  for (size_t i = 0; rc == 0 && i < live.nslots; i++) {
+    const cs_live_t *l = &live.slots[i];
+    if (!l->used) continue;
+    cs_site_t site = cs_site_of(l->frames);
+    rc = cs_sites_add(sites, &site, l->bytes);
+  }
+  cs_live_map_free(&live);
+  return rc;
+}
+
 int cs_peak_find(const cJSON *root, int device, cs_peak_t *peak, cs_sites_t *sites) {
   const cJSON *trace = cs_view_trace(root, device);
   /* Two passes: one to find when the peak was, one to stop there and see what was live. */
@@ -115,14 +132,20 @@ int cs_peak_find(const cJSON *root, int device, cs_peak_t *peak, cs_sites_t *sit
   int rc = cs_peak_start(root, device, trace, &live);
   if (rc == 0) rc = cs_peak_replay(trace, SIZE_MAX, &live, peak);
   cs_live_map_free(&live);
-  cs_peak_t at;
-  if (rc == 0) rc = cs_peak_start(root, device, trace, &live);
-  if (rc == 0) rc = cs_peak_replay(trace, peak->after, &live, &at);
-  for (size_t i = 0; rc == 0 && i < live.nslots; i++) {
-    const cs_live_t *l = &live.slots[i];
-    if (!l->used) continue;
-    cs_site_t site = cs_site_of(l->frames);
-    rc = cs_sites_add(sites, &site, l->bytes);
+  if (rc == 0) rc = cs_peak_live_at(root, device, peak->after, sites);
+  return rc;
+}
+
+int cs_peak_walk(const cJSON *root, int device, cs_peak_each_fn each, void *ctx, uint64_t *start_bytes) {
+  cs_live_map_t live;
+  cs_live_map_init(&live);
+  int rc = cs_peak_initial(root, device, &live);
+  *start_bytes = live.bytes;
+  const cJSON *entry;
+  cJSON_ArrayForEach(entry, cs_view_trace(root, device)) {
+    if (rc != 0) break;
+    rc = cs_peak_apply(entry, &live, NULL);
+    if (rc == 0) each(ctx, entry, live.bytes);
   }
   cs_live_map_free(&live);
   return rc;

@@ -48,4 +48,13 @@ typedef struct cs_peak_change_s {
  * host memory. */
 int cs_peak_apply(const cJSON *entry, cs_live_map_t *live, cs_peak_change_t *change);
 
+/* Add to `sites` the blocks live after the first `after` entries of the device's trace. Returns 0,
+ * or -1 without host memory. */
+int cs_peak_live_at(const cJSON *root, int device, size_t after, cs_sites_t *sites);
+
+/* The whole replay, telling `each` every trace entry and the live bytes after it, in order;
+ * *start_bytes gets the bytes live before the first. Returns 0, or -1 without host memory. */
+typedef void (*cs_peak_each_fn)(void *ctx, const cJSON *entry, uint64_t live_bytes);
+int cs_peak_walk(const cJSON *root, int device, cs_peak_each_fn each, void *ctx, uint64_t *start_bytes);
+
 #endif

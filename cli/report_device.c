@@ -8,6 +8,7 @@
 
 #include "cli/device_blocks.h"
 #include "cli/peak.h"
+#include "cli/phases.h"
 #include "cli/report_timeline.h"
 #include "cli/snapstats.h"
 #include "cli/snapview.h"
@@ -109,6 +110,32 @@ static void cs_rd_timeline(cs_emitter_t *e, const cs_report_timeline_t *t) {
   }
   cs_emit_list_end(e);
   cs_rd_int(e, "markers_left_out", (int64_t)t->markers_left_out);
+}
+
+/* The program's phases (external_annotations: NVTX ranges, record_function), drawn over the
+ * timeline: [name, depth, start state, end state, start us, end us] each. */
+enum { CS_RD_MAX_PHASES = 2000 };
+
+static int cs_rd_phases(cs_emitter_t *e, const cJSON *root, int device) {
+  cs_phase_span_t *spans = malloc(CS_RD_MAX_PHASES * sizeof *spans);
+  size_t n = 0, left_out = 0;
+  int rc = spans ? cs_phases_spans(root, device, spans, CS_RD_MAX_PHASES, &n, &left_out) : -1;
+  cs_emit_key(e, "phases");
+  cs_emit_list_begin(e);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    cs_emit_list_begin(e);
+    cs_emit_str(e, spans[i].name);
+    cs_emit_int(e, (int64_t)spans[i].depth);
+    cs_emit_int(e, (int64_t)spans[i].start_state);
+    cs_emit_int(e, (int64_t)spans[i].end_state);
+    cs_emit_int(e, spans[i].start_us);
+    cs_emit_int(e, spans[i].end_us);
+    cs_emit_list_end(e);
+  }
+  cs_emit_list_end(e);
+  cs_rd_int(e, "phases_left_out", (int64_t)left_out);
+  free(spans);
+  return rc;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -302,6 +329,7 @@ static int cs_rd_emit(const cJSON *root, int device, cs_rd_state_t *s, cs_report
   cs_rd_int(e, "after", (int64_t)t->reserved_peak_state);
   cs_emit_dict_end(e);
   cs_rd_timeline(e, t);
+  int phases_rc = cs_rd_phases(e, root, device);
 
   /* Segments before the site lists: their blocks register the sites of the live list. A failure
    * still closes every container (the emitter must stay well nested). */
@@ -324,7 +352,7 @@ static int cs_rd_emit(const cJSON *root, int device, cs_rd_state_t *s, cs_report
   cs_rd_int(e, "gaps", (int64_t)s->blocks.gaps);
   cs_emit_dict_end(e);
 
-  if (cs_rd_table(e, root, device) != 0) rc = -1;
+  if (cs_rd_table(e, root, device) != 0 || phases_rc != 0) rc = -1;
   cs_rd_reconcile(e, root, device, t);
   cs_emit_dict_end(e);
   return rc;

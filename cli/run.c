@@ -32,6 +32,7 @@ static const char cs_run_help[] =
     "  --max-entries N        CUDASNAP_MAX_ENTRIES: trace events kept (default 100000; 0: none)\n"
     "  --free sync|fence|stream  CUDASNAP_FREE: when a freed block is reused (default sync)\n"
     "  --no-cache             CUDASNAP_CACHE=0: record only, every allocation goes to the driver\n"
+    "  --no-nvtx              CUDASNAP_NVTX=0: the program's NVTX ranges are not recorded as phases\n"
     "  --signal USR1|USR2|N|none  CUDASNAP_SIGNAL: the snapshot signal (default USR1)\n"
     "  --record PATH          CUDASNAP_RECORD: keep the history, stacks and module map in this\n"
     "                         file as the program runs (%e %p %h %r expand), so that even after\n"
@@ -57,7 +58,7 @@ static const cs_run_option_t cs_run_options[] = {
     {"signal", 'S', "CUDASNAP_SIGNAL"},        {"record", 'R', "CUDASNAP_RECORD"},
 };
 
-enum { CS_RUN_NO_CACHE = 'C' };
+enum { CS_RUN_NO_CACHE = 'C', CS_RUN_NO_NVTX = 'N' };
 
 static const cs_run_option_t *cs_run_option(int val) {
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_run_options); i++) {
@@ -88,13 +89,14 @@ static int cs_run_set_preload(void) {
 }
 
 int cs_cli_run(int argc, char **argv) {
-  struct option longopts[CS_ARRAY_SIZE(cs_run_options) + 3];
+  struct option longopts[CS_ARRAY_SIZE(cs_run_options) + 4];
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_run_options); i++) {
     longopts[i] = (struct option){cs_run_options[i].name, required_argument, NULL, cs_run_options[i].val};
   }
   longopts[CS_ARRAY_SIZE(cs_run_options)] = (struct option){"no-cache", no_argument, NULL, CS_RUN_NO_CACHE};
-  longopts[CS_ARRAY_SIZE(cs_run_options) + 1] = (struct option){"help", no_argument, NULL, 'h'};
-  longopts[CS_ARRAY_SIZE(cs_run_options) + 2] = (struct option){NULL, 0, NULL, 0};
+  longopts[CS_ARRAY_SIZE(cs_run_options) + 1] = (struct option){"no-nvtx", no_argument, NULL, CS_RUN_NO_NVTX};
+  longopts[CS_ARRAY_SIZE(cs_run_options) + 2] = (struct option){"help", no_argument, NULL, 'h'};
+  longopts[CS_ARRAY_SIZE(cs_run_options) + 3] = (struct option){NULL, 0, NULL, 0};
 
   /* Options end at the program's name ('+'), so `run prog -o x` leaves -o to prog, as `--` does. */
   int c;
@@ -103,8 +105,8 @@ int cs_cli_run(int argc, char **argv) {
       fputs(cs_run_help, stdout);
       return CS_CLI_OK;
     }
-    if (c == CS_RUN_NO_CACHE) {
-      setenv("CUDASNAP_CACHE", "0", 1);
+    if (c == CS_RUN_NO_CACHE || c == CS_RUN_NO_NVTX) {
+      setenv(c == CS_RUN_NO_CACHE ? "CUDASNAP_CACHE" : "CUDASNAP_NVTX", "0", 1);
       continue;
     }
     const cs_run_option_t *option = cs_run_option(c);

@@ -9,6 +9,8 @@
 #include "cli/device_blocks.h"
 #include "cli/load.h"
 #include "cli/peak.h"
+#include "cli/phases.h"
+#include "cli/pools.h"
 #include "cli/sites.h"
 #include "cli/snapstats.h"
 #include "cli/snapview.h"
@@ -33,6 +35,14 @@ static const char cs_summary_help[] =
     "        from FUNCTION FILE:LINE                   (--site-frames N: the site's callers)\n"
     "  top allocation sites at the trace's peak (BYTES live after event I of N):\n"
     "    BYTES in N block(s): FUNCTION FILE:LINE\n"
+    "  when the snapshot has phases (external_annotations: NVTX ranges, record_function):\n"
+    "    peak BYTES at event I, during OUTER > ... > INNER   (the phases open then)\n"
+    "    largest live bytes inside each top-level phase:\n"
+    "      NAME: BYTES                                        (at most --top lines)\n"
+    "  when pools declared their regions through NVTX (cudasnap.pools):\n"
+    "    inside pools (NVTX):\n"
+    "      pool ADDRESS (BYTES): BYTES registered in N region(s); top region sites:\n"
+    "        BYTES in N block(s): FUNCTION FILE:LINE      (at most 3 per pool)\n"
     "  blocks live at the snapshot: N block(s), BYTES[; N block(s), BYTES of them allocated\n"
     "    before recording began (no stack)]\n"
     "  free bytes inside segments: BYTES: rounding BYTES, gaps BYTES\n"
@@ -129,6 +139,7 @@ static int cs_summary_peak(const cJSON *root, int device, const cs_summary_opts_
     printf("top allocation sites at the trace's peak (%s live after event %zu of %zu):\n", bytes, peak.after,
            peak.events);
     cs_summary_sites(&at_peak, o);
+    rc = cs_phases_summary(root, device, &peak, o->top);
   }
   cs_sites_free(&at_peak);
   return rc;
@@ -171,6 +182,7 @@ static int cs_summary_device(const cJSON *root, int device, const cs_summary_opt
     cs_summary_sites(&blocks.live, o);
     rc = cs_summary_peak(root, device, o);
   }
+  if (rc == 0) rc = cs_pools_summary(root, device);
   if (rc == 0) cs_summary_totals(&blocks);
   cs_device_blocks_free(&blocks);
   return rc;

@@ -55,6 +55,7 @@ typedef struct cs_options_s {
   char alloc_conf_text[CS_OPTION_PATH_MAX]; /* CUDASNAP_ALLOC_CONF as given, "" if unset */
   cs_meminfo_t meminfo;            /* CUDASNAP_MEMINFO */
   bool children;                   /* CUDASNAP_CHILDREN */
+  bool nvtx;                       /* CUDASNAP_NVTX (read again before main: interpose/nvtx.c) */
   cs_log_level_t log;              /* CUDASNAP_LOG */
 } cs_options_t;
 

@@ -122,6 +122,17 @@ cs_context_t *cs_contexts_current(void) {
   return c;
 }
 
+/* The device of the thread's current context, for NVTX annotations: no CUDA call is made unless the
+ * driver is already in use, and none that could create anything. */
+int cs_contexts_thread_device(void) {
+  cs_any_fn get_current = atomic_load_explicit(&cs_real_slots[CS_FN_cuCtxGetCurrent], memory_order_acquire);
+  CUcontext ctx = NULL;
+  if (!get_current || ((PFN_cuCtxGetCurrent_v4000)get_current)(&ctx) != CUDA_SUCCESS || !ctx) return 0;
+  cs_context_t *c = cs_context_last;
+  if (!c || atomic_load_explicit(&c->ctx, memory_order_acquire) != ctx) c = cs_context_find(ctx);
+  return c ? c->device : 0;
+}
+
 /* ---- frees and queries across contexts ---- */
 
 int cs_contexts_free(uintptr_t addr) {

@@ -52,6 +52,10 @@ void cs_contexts_set_history(bool enabled);
 /* The driver's device count, as seen at the first context (0 before). */
 int cs_contexts_device_count(void);
 
+/* The device of the calling thread's current context when cudasnap knows it, else 0. Calls no
+ * CUDA function unless the driver is in use already (then only cuCtxGetCurrent). */
+int cs_contexts_thread_device(void);
+
 /* fork */
 void cs_contexts_prefork(void);
 void cs_contexts_postfork(bool child);

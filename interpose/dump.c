@@ -20,6 +20,7 @@
 #include "snapshot/leaks.h"
 #include "memviz/output.h"
 #include "memviz/viewer_limit.h"
+#include "snapshot/pools.h"
 #include "snapshot/snapshot.h"
 
 static const char *const cs_trigger_names[] = {"exit", "signal", "oom", "api"};
@@ -145,9 +146,17 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
     return -1;
   }
   int rc = -1;
+  cs_pool_list_t pools;
+  if (cs_pools_copy(&pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
     cs_contexts_snapshot(state, true);
     cs_snap_state_finish(state);
+    size_t drawn = 0;
+    if (cs_snap_state_add_pools(state, &pools, &drawn) != 0)
+      cs_log_warn("no memory to draw the NVTX pools; the snapshot shows their blocks whole");
+    if (drawn < pools.heap_count)
+      cs_log_debug("%zu of %zu NVTX heaps lie in no allocated block: not drawn", pools.heap_count - drawn,
+                   pools.heap_count);
   }
   cs_dump_process_t proc;
   cs_dump_process(&proc);
@@ -173,9 +182,14 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
                                .dump_number = number,
                                .time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u,
                                .options = opts, .alloc_conf_text = opts->alloc_conf_text};
+    cs_phase_list_t phases;
+    if (cs_phases_copy(&phases) != 0) cs_log_warn("no memory to copy the NVTX phases; the snapshot has none");
+    meta.phases = &phases;
+    meta.pools = &pools;
     cs_output_t out;
     uint64_t bytes = 0;
     int err = cs_dump_to_file(state, &meta, path, &out, &bytes);
+    cs_phase_list_free(&phases);
     if (err) {
       cs_log_error("cannot write snapshot %s: %s", path, strerror(err));
     } else {
@@ -191,6 +205,7 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
     cs_contexts_mark_snapshot(state);
   }
   if (trigger == CS_TRIGGER_EXIT && !state->error) cs_dump_report_leaks(state);
+  cs_pool_list_free(&pools);
   cs_snap_state_free(state);
   free(state);
   pthread_mutex_unlock(&cs_dump_lock);

@@ -12,6 +12,7 @@
 #include "interpose/dump.h"
 #include "interpose/foreign.h"
 #include "interpose/libc_dlsym.h"
+#include "interpose/nvtx.h"
 #include "interpose/preload_env.h"
 #include "interpose/real.h"
 #include "interpose/record.h"
@@ -97,7 +98,7 @@ static void cs_lifecycle_note_dlsym_order(void) {
 /* At exit, without calling CUDA: the program loaded the driver, cudasnap saw none of it, and
  * another dlsym comes first: say so, since the profile is empty for that reason. */
 static void cs_lifecycle_report_blindness(void) {
-  if (atomic_load(&cs_lifecycle_active) || !cs_lifecycle_first_dlsym) return;
+  if (atomic_load(&cs_lifecycle_active) || !cs_lifecycle_first_dlsym || !cs_nvtx_library_preloaded()) return;
   void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (!driver) return;
   dlclose(driver);

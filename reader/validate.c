@@ -695,6 +695,43 @@ static void cs_validate_replay(cs_vctx_t *c, size_t d, const cs_vseg_t *vsegs, s
   free(baddr);
 }
 
+/* external_annotations (PyTorch's record_function phases, cudasnap's NVTX ones). The viewer ignores
+ * the key, so nothing here breaks it: problems are warnings, for the readers that pair STARTs with
+ * ENDs on a timeline (torch's tools, `cudasnap summary`). One line for the first bad entry and the
+ * count. */
+static void cs_validate_annotations(const cJSON *snap, cs_report_t *r) {
+  const cJSON *list = cs_get(snap, "external_annotations");
+  if (list == NULL) return;
+  if (!cJSON_IsArray(list)) {
+    cs_report_add(r, CS_FINDING_WARNING, "external_annotations", "is %s, not a list of dicts: phases are lost",
+                  cs_validate_type(list));
+    return;
+  }
+  size_t bad = 0, i = 0, first = 0;
+  const char *why = NULL;
+  for (const cJSON *a = list->child; a != NULL; a = a->next, i++) {
+    const cJSON *stage = cs_get(a, "stage"), *time = cs_get(a, "time_us");
+    const char *problem = NULL;
+    if (!cJSON_IsObject(a)) problem = "is not a dict";
+    else if (!cJSON_IsString(cs_get(a, "name"))) problem = "has no string 'name'";
+    else if (!cJSON_IsString(stage) || (strcmp(stage->valuestring, "START") != 0 && strcmp(stage->valuestring, "END") != 0))
+      problem = "has a 'stage' other than \"START\" or \"END\"";
+    else if (!cJSON_IsNumber(time) || time->valuedouble < 0 || time->valuedouble != floor(time->valuedouble))
+      problem = "has no integer 'time_us' >= 0";
+    else if (!cJSON_IsNumber(cs_get(a, "device"))) problem = "has no integer 'device'";
+    if (problem == NULL) continue;
+    if (bad++ == 0) {
+      why = problem;
+      first = i;
+    }
+  }
+  if (bad > 0) {
+    cs_where_t w = cs_where("external_annotations[%zu]", first);
+    cs_report_add(r, CS_FINDING_WARNING, w.s, "%s (%zu such entr%s): the phase is not shown on timelines", why, bad,
+                  bad == 1 ? "y" : "ies");
+  }
+}
+
 /* Both cs_validate_tree and cs_validate_readable; replay: run the history replay of each device. */
 static bool cs_validate_walk(const cJSON *snap, cs_report_t *r, bool replay) {
   size_t errors0 = r->errors;
@@ -831,6 +868,7 @@ static bool cs_validate_walk(const cJSON *snap, cs_report_t *r, bool replay) {
   free(dev_events);
   free(dev_nevents);
   cs_validate_flush_aggs(&c);
+  cs_validate_annotations(snap, r);
 
 out:
   free(vsegs);

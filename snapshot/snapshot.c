@@ -6,6 +6,8 @@
 
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
+#include "snapshot/annotations.h"
+#include "snapshot/pools.h"
 
 /* ------------------------------------------------------------------------------------------------
  * The frozen copy
@@ -281,6 +283,7 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
     cs_emit_kv_int(e, "size", (int64_t)b->size);
     cs_emit_kv_int(e, "requested_size", (int64_t)b->requested);
     cs_emit_kv_str(e, "state", cs_snap_state_name(b->state));
+    if (b->user_metadata) cs_emit_kv_str(e, "user_metadata", b->user_metadata);
     cs_emit_key(e, "frames");
     cs_snap_write_frames(w, b->state == CS_BLOCK_FREE ? 0 : b->stack_id);
     cs_emit_dict_end(e);
@@ -363,6 +366,8 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_kv_int(e, "time_us", (int64_t)meta->time_us);
   cs_emit_kv_str(e, "stacks", cs_snap_stacks_word(meta->options->stacks));
   cs_emit_kv_int(e, "dropped_events", (int64_t)s->dropped);
+  cs_emit_key(e, "pools");
+  cs_snap_write_pools(e, meta->pools);
   cs_emit_key(e, "memory_stats");
   cs_emit_list_begin(e);
   for (int d = 0; d < s->device_count; d++) {
@@ -418,8 +423,7 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
   cs_emit_key(e, "allocator_settings");
   cs_snap_write_settings(&w, meta);
   cs_emit_key(e, "external_annotations");
-  cs_emit_list_begin(e);
-  cs_emit_list_end(e);
+  cs_snap_write_annotations(e, meta->phases);
   cs_emit_key(e, "cudasnap");
   cs_snap_write_cudasnap(&w, meta);
   cs_emit_dict_end(e);

@@ -16,6 +16,8 @@
 #include "common/cs_options.h"
 #include "memviz/emit.h"
 #include "record/intern.h"
+#include "record/phases.h"
+#include "record/pools.h"
 #include "record/ring.h"
 #include "snapshot/symbolize.h"
 #include "stats/stats.h"
@@ -40,6 +42,7 @@ typedef struct cs_snap_block_s {
   size_t requested;
   cs_block_state_t state;
   uint32_t stack_id;
+  const char *user_metadata; /* a pool region's NVTX name (snapshot/pools.h), else NULL */
 } cs_snap_block_t;
 
 typedef struct cs_snap_state_s {
@@ -88,6 +91,8 @@ typedef struct cs_snapshot_meta_s {
   uint64_t time_us;           /* wall clock, us since the epoch */
   const cs_options_t *options;
   const char *alloc_conf_text; /* CUDASNAP_ALLOC_CONF as given ("" if unset) */
+  const cs_phase_list_t *phases; /* external_annotations (NULL: none) */
+  const cs_pool_list_t *pools;    /* cudasnap.pools: NVTX-declared pools (NULL: none) */
   /* Called now and then while writing (NULL: not), with the items written and their total. */
   void (*progress)(void *ctx, size_t done, size_t total);
   void *progress_ctx;

@@ -327,6 +327,29 @@
     g.setLineDash([]);
     g.lineWidth = 1;
 
+    /* phases (external_annotations: NVTX ranges, record_function): the top-level ones and the
+       ones just inside them, as bands along the top of the plot, labelled where they are wide */
+    (dev.phases || []).forEach(function (p) {
+      if (p[1] > 1) return;
+      var a = self.mode === 'time' ? p[4] : p[2];
+      var b = self.mode === 'time' ? (p[5] >= 0 ? p[5] : s.d[1]) : p[3];
+      var xa = Math.max(s.x0, s.x(a)), xb = Math.min(s.x1, s.x(b));
+      if (xb < xa) return;
+      var y = s.y1 + p[1] * 11;
+      g.save();
+      g.fillStyle = p[1] === 0 ? 'rgba(70, 100, 150, 0.22)' : 'rgba(150, 100, 70, 0.25)';
+      g.fillRect(xa, y, Math.max(1, xb - xa), 10);
+      if (xb - xa > 30) {
+        g.beginPath(); g.rect(xa, y, xb - xa, 10); g.clip();
+        g.fillStyle = '#22303c';
+        g.font = '9px sans-serif';
+        g.textAlign = 'left';
+        g.textBaseline = 'top';
+        g.fillText(p[0], xa + 2, y + 1);
+      }
+      g.restore();
+    });
+
     /* markers: OOMs (red lines) and snapshots (grey ticks) */
     dev.markers.forEach(function (m) {
       var mx = self.mode === 'time' ? (m[2] >= 0 ? m[2] : null) : m[1];
@@ -461,6 +484,11 @@
       (dev.timeline.state.length < dev.events + 1 ? ' ' + count(dev.events) + ' entries drawn as ' +
         count(dev.timeline.state.length) + ' points, each stretch keeping its highest and lowest.' : '')}));
     sec.appendChild(chart.box);
+    if (dev.phases && dev.phases.length) {
+      sec.appendChild(el('p', {class: 'note', text: plural(dev.phases.length, 'phase') +
+        ' of the program (NVTX ranges, record_function) along the top: top-level ones, and those just inside them' +
+        (dev.phases_left_out ? '; ' + count(dev.phases_left_out) + ' more left out' : '') + '.'}));
+    }
     var markers = dev.markers.filter(function (m) { return m[0] === 'oom'; }).length;
     if (markers) sec.appendChild(el('p', {class: 'note', text: plural(markers, 'out-of-memory error') + ' (red lines).'}));
     return {node: sec, draw: function () { chart.draw(); }};

@@ -223,10 +223,10 @@ run)
   [[ $(cat "$dir/out") == "$lib:libm.so.6" ]] || fail "existing LD_PRELOAD not kept: $(cat "$dir/out")"
   # Options become variables.
   expect 0 "$cudasnap" run -o "$dir/x-%p.pickle" --format pickle --stacks none --depth 8 --max-entries 5 \
-    --free fence --no-cache --signal USR2 --record "$dir/r-%p.csrec" -- env
+    --free fence --no-cache --no-nvtx --signal USR2 --record "$dir/r-%p.csrec" -- env
   for v in "CUDASNAP_OUTPUT=$dir/x-%p.pickle" CUDASNAP_FORMAT=pickle CUDASNAP_STACKS=none \
-    CUDASNAP_STACK_DEPTH=8 CUDASNAP_MAX_ENTRIES=5 CUDASNAP_FREE=fence CUDASNAP_CACHE=0 CUDASNAP_SIGNAL=USR2 \
-    "CUDASNAP_RECORD=$dir/r-%p.csrec"; do
+    CUDASNAP_STACK_DEPTH=8 CUDASNAP_MAX_ENTRIES=5 CUDASNAP_FREE=fence CUDASNAP_CACHE=0 CUDASNAP_NVTX=0 \
+    CUDASNAP_SIGNAL=USR2 "CUDASNAP_RECORD=$dir/r-%p.csrec"; do
     grep -qxF "$v" "$dir/out" || fail "no $v in the program's environment"
   done
   # Bad values: one line naming the option, the value and what is accepted; exit 2.

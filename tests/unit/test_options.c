@@ -289,6 +289,19 @@ static void test_children(void **state) {
   assert_rejected("CUDASNAP_CHILDREN=maybe");
 }
 
+/* CUDASNAP_NVTX takes the boolean words too; it is on by default. */
+static void test_nvtx(void **state) {
+  (void)state;
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_true(opts.nvtx);
+  assert_accepted("CUDASNAP_NVTX=0", &opts);
+  assert_false(opts.nvtx);
+  assert_accepted("CUDASNAP_NVTX=on", &opts);
+  assert_true(opts.nvtx);
+  assert_rejected("CUDASNAP_NVTX=sometimes");
+}
+
 static void test_meminfo(void **state) {
   (void)state;
   cs_options_t opts;
@@ -447,7 +460,7 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 14); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 15); /* one per row of cs_options.def */
   assert_contains(log, "cudasnap: debug: CUDASNAP_RECORD=\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_OUTPUT=cudasnap-%e-%p-%n-%t.json\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_FORMAT=auto\n");
@@ -502,6 +515,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_free_mode, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_cache, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_children, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_nvtx, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_meminfo, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_alloc_conf, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_alloc_conf_with_free_and_cache, log_capture_setup, log_capture_teardown),

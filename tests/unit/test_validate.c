@@ -74,6 +74,7 @@ static bool check_tree(const cJSON *t, cs_report_t *r) {
   return ok;
 }
 
+
 /* --------------------------------------------------------------------------------------------- */
 
 static void test_manifest(void **state) {
@@ -173,6 +174,42 @@ static cJSON *suffix_of(const cJSON *snap, int from) {
 
 static const double k_one[] = {4096};
 static const char *const k_inactive[] = {"inactive"};
+
+static void add_annotation(cJSON *snap, const char *name, const char *stage, double time_us) {
+  cJSON *list = cJSON_GetObjectItem(snap, "external_annotations");
+  if (!list) list = cJSON_AddArrayToObject(snap, "external_annotations");
+  cJSON *a = cJSON_CreateObject();
+  cJSON_AddStringToObject(a, "stage", stage);
+  cJSON_AddStringToObject(a, "name", name);
+  cJSON_AddNumberToObject(a, "device", 0);
+  cJSON_AddNumberToObject(a, "time_us", time_us);
+  cJSON_AddItemToArray(list, a);
+}
+
+/* external_annotations: well-formed ones are clean; bad ones are one warning, never an error (the
+ * viewer ignores the key). */
+static void test_annotations(void **state) {
+  (void)state;
+  cJSON *s = new_snapshot();
+  add_segment(s, 1 << 20, k_one, (const char *const[]){"active_allocated"}, 1, 0);
+  add_annotation(s, "step", "START", 10);
+  add_annotation(s, "step", "END", 20);
+  cs_report_t r;
+  assert_true(check_tree(s, &r));
+  assert_int_equal(r.count, 0);
+  cs_report_free(&r);
+  add_annotation(s, "step", "BEGIN", 30);
+  add_annotation(s, "step", "END", -1);
+  assert_true(check_tree(s, &r));
+  if (r.count != 1) dump(&r);
+  assert_int_equal(r.count, 1);
+  assert_int_equal(r.findings[0].level, CS_FINDING_WARNING);
+  assert_string_equal(r.findings[0].where, "external_annotations[2]");
+  assert_non_null(strstr(r.findings[0].message, "(2 such entries)"));
+  cs_report_free(&r);
+  cJSON_Delete(s);
+}
+
 
 /* free_requested X immediately followed by free_completed X is one `free` event; at index 0 it is
  * never undone. X lies in no segment. Without the collapse (an event in between), undoing the
@@ -716,6 +753,7 @@ int main(void) {
       cmocka_unit_test(test_replay_rules),    cmocka_unit_test(test_ring_truncation),
       cmocka_unit_test(test_middle_drop),     cmocka_unit_test(test_appends_batches),
       cmocka_unit_test(test_findings_cap),    cmocka_unit_test(test_unreadable),
+      cmocka_unit_test(test_annotations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,221 @@
+/* The phase ring and the name table (contract in record/phases.h). */
+#include "record/phases.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "record/ticks.h"
+
+/* ---- names: open addressing over a fixed table; a slot, once claimed, never changes ---- */
+
+typedef struct cs_phase_name_slot_s {
+  _Atomic(const char *) text; /* a copy; NULL: free */
+  _Atomic uint64_t hash;      /* set before text is published */
+} cs_phase_name_slot_t;
+
+enum { CS_PHASES_NAME_SLOTS = CS_PHASES_MAX_NAMES * 2 }; /* half full at most: short probes */
+
+/* ---- annotations ---- */
+
+typedef struct cs_phase_slot_s {
+  _Atomic uint64_t seq;   /* the claim number + 1 once written; 0 while being written */
+  _Atomic uint64_t ticks;
+  _Atomic uint32_t name;
+  _Atomic int32_t device_stage; /* device << 1 | stage */
+} cs_phase_slot_t;
+
+static cs_phase_name_slot_t *_Atomic cs_phase_names;
+static cs_phase_slot_t *_Atomic cs_phase_slots;
+static _Atomic uint64_t cs_phase_claimed;  /* slots claimed since the start (or the last clear) */
+static _Atomic uint32_t cs_phase_name_count;
+static _Atomic uint32_t cs_phase_overflow_id;
+
+static void *cs_phases_reserve(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void cs_phases_setup(void) {
+  cs_ticks_init();
+  /* calloc for the names (its large zeroed blocks are untouched pages too): the copies they point
+   * to stay reachable for leak checkers, which do not scan raw mappings */
+  cs_phase_name_slot_t *names = calloc(CS_PHASES_NAME_SLOTS, sizeof *names);
+  cs_phase_slot_t *slots = cs_phases_reserve(CS_PHASES_CAPACITY * sizeof *slots);
+  if (!names || !slots) {
+    free(names);
+    if (slots) munmap(slots, CS_PHASES_CAPACITY * sizeof *slots);
+    return;
+  }
+  atomic_store_explicit(&cs_phase_names, names, memory_order_release);
+  atomic_store_explicit(&cs_phase_slots, slots, memory_order_release);
+}
+
+bool cs_phases_init(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, cs_phases_setup);
+  return atomic_load_explicit(&cs_phase_slots, memory_order_acquire) != NULL;
+}
+
+static uint64_t cs_phases_hash(const char *s, size_t len) {
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+  return h | 1; /* never 0 */
+}
+
+/* The id of CS_PHASES_OVERFLOW_NAME (0 until it is interned, first of all names). */
+static uint32_t cs_phases_overflow(void) { return atomic_load_explicit(&cs_phase_overflow_id, memory_order_acquire); }
+
+static uint32_t cs_phases_intern(const char *name, size_t len) {
+  cs_phase_name_slot_t *names = atomic_load_explicit(&cs_phase_names, memory_order_acquire);
+  if (!names) return 0;
+  uint64_t hash = cs_phases_hash(name, len);
+  char *copy = NULL;
+  for (size_t probe = 0; probe < CS_PHASES_NAME_SLOTS; probe++) {
+    size_t i = (size_t)(hash + probe) & (CS_PHASES_NAME_SLOTS - 1);
+    cs_phase_name_slot_t *slot = &names[i];
+    const char *text = atomic_load_explicit(&slot->text, memory_order_acquire);
+    if (!text) {
+      /* claim it: only while the table is under its limit, so probes stay short */
+      if (!copy) {
+        if (atomic_fetch_add(&cs_phase_name_count, 1) >= CS_PHASES_MAX_NAMES) {
+          atomic_fetch_sub(&cs_phase_name_count, 1);
+          return cs_phases_overflow();
+        }
+        copy = malloc(len + 1);
+        if (!copy) {
+          atomic_fetch_sub(&cs_phase_name_count, 1);
+          return cs_phases_overflow();
+        }
+        memcpy(copy, name, len);
+        copy[len] = '\0';
+      }
+      uint64_t zero = 0;
+      if (!atomic_compare_exchange_strong(&slot->hash, &zero, hash)) {
+        /* another thread is claiming this slot: wait for its text, then compare */
+        while (!(text = atomic_load_explicit(&slot->text, memory_order_acquire))) {
+        }
+      } else {
+        atomic_store_explicit(&slot->text, copy, memory_order_release);
+        return (uint32_t)i + 1;
+      }
+    }
+    if (atomic_load_explicit(&slot->hash, memory_order_relaxed) == hash && strncmp(text, name, len) == 0 &&
+        text[len] == '\0') {
+      if (copy) {
+        free(copy);
+        atomic_fetch_sub(&cs_phase_name_count, 1);
+      }
+      return (uint32_t)i + 1;
+    }
+  }
+  if (copy) {
+    free(copy);
+    atomic_fetch_sub(&cs_phase_name_count, 1);
+  }
+  return cs_phases_overflow();
+}
+
+uint32_t cs_phases_name(const char *name, size_t len) {
+  if (!atomic_load_explicit(&cs_phase_names, memory_order_acquire)) return 0;
+  if (!atomic_load_explicit(&cs_phase_overflow_id, memory_order_acquire)) {
+    /* the overflow name takes a slot before any other can fill the table */
+    static const char overflow[] = CS_PHASES_OVERFLOW_NAME;
+    uint32_t id = cs_phases_intern(overflow, sizeof overflow - 1);
+    uint32_t none = 0;
+    atomic_compare_exchange_strong(&cs_phase_overflow_id, &none, id);
+  }
+  if (!name) name = "";
+  len = strnlen(name, len);
+  return cs_phases_intern(name, len);
+}
+
+const char *cs_phases_name_text(uint32_t id) {
+  cs_phase_name_slot_t *names = atomic_load_explicit(&cs_phase_names, memory_order_acquire);
+  if (!names || id == 0 || id > CS_PHASES_NAME_SLOTS) return "";
+  const char *text = atomic_load_explicit(&names[id - 1].text, memory_order_acquire);
+  return text ? text : "";
+}
+
+void cs_phases_record_at(uint32_t name, cs_phase_stage_t stage, int device, uint64_t ticks) {
+  cs_phase_slot_t *slots = atomic_load_explicit(&cs_phase_slots, memory_order_acquire);
+  if (!slots || name == 0) return;
+  uint64_t n = atomic_fetch_add_explicit(&cs_phase_claimed, 1, memory_order_relaxed);
+  cs_phase_slot_t *s = &slots[n & (CS_PHASES_CAPACITY - 1)];
+  atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&s->ticks, ticks, memory_order_relaxed);
+  atomic_store_explicit(&s->name, name, memory_order_relaxed);
+  atomic_store_explicit(&s->device_stage, (int32_t)((device < 0 ? 0 : device) << 1 | (int)stage),
+                        memory_order_relaxed);
+  atomic_store_explicit(&s->seq, n + 1, memory_order_release);
+}
+
+void cs_phases_record(uint32_t name, cs_phase_stage_t stage, int device) {
+  cs_phases_record_at(name, stage, device, cs_ticks_now());
+}
+
+typedef struct cs_phase_raw_s {
+  uint64_t ticks;
+  uint64_t order;
+  uint32_t name;
+  int32_t device_stage;
+} cs_phase_raw_t;
+
+static int cs_phase_raw_cmp(const void *x, const void *y) {
+  const cs_phase_raw_t *a = x, *b = y;
+  if (a->ticks != b->ticks) return a->ticks < b->ticks ? -1 : 1;
+  return (a->order > b->order) - (a->order < b->order);
+}
+
+int cs_phases_copy(cs_phase_list_t *out) {
+  *out = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0};
+  cs_phase_slot_t *slots = atomic_load_explicit(&cs_phase_slots, memory_order_acquire);
+  if (!slots) return 0;
+  uint64_t end = atomic_load_explicit(&cs_phase_claimed, memory_order_acquire);
+  uint64_t begin = end > CS_PHASES_CAPACITY ? end - CS_PHASES_CAPACITY : 0;
+  if (end == begin) return 0;
+  cs_phase_raw_t *raw = malloc((size_t)(end - begin) * sizeof *raw);
+  if (!raw) return -1;
+  size_t n = 0;
+  for (uint64_t k = begin; k < end; k++) {
+    cs_phase_slot_t *s = &slots[k & (CS_PHASES_CAPACITY - 1)];
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    cs_phase_raw_t r = {.ticks = atomic_load_explicit(&s->ticks, memory_order_relaxed), .order = k,
+                        .name = atomic_load_explicit(&s->name, memory_order_relaxed),
+                        .device_stage = atomic_load_explicit(&s->device_stage, memory_order_relaxed)};
+    atomic_thread_fence(memory_order_acquire);
+    /* still being written, or already overwritten by a newer claim: skip it */
+    if (seq != k + 1 || atomic_load_explicit(&s->seq, memory_order_relaxed) != seq) continue;
+    raw[n++] = r;
+  }
+  qsort(raw, n, sizeof *raw, cs_phase_raw_cmp);
+  cs_phase_t *items = malloc((n ? n : 1) * sizeof *items);
+  if (!items) {
+    free(raw);
+    return -1;
+  }
+  cs_ticks_origin_t origin = cs_ticks_origin();
+  cs_ticks_anchor_t now = cs_ticks_anchor();
+  double ns_per_tick = cs_ticks_rate(&origin.anchor, &now);
+  if (ns_per_tick <= 0.0) ns_per_tick = 1.0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t since = raw[i].ticks > origin.anchor.ticks ? raw[i].ticks - origin.anchor.ticks : 0;
+    items[i] = (cs_phase_t){.name = cs_phases_name_text(raw[i].name),
+                            .time_us = origin.epoch_us + (uint64_t)((double)since * ns_per_tick / 1000.0),
+                            .device = raw[i].device_stage >> 1,
+                            .stage = (cs_phase_stage_t)(raw[i].device_stage & 1)};
+  }
+  free(raw);
+  *out = (cs_phase_list_t){.items = items, .count = n, .dropped = begin};
+  return 0;
+}
+
+void cs_phase_list_free(cs_phase_list_t *list) {
+  free(list->items);
+  *list = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0};
+}
+
+void cs_phases_clear(void) { atomic_store(&cs_phase_claimed, 0); }

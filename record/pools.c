@@ -1,0 +1,253 @@
+/* The pool registry (contract in record/pools.h): small arrays under one mutex. Registrations are
+ * rare next to allocations (a pool hands out regions from memory it already holds), so a linear
+ * search per heap is enough; regions are kept per heap, sorted by address, for the overlap test. */
+#include "record/pools.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/ticks.h"
+
+typedef struct cs_heap_s {
+  uintptr_t handle; /* 0: free slot */
+  uintptr_t base;
+  size_t size;
+  int device;
+  uint64_t ticks;
+  cs_pool_region_t *regions; /* sorted by address, non-overlapping */
+  size_t count, capacity;
+} cs_heap_t;
+
+static pthread_mutex_t cs_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static cs_heap_t cs_heaps[CS_POOLS_MAX_HEAPS];
+static uintptr_t cs_heap_next_handle = 1;
+static size_t cs_heaps_used; /* slots [0, used) have held a heap: searches stop there */
+static size_t cs_pools_live_regions;
+
+const char *cs_pools_status_text(cs_pools_status_t status) {
+  switch (status) {
+  case CS_POOLS_OK: return "ok";
+  case CS_POOLS_UNKNOWN_HEAP: return "unknown heap handle";
+  case CS_POOLS_UNKNOWN_REGION: return "no such region";
+  case CS_POOLS_OUTSIDE_HEAP: return "region outside its heap";
+  case CS_POOLS_OVERLAP: return "overlaps a registered region";
+  case CS_POOLS_FULL: return "too many heaps or regions";
+  }
+  return "?";
+}
+
+static cs_heap_t *cs_heap_by_handle(uintptr_t handle) {
+  for (size_t i = 0; handle && i < cs_heaps_used; i++)
+    if (cs_heaps[i].handle == handle) return &cs_heaps[i];
+  return NULL;
+}
+
+static cs_heap_t *cs_heap_containing(uintptr_t addr) {
+  for (size_t i = 0; i < cs_heaps_used; i++) {
+    cs_heap_t *h = &cs_heaps[i];
+    if (h->handle && addr >= h->base && addr - h->base < h->size) return h;
+  }
+  return NULL;
+}
+
+cs_pools_status_t cs_pools_heap_register(uintptr_t base, size_t size, int device, uintptr_t *heap) {
+  if (size == 0 || base + size < base) return CS_POOLS_OUTSIDE_HEAP;
+  pthread_mutex_lock(&cs_pools_lock);
+  cs_heap_t *slot = NULL;
+  cs_pools_status_t st = CS_POOLS_OK;
+  for (size_t i = 0; i < CS_POOLS_MAX_HEAPS && st == CS_POOLS_OK; i++) {
+    cs_heap_t *h = &cs_heaps[i];
+    if (!h->handle) {
+      if (!slot) slot = h;
+    } else if (base < h->base + h->size && h->base < base + size) {
+      st = CS_POOLS_OVERLAP;
+    }
+  }
+  if (st == CS_POOLS_OK && !slot) st = CS_POOLS_FULL;
+  if (st == CS_POOLS_OK) {
+    *slot = (cs_heap_t){.handle = cs_heap_next_handle++, .base = base, .size = size, .device = device,
+                        .ticks = cs_ticks_now()};
+    if ((size_t)(slot - cs_heaps) + 1 > cs_heaps_used) cs_heaps_used = (size_t)(slot - cs_heaps) + 1;
+    *heap = slot->handle;
+  }
+  pthread_mutex_unlock(&cs_pools_lock);
+  return st;
+}
+
+static void cs_heap_drop_regions(cs_heap_t *h) {
+  cs_pools_live_regions -= h->count;
+  free(h->regions);
+  h->regions = NULL;
+  h->count = h->capacity = 0;
+}
+
+cs_pools_status_t cs_pools_heap_unregister(uintptr_t heap) {
+  pthread_mutex_lock(&cs_pools_lock);
+  cs_heap_t *h = cs_heap_by_handle(heap);
+  if (h) {
+    cs_heap_drop_regions(h);
+    h->handle = 0;
+  }
+  pthread_mutex_unlock(&cs_pools_lock);
+  return h ? CS_POOLS_OK : CS_POOLS_UNKNOWN_HEAP;
+}
+
+cs_pools_status_t cs_pools_heap_reset(uintptr_t heap) {
+  pthread_mutex_lock(&cs_pools_lock);
+  cs_heap_t *h = cs_heap_by_handle(heap);
+  if (h) cs_heap_drop_regions(h);
+  pthread_mutex_unlock(&cs_pools_lock);
+  return h ? CS_POOLS_OK : CS_POOLS_UNKNOWN_HEAP;
+}
+
+/* The index of the first region of h ending after addr. */
+static size_t cs_heap_lower(const cs_heap_t *h, uintptr_t addr) {
+  size_t lo = 0, hi = h->count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (h->regions[mid].addr + h->regions[mid].size <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Does [addr, addr + size) overlap a region of h other than `except`? */
+static bool cs_heap_overlaps(const cs_heap_t *h, uintptr_t addr, size_t size, size_t except) {
+  for (size_t i = cs_heap_lower(h, addr); i < h->count && h->regions[i].addr < addr + size; i++)
+    if (i != except) return true;
+  return false;
+}
+
+static bool cs_heap_holds(const cs_heap_t *h, uintptr_t addr, size_t size) {
+  return size > 0 && addr >= h->base && addr + size >= addr && addr + size <= h->base + h->size;
+}
+
+cs_pools_status_t cs_pools_region_register(uintptr_t heap, uintptr_t addr, size_t size, uint32_t stack_id,
+                                           uint64_t ticks) {
+  pthread_mutex_lock(&cs_pools_lock);
+  cs_heap_t *h = heap ? cs_heap_by_handle(heap) : cs_heap_containing(addr);
+  cs_pools_status_t st = CS_POOLS_OK;
+  if (!h) st = heap ? CS_POOLS_UNKNOWN_HEAP : CS_POOLS_OUTSIDE_HEAP;
+  else if (!cs_heap_holds(h, addr, size)) st = CS_POOLS_OUTSIDE_HEAP;
+  else if (cs_heap_overlaps(h, addr, size, SIZE_MAX)) st = CS_POOLS_OVERLAP;
+  else if (cs_pools_live_regions >= CS_POOLS_MAX_REGIONS) st = CS_POOLS_FULL;
+  if (st == CS_POOLS_OK && h->count == h->capacity) {
+    size_t grown = h->capacity ? h->capacity * 2 : 16;
+    cs_pool_region_t *p = realloc(h->regions, grown * sizeof *p);
+    if (!p) st = CS_POOLS_FULL;
+    else {
+      h->regions = p;
+      h->capacity = grown;
+    }
+  }
+  if (st == CS_POOLS_OK) {
+    size_t at = cs_heap_lower(h, addr);
+    memmove(&h->regions[at + 1], &h->regions[at], (h->count - at) * sizeof *h->regions);
+    h->regions[at] = (cs_pool_region_t){.addr = addr, .size = size, .stack_id = stack_id, .ticks = ticks};
+    h->count++;
+    cs_pools_live_regions++;
+  }
+  pthread_mutex_unlock(&cs_pools_lock);
+  return st;
+}
+
+/* The region starting at addr: its heap and index, or NULL. pre: the lock. */
+static cs_heap_t *cs_region_at(uintptr_t addr, size_t *index) {
+  cs_heap_t *h = cs_heap_containing(addr);
+  if (!h) return NULL;
+  size_t i = cs_heap_lower(h, addr);
+  if (i == h->count || h->regions[i].addr != addr) return NULL;
+  *index = i;
+  return h;
+}
+
+cs_pools_status_t cs_pools_region_resize(uintptr_t addr, size_t size) {
+  pthread_mutex_lock(&cs_pools_lock);
+  size_t i = 0;
+  cs_heap_t *h = cs_region_at(addr, &i);
+  cs_pools_status_t st = CS_POOLS_OK;
+  if (!h) st = CS_POOLS_UNKNOWN_REGION;
+  else if (!cs_heap_holds(h, addr, size)) st = CS_POOLS_OUTSIDE_HEAP;
+  else if (cs_heap_overlaps(h, addr, size, i)) st = CS_POOLS_OVERLAP;
+  else h->regions[i].size = size;
+  pthread_mutex_unlock(&cs_pools_lock);
+  return st;
+}
+
+cs_pools_status_t cs_pools_region_unregister(uintptr_t addr) {
+  pthread_mutex_lock(&cs_pools_lock);
+  size_t i = 0;
+  cs_heap_t *h = cs_region_at(addr, &i);
+  if (h) {
+    memmove(&h->regions[i], &h->regions[i + 1], (h->count - i - 1) * sizeof *h->regions);
+    h->count--;
+    cs_pools_live_regions--;
+  }
+  pthread_mutex_unlock(&cs_pools_lock);
+  return h ? CS_POOLS_OK : CS_POOLS_UNKNOWN_REGION;
+}
+
+cs_pools_status_t cs_pools_region_name(uintptr_t addr, uint32_t name_id) {
+  pthread_mutex_lock(&cs_pools_lock);
+  size_t i = 0;
+  cs_heap_t *h = cs_region_at(addr, &i);
+  if (h) h->regions[i].name_id = name_id;
+  pthread_mutex_unlock(&cs_pools_lock);
+  return h ? CS_POOLS_OK : CS_POOLS_UNKNOWN_REGION;
+}
+
+static int cs_pool_heap_cmp(const void *x, const void *y) {
+  const cs_pool_heap_t *a = x, *b = y;
+  return (a->base > b->base) - (a->base < b->base);
+}
+
+int cs_pools_copy(cs_pool_list_t *out) {
+  *out = (cs_pool_list_t){.heaps = NULL, .heap_count = 0, .regions = NULL, .region_count = 0};
+  pthread_mutex_lock(&cs_pools_lock);
+  size_t heaps = 0;
+  for (size_t i = 0; i < CS_POOLS_MAX_HEAPS; i++) heaps += cs_heaps[i].handle != 0;
+  int rc = 0;
+  if (heaps > 0) {
+    out->heaps = malloc(heaps * sizeof *out->heaps);
+    out->regions = malloc((cs_pools_live_regions ? cs_pools_live_regions : 1) * sizeof *out->regions);
+    if (!out->heaps || !out->regions) rc = -1;
+    for (size_t i = 0; rc == 0 && i < CS_POOLS_MAX_HEAPS; i++) {
+      const cs_heap_t *h = &cs_heaps[i];
+      if (!h->handle) continue;
+      out->heaps[out->heap_count++] = (cs_pool_heap_t){.base = h->base, .size = h->size, .device = h->device,
+                                                       .ticks = h->ticks, .first_region = out->region_count,
+                                                       .region_count = h->count};
+      memcpy(out->regions + out->region_count, h->regions, h->count * sizeof *h->regions);
+      out->region_count += h->count;
+    }
+  }
+  pthread_mutex_unlock(&cs_pools_lock);
+  if (rc != 0) {
+    cs_pool_list_free(out);
+    return -1;
+  }
+  if (out->heap_count > 1) qsort(out->heaps, out->heap_count, sizeof *out->heaps, cs_pool_heap_cmp);
+  return 0;
+}
+
+void cs_pool_list_free(cs_pool_list_t *list) {
+  free(list->heaps);
+  free(list->regions);
+  *list = (cs_pool_list_t){.heaps = NULL, .heap_count = 0, .regions = NULL, .region_count = 0};
+}
+
+void cs_pools_clear(void) {
+  pthread_mutex_lock(&cs_pools_lock);
+  for (size_t i = 0; i < CS_POOLS_MAX_HEAPS; i++) {
+    cs_heap_drop_regions(&cs_heaps[i]);
+    cs_heaps[i].handle = 0;
+  }
+  pthread_mutex_unlock(&cs_pools_lock);
+}
+
+void cs_pools_postfork_child(void) {
+  pthread_mutex_init(&cs_pools_lock, NULL);
+  cs_pools_clear();
+}

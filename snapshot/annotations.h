@@ -1,0 +1,12 @@
+/* The snapshot's `external_annotations`: the program's phases (record/phases.h), one dict per
+ * START or END, with PyTorch's keys in its order (`stage`, `name`, `device`, `time_us`). */
+#ifndef CS_SNAPSHOT_ANNOTATIONS_H
+#define CS_SNAPSHOT_ANNOTATIONS_H
+
+#include "memviz/emit.h"
+#include "record/phases.h"
+
+/* Write the list (NULL: an empty list). */
+void cs_snap_write_annotations(cs_emitter_t *e, const cs_phase_list_t *phases);
+
+#endif

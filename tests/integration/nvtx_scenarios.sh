@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# nvtx_scenarios.sh SCENARIO BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
+#
+# Issue 19: with nothing but LD_PRELOAD, a program's NVTX ranges and marks become the snapshot's
+# external_annotations, and `cudasnap summary` names the phase of the peak. BIN_DIR holds it_nvtx,
+# the spy injection and the ctypes shim.
+set -u
+scenario=$1 bin=$2 lib=$3 tool=$4
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
+run() { # run under cudasnap in $dir, snapshot at exit to $dir/snap.json; stderr kept in $dir/err
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap.json" "$@" \
+    >"$dir/out" 2>"$dir/err") || fail "$* exited $?: $(head -c 2000 "$dir/err")"
+}
+checked() { # the snapshot passes the viewer's rules
+  [[ -f $dir/snap.json ]] || fail "no snapshot: $(cat "$dir/err")"
+  "$tool" check "$dir/snap.json" >"$dir/check" 2>&1 || fail "cudasnap check: $(cat "$dir/check")"
+}
+annotations() { # the external_annotations as "STAGE name device" lines, in file order
+  python3 - "$dir/snap.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+for a in s["external_annotations"]:
+    assert list(a) == ["stage", "name", "device", "time_us"], a
+    assert a["stage"] in ("START", "END") and isinstance(a["time_us"], int), a
+    print(a["stage"], a["name"], a["device"])
+PY
+}
+
+case $scenario in
+phases)
+  run "$bin/it_nvtx" phases
+  checked
+  annotations >"$dir/ann" || fail "bad annotations"
+  for name in snapbar_step snapbar_forward trainer::backward; do
+    [[ $(grep -c "^START $name 0\$" "$dir/ann") -eq 3 && $(grep -c "^END $name 0\$" "$dir/ann") -eq 3 ]] ||
+      fail "expected 3 START/END of $name: $(cat "$dir/ann")"
+  done
+  for name in snapbar_setup snapbar_io snapbar_loader snapbar_start snapbar_batch_ready "snapbar_doneé"; do
+    [[ $(grep -c "^START $name 0\$" "$dir/ann") -eq 1 && $(grep -c "^END $name 0\$" "$dir/ann") -eq 1 ]] ||
+      fail "expected one START/END of $name: $(cat "$dir/ann")"
+  done
+  python3 - "$dir/snap.json" <<'PY' || fail "phase times do not frame the allocations"
+import json, sys
+s = json.load(open(sys.argv[1]))
+ann = s["external_annotations"]
+trace = s["device_traces"][0]
+times = [a["time_us"] for a in ann]
+assert times == sorted(times), "annotations not in time order"
+first_alloc = min(e["time_us"] for e in trace if e["action"] == "alloc")
+setup = [a["time_us"] for a in ann if a["name"] == "snapbar_setup"]
+assert setup[0] <= first_alloc <= setup[1], (setup, first_alloc)   # recorded before CUDA was
+mark = [a["time_us"] for a in ann if a["name"] == "snapbar_start"]
+assert mark[0] == mark[1], mark                                     # a mark has no length
+# every 24 MiB grad allocation happens inside the last step's backward
+bw = [a["time_us"] for a in ann if a["name"] == "trainer::backward"]
+big = [e["time_us"] for e in trace if e["action"] == "alloc" and e["size"] == 24 << 20]
+assert len(big) == 1 and bw[4] <= big[0] <= bw[5], (bw, big)
+PY
+  "$tool" summary "$dir/snap.json" >"$dir/summary" || fail "summary failed"
+  grep -q "^peak .* at event [0-9]*, during snapbar_step > trainer::backward\$" "$dir/summary" ||
+    fail "summary does not name the peak's phase: $(cat "$dir/summary")"
+  grep -q "^  snapbar_step: .*(30.0 MiB)" "$dir/summary" ||
+    fail "summary lacks the largest bytes inside snapbar_step: $(cat "$dir/summary")"
+  # diff --phase: both sides at the peak of the last backward, 30 MiB and (doubled) 54 MiB
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/bigger.json" \
+    "$bin/it_nvtx" phases bigger >/dev/null 2>"$dir/err") || fail "bigger run: $(cat "$dir/err")"
+  "$tool" diff --phase trainer::backward "$dir/snap.json" "$dir/bigger.json" >"$dir/diff" || fail "diff --phase failed"
+  grep -q "^$dir/bigger.json: peak of trainer::backward: 56623104 B (54.0 MiB) after event " "$dir/diff" &&
+    grep -q "^  +25165824 B (24.0 MiB): 31457280 B (30.0 MiB) -> 56623104 B (54.0 MiB), 3 -> 3 blocks: alloc_filled " "$dir/diff" ||
+    fail "diff --phase: $(cat "$dir/diff")"
+  "$tool" diff --phase no_such_phase "$dir/snap.json" "$dir/bigger.json" >/dev/null 2>"$dir/differr" &&
+    fail "diff --phase of an unknown phase succeeded"
+  grep -q "no phase named 'no_such_phase'" "$dir/differr" || fail "diff: $(cat "$dir/differr")"
+  # the HTML report carries the phases placed on the trace (entries applied when each began and ended)
+  "$tool" report "$dir/snap.json" -o "$dir/report.html" >/dev/null 2>&1 || fail "report failed"
+  python3 - "$dir/report.html" "$dir/snap.json" <<'PY' || fail "report phases"
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'"phases":(\[\[.*?\]\]),"phases_left_out"', html)
+assert m, "no phases in the report's data"
+phases = json.loads(m.group(1))
+trace = json.load(open(sys.argv[2]))["device_traces"][0]
+big = next(i for i, e in enumerate(trace) if e["action"] == "alloc" and e["size"] == 24 << 20)
+bw = [p for p in phases if p[0] == "trainer::backward"]
+# inside snapbar_step (deeper when the other thread's ranges happen to be open: phases are the process's)
+assert len(bw) == 3 and all(p[1] >= 1 for p in bw), phases
+assert bw[2][2] <= big < bw[2][3], (bw, big)                     # the last backward holds the 24 MiB alloc
+PY
+  # the pickle carries the same annotations (read with a restricted unpickler, as torch's tools do)
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap.pickle" \
+    "$bin/it_nvtx" phases >/dev/null 2>"$dir/err") || fail "pickle run: $(cat "$dir/err")"
+  python3 - "$dir/snap.pickle" "$dir/ann" <<'PY' || fail "pickle annotations differ"
+import pickle, sys
+class Restricted(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError("global %s.%s" % (module, name))
+s = Restricted(open(sys.argv[1], "rb")).load()
+got = ["%s %s %d" % (a["stage"], a["name"], a["device"]) for a in s["external_annotations"]]
+want = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+assert sorted(got) == sorted(want), (got, want)
+PY
+  ;;
+none)
+  run "$bin/it_nvtx" none
+  checked
+  [[ -z $(annotations) ]] || fail "annotations without NVTX: $(annotations)"
+  "$tool" summary "$dir/snap.json" >"$dir/summary" || fail "summary failed"
+  grep -q "^peak .*during" "$dir/summary" && fail "a phase named without NVTX: $(cat "$dir/summary")"
+  # NVTX without CUDA: nothing written, no thread, no output
+  rm -f "$dir"/*
+  out=$(cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_OUTPUT="$dir/snap.json" python3 -c "
+import ctypes, os, sys
+s = ctypes.CDLL(sys.argv[1]); s.shim_push.argtypes = [ctypes.c_char_p]
+s.shim_push(b'x'); s.shim_pop()
+print(len(os.listdir('/proc/self/task')))" "$bin/libit_nvtx_shim.so" 2>&1) || fail "python exited $?: $out"
+  [[ $out == 1 ]] || fail "NVTX without CUDA: expected one thread and no output, got: $out"
+  [[ -z $(ls "$dir") ]] || fail "NVTX without CUDA left files: $(ls "$dir")"
+  ;;
+other_tool)
+  # another injection (Nsight Systems' place) is never replaced, keeps receiving its calls
+  run env NVTX_INJECTION64_PATH="$bin/libit_nvtx_spy.so" CUDASNAP_LOG=debug "$bin/it_nvtx" phases
+  checked
+  grep -q "^nvtx_spy: 5 pushes\$" "$dir/err" || fail "the other injection lost calls: $(cat "$dir/err")"
+  [[ $(grep -c "NVTX_INJECTION64_PATH names another tool" "$dir/err") -eq 1 ]] ||
+    fail "no debug line about the other tool: $(cat "$dir/err")"
+  [[ -z $(annotations) ]] || fail "annotations while another tool has NVTX: $(annotations)"
+  ;;
+off)
+  run env CUDASNAP_NVTX=0 "$bin/it_nvtx" phases
+  checked
+  [[ -z $(annotations) ]] || fail "annotations with CUDASNAP_NVTX=0: $(annotations)"
+  ;;
+children_off)
+  # CUDASNAP_CHILDREN=0: the child inherits NVTX_INJECTION64_PATH but not the preload; cudasnap,
+  # opened by the child's NVTX, refuses and removes the variable, so the grandchild lacks it
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_CHILDREN=0 CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/snap.json" \
+    sh -c "python3 -c \"
+import ctypes, os, sys
+s = ctypes.CDLL(sys.argv[1]); s.shim_push.argtypes = [ctypes.c_char_p]
+r = s.shim_push(b'x')
+os.system('echo grandchild: \\\${NVTX_INJECTION64_PATH:-unset}')
+\" $bin/libit_nvtx_shim.so; $bin/it_nvtx phases" >"$dir/out" 2>"$dir/err") || fail "exited $?: $(cat "$dir/err")"
+  grep -q "^grandchild: unset\$" "$dir/out" || fail "the variable reached the grandchild: $(cat "$dir/out")"
+  grep -q "^checksum=" "$dir/out" || fail "it_nvtx failed: $(cat "$dir/out" "$dir/err")"
+  [[ ! -e $dir/snap.json ]] || fail "a child was profiled with CUDASNAP_CHILDREN=0"
+  [[ ! -s $dir/err ]] || fail "output on stderr: $(cat "$dir/err")"
+  ;;
+pools)
+  # a pool's NVTX regions drawn inside its block, with their stacks and names; mistakes reported
+  run env IT_NVTX_POOL_SNAPSHOT="$dir/pool" "$bin/it_nvtx" phases
+  for n in 1 2; do
+    "$tool" check "$dir/pool-$n.json" >"$dir/check" 2>&1 || fail "cudasnap check pool-$n: $(cat "$dir/check")"
+  done
+  [[ $(grep -c "^cudasnap: warning: nvtxMemRegionsRegister: overlaps a registered region (address 0x[0-9a-f]*, 1048576 bytes): ignored\$" "$dir/err") -eq 1 ]] ||
+    fail "no warning for the overlapping region: $(cat "$dir/err")"
+  [[ $(grep -c "^cudasnap: warning: nvtxMemRegionsRegister: region outside its heap" "$dir/err") -eq 1 ]] ||
+    fail "no warning for the region outside the heap: $(cat "$dir/err")"
+  [[ $(grep -c "^cudasnap: warning: nvtxMemRegionsUnregister: no such region" "$dir/err") -eq 1 ]] ||
+    fail "no warning for the unknown region: $(cat "$dir/err")"
+  python3 - "$dir/pool-1.json" "$dir/pool-2.json" <<'PY' || fail "pool regions not drawn as expected"
+import json, sys
+MIB = 1 << 20
+def pool_blocks(path):
+    s = json.load(open(path))
+    pools = s["cudasnap"]["pools"]
+    assert len(pools) == 1 and pools[0]["size"] == 8 * MIB, pools
+    base = pools[0]["address"]
+    for seg in s["segments"]:
+        addr = seg["address"]
+        out = []
+        for b in seg["blocks"]:
+            if base <= addr < base + 8 * MIB:
+                out.append(((addr - base) // MIB, b["size"] // MIB, b["state"], b.get("user_metadata", ""),
+                            [f["name"] for f in b["frames"]]))
+            addr += b["size"]
+        if out:
+            return pools[0], out, s
+    raise AssertionError("no pool block")
+pool, blocks, s = pool_blocks(sys.argv[1])
+assert [b[:4] for b in blocks] == [(0, 1, "active_allocated", ""), (1, 3, "active_allocated", ""),
+                                   (4, 4, "active_allocated", "kv_cache")], blocks
+assert pool["regions"] == 3 and pool["registered_bytes"] == 8 * MIB, pool
+assert all("pool_with_regions" in b[4] for b in blocks), blocks   # the registering call's stack
+pool, blocks, s = pool_blocks(sys.argv[2])
+assert [b[:4] for b in blocks] == [(0, 4, "inactive", ""), (4, 4, "active_allocated", "kv_cache")], blocks
+assert pool["regions"] == 1 and pool["registered_bytes"] == 4 * MIB, pool
+# the caching allocator's statistics still count the pool's one 8 MiB block
+stats = s["cudasnap"]["memory_stats"][0]
+assert stats["allocation.all.current"] == 2, stats   # weights and the pool
+PY
+  "$tool" summary "$dir/pool-1.json" >"$dir/summary" || fail "summary failed"
+  grep -q "^  pool 0x[0-9a-f]* (8388608 B (8.0 MiB)): 8388608 B (8.0 MiB) registered in 3 regions; top region sites:\$" "$dir/summary" &&
+    grep -q "^    8388608 B (8.0 MiB) in 3 blocks: pool_with_regions " "$dir/summary" ||
+    fail "no inside-pools table: $(cat "$dir/summary")"
+  ;;
+ctypes)
+  run python3 "$here/nvtx_ctypes.py" "$bin/libit_nvtx_shim.so"
+  checked
+  annotations >"$dir/ann" || fail "bad annotations"
+  for name in py_epoch py_step_1 py_done; do
+    [[ $(grep -c "^START $name 0\$" "$dir/ann") -eq 1 && $(grep -c "^END $name 0\$" "$dir/ann") -eq 1 ]] ||
+      fail "expected one START/END of $name: $(cat "$dir/ann")"
+  done
+  "$tool" summary "$dir/snap.json" >"$dir/summary" || fail "summary failed"
+  grep -q "during py_epoch > py_step_1\$" "$dir/summary" || fail "no peak phase: $(cat "$dir/summary")"
+  ;;
+*) fail "unknown scenario" ;;
+esac
+echo "ok: $scenario"

@@ -1,0 +1,223 @@
+/* A program that says what it is doing through NVTX v3 (header-only), as trainers do:
+ *
+ *   phases  a mark and a range before the first CUDA call; three steps, each a default-domain
+ *           range "snapbar_step" holding "snapbar_forward" (a wide-character name) and the
+ *           "trainer" domain's registered-string range "backward", whose allocation grows with the
+ *           step, so the peak is in the last step's backward; a start/end range opened here and
+ *           ended on another thread, which has no CUDA context and pushes and marks on its own.
+ *   none    the same allocations, with no NVTX call at all.
+ * In "phases", a pool also declares its sub-allocations through NVTX's memory API (a heap over one
+ * cuMemAlloc, regions registered, named, resized and unregistered out of order, the heap reset and
+ * unregistered), as Umpire does, plus three mistakes (a region over another, one outside the heap,
+ * an unknown one unregistered) that cudasnap must report and ignore. With IT_NVTX_POOL_SNAPSHOT=P
+ * under cudasnap it writes P-1.json after the resize and P-2.json after two regions are gone.
+ * A second argument "bigger" doubles the backward allocations (for `cudasnap diff --phase`).
+ *
+ * Prints checksum=<hex> over the data read back (never over NVTX's return values, which differ
+ * with and without a tool attached) and, for the checking script, the ring of what it did. */
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtMem.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integration/it_driver.h"
+
+static uint64_t checksum = UINT64_C(0xCBF29CE484222325);
+
+static CUdeviceptr alloc_filled(size_t bytes, unsigned char value) {
+  CUdeviceptr p = 0;
+  IT_CHECK(cuMemAlloc(&p, bytes) == CUDA_SUCCESS, "cuMemAlloc(%zu) failed", bytes);
+  unsigned char buf[256];
+  memset(buf, value, sizeof buf);
+  IT_CHECK(cuMemcpyHtoD(p, buf, sizeof buf) == CUDA_SUCCESS, "HtoD");
+  return p;
+}
+
+static void fold(CUdeviceptr p) {
+  unsigned char buf[256];
+  IT_CHECK(cuMemcpyDtoH(buf, p, sizeof buf) == CUDA_SUCCESS, "DtoH");
+  for (size_t i = 0; i < sizeof buf; i++) checksum = (checksum ^ buf[i]) * UINT64_C(0x100000001B3);
+}
+
+static void pause_ms(int ms) { usleep((useconds_t)ms * 1000u); }
+
+typedef struct ender_s {
+  nvtxRangeId_t io;
+} ender_t;
+
+/* Another thread, without a CUDA context: ends the range main started, and has its own. */
+static void *ender(void *arg) {
+  ender_t *e = arg;
+  nvtxRangePushA("snapbar_loader");
+  nvtxMarkA("snapbar_batch_ready");
+  pause_ms(2);
+  nvtxRangePop();
+  nvtxRangeEnd(e->io);
+  return NULL;
+}
+
+static void pool_snapshot(int n) {
+  const char *prefix = getenv("IT_NVTX_POOL_SNAPSHOT");
+  if (!prefix || !cudasnap_dump) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s-%d.json", prefix, n);
+  IT_CHECK(cudasnap_dump(path) == 0, "cudasnap_dump(%s)", path);
+}
+
+static nvtxMemRegionRef_t region_ref(const void *p) {
+  nvtxMemRegionRef_t r;
+  memset(&r, 0, sizeof r);
+  r.pointer = p;
+  return r;
+}
+
+/* A pool whose regions are declared through NVTX (the calls Umpire makes). */
+static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domain) {
+  CUdeviceptr base = alloc_filled(8 * IT_MIB, 42);
+  nvtxMemVirtualRangeDesc_t heap_range = {.size = 8 * IT_MIB, .ptr = (const void *)(uintptr_t)base};
+  nvtxMemHeapDesc_t heap_desc;
+  memset(&heap_desc, 0, sizeof heap_desc);
+  heap_desc.extCompatID = NVTX_EXT_COMPATID_MEM;
+  heap_desc.structSize = sizeof heap_desc;
+  heap_desc.usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR;
+  heap_desc.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  heap_desc.typeSpecificDescSize = sizeof heap_range;
+  heap_desc.typeSpecificDesc = &heap_range;
+  nvtxMemHeapHandle_t heap = nvtxMemHeapRegister(domain, &heap_desc);
+  nvtxMemVirtualRangeDesc_t regions[3] = {
+      {.size = IT_MIB, .ptr = (const void *)(uintptr_t)base},
+      {.size = 2 * IT_MIB, .ptr = (const void *)(uintptr_t)(base + IT_MIB)},
+      {.size = 4 * IT_MIB, .ptr = (const void *)(uintptr_t)(base + 4 * IT_MIB)},
+  };
+  nvtxMemRegionHandle_t handles[3] = {0};
+  nvtxMemRegionsRegisterBatch_t reg;
+  memset(&reg, 0, sizeof reg);
+  reg.extCompatID = NVTX_EXT_COMPATID_MEM;
+  reg.structSize = sizeof reg;
+  reg.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  reg.heap = heap;
+  reg.regionCount = 3;
+  reg.regionDescElementSize = sizeof regions[0];
+  reg.regionDescElements = regions;
+  reg.regionHandleElementsOut = handles;
+  nvtxMemRegionsRegister(domain, &reg);
+  nvtxMemRegionNameDesc_t name;
+  memset(&name, 0, sizeof name);
+  name.regionRefType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+  name.nameType = NVTX_MESSAGE_TYPE_ASCII;
+  name.region = region_ref(regions[2].ptr);
+  name.name.ascii = "kv_cache";
+  nvtxMemRegionsNameBatch_t names;
+  memset(&names, 0, sizeof names);
+  names.extCompatID = NVTX_EXT_COMPATID_MEM;
+  names.structSize = sizeof names;
+  names.regionCount = 1;
+  names.regionElementSize = sizeof name;
+  names.regionElements = &name;
+  nvtxMemRegionsName(domain, &names);
+  nvtxMemVirtualRangeDesc_t grown = {.size = 3 * IT_MIB, .ptr = regions[1].ptr};
+  nvtxMemRegionsResizeBatch_t resize;
+  memset(&resize, 0, sizeof resize);
+  resize.extCompatID = NVTX_EXT_COMPATID_MEM;
+  resize.structSize = sizeof resize;
+  resize.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  resize.regionDescCount = 1;
+  resize.regionDescElementSize = sizeof grown;
+  resize.regionDescElements = &grown;
+  nvtxMemRegionsResize(domain, &resize);
+  /* mistakes: over region 0, outside the heap */
+  nvtxMemVirtualRangeDesc_t bad[2] = {
+      {.size = IT_MIB, .ptr = (const void *)(uintptr_t)(base + IT_MIB / 2)},
+      {.size = IT_MIB, .ptr = (const void *)(uintptr_t)(base + 8 * IT_MIB)},
+  };
+  reg.regionCount = 2;
+  reg.regionDescElements = bad;
+  nvtxMemRegionsRegister(domain, &reg);
+  pool_snapshot(1);
+  nvtxMemRegionRef_t refs[2] = {region_ref(regions[1].ptr), region_ref(regions[0].ptr)}; /* out of order */
+  nvtxMemRegionsUnregisterBatch_t unreg;
+  memset(&unreg, 0, sizeof unreg);
+  unreg.extCompatID = NVTX_EXT_COMPATID_MEM;
+  unreg.structSize = sizeof unreg;
+  unreg.refType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+  unreg.refCount = 2;
+  unreg.refElementSize = sizeof refs[0];
+  unreg.refElements = refs;
+  nvtxMemRegionsUnregister(domain, &unreg);
+  nvtxMemRegionRef_t unknown = region_ref((const void *)(uintptr_t)(base + 3)); /* mistake: no such region */
+  unreg.refCount = 1;
+  unreg.refElements = &unknown;
+  nvtxMemRegionsUnregister(domain, &unreg);
+  pool_snapshot(2);
+  nvtxMemHeapReset(domain, heap);
+  nvtxMemHeapUnregister(domain, heap);
+  fold(base);
+  IT_CHECK(cuMemFree(base) == CUDA_SUCCESS, "free pool");
+}
+
+int main(int argc, char **argv) {
+  IT_CHECK((argc == 2 || (argc == 3 && strcmp(argv[2], "bigger") == 0)) &&
+               (strcmp(argv[1], "phases") == 0 || strcmp(argv[1], "none") == 0),
+           "usage: %s phases|none [bigger]", argv[0]);
+  size_t grad_unit = (argc == 3 ? 16 : 8) * IT_MIB;
+  bool nvtx = strcmp(argv[1], "phases") == 0;
+  (void)it_preloaded();
+  if (nvtx) {
+    nvtxMarkA("snapbar_start"); /* before any CUDA call */
+    nvtxRangePushA("snapbar_setup");
+  }
+  (void)it_driver_context();
+  CUdeviceptr weights = alloc_filled(2 * IT_MIB, 7);
+  nvtxDomainHandle_t trainer = NULL;
+  nvtxStringHandle_t backward = NULL;
+  nvtxRangeId_t io = 0;
+  if (nvtx) {
+    nvtxRangePop();
+    trainer = nvtxDomainCreateA("trainer");
+    backward = nvtxDomainRegisterStringA(trainer, "backward");
+    io = nvtxRangeStartA("snapbar_io");
+  }
+  pthread_t thread;
+  ender_t e = {.io = io};
+  if (nvtx) IT_CHECK(pthread_create(&thread, NULL, ender, &e) == 0, "pthread_create");
+  for (int step = 0; step < 3; step++) {
+    if (nvtx) nvtxRangePushA("snapbar_step");
+    pause_ms(2);
+    if (nvtx) nvtxRangePushW(L"snapbar_forward");
+    CUdeviceptr act = alloc_filled(4 * IT_MIB, (unsigned char)(step + 1));
+    pause_ms(2);
+    if (nvtx) nvtxRangePop();
+    if (nvtx) {
+      nvtxEventAttributes_t a;
+      memset(&a, 0, sizeof a);
+      a.version = NVTX_VERSION;
+      a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+      a.category = 3; /* ignored */
+      a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+      a.message.registered = backward;
+      nvtxDomainRangePushEx(trainer, &a);
+    }
+    pause_ms(2);
+    CUdeviceptr grad = alloc_filled((size_t)(step + 1) * grad_unit, (unsigned char)(step + 11));
+    pause_ms(2);
+    fold(grad);
+    fold(act);
+    IT_CHECK(cuMemFree(grad) == CUDA_SUCCESS && cuMemFree(act) == CUDA_SUCCESS, "free");
+    pause_ms(2);
+    if (nvtx) nvtxDomainRangePop(trainer);
+    if (nvtx && step == 0) pthread_join(thread, NULL); /* its ranges stay inside the first step */
+    if (nvtx) nvtxRangePop();
+    pause_ms(2);
+  }
+  if (nvtx) pool_with_regions(trainer);
+  if (nvtx) {
+    nvtxMarkW(L"snapbar_done\u00e9");
+  }
+  fold(weights);
+  IT_CHECK(cuMemFree(weights) == CUDA_SUCCESS, "free weights");
+  printf("checksum=%016llx\n", (unsigned long long)checksum);
+  return 0;
+}

@@ -1,0 +1,135 @@
+/* record/phases.c (the NVTX phase ring and name table) and interpose/nvtx_env.c (whether cudasnap
+ * becomes the NVTX injection). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "interpose/nvtx_env.h"
+#include "record/phases.h"
+#include "record/ticks.h"
+
+static void test_names(void **state) {
+  (void)state;
+  assert_true(cs_phases_init());
+  uint32_t a = cs_phases_name("forward", SIZE_MAX);
+  char transient[16];
+  strcpy(transient, "forward");
+  assert_int_equal(cs_phases_name(transient, SIZE_MAX), a); /* equal text, equal id */
+  strcpy(transient, "xxxxxxx");                            /* the table kept its own copy */
+  assert_string_equal(cs_phases_name_text(a), "forward");
+  assert_int_not_equal(cs_phases_name("forwardx", 7), 0);
+  assert_int_equal(cs_phases_name("forwardx", 7), a);       /* len bounds the name */
+  assert_int_not_equal(cs_phases_name("backward", SIZE_MAX), a);
+  assert_string_equal(cs_phases_name_text(0), "");
+  assert_string_equal(cs_phases_name_text(UINT32_MAX), "");
+}
+
+static void test_record_and_copy(void **state) {
+  (void)state;
+  assert_true(cs_phases_init());
+  cs_phases_clear();
+  uint32_t step = cs_phases_name("step", SIZE_MAX), bw = cs_phases_name("backward", SIZE_MAX);
+  uint64_t t = cs_ticks_now();
+  /* recorded out of time order (two threads); the copy sorts by time */
+  cs_phases_record_at(bw, CS_PHASE_START, 1, t + 2000);
+  cs_phases_record_at(step, CS_PHASE_START, 0, t + 1000);
+  cs_phases_record_at(bw, CS_PHASE_END, 1, t + 3000);
+  cs_phases_record_at(step, CS_PHASE_END, 0, t + 3000);
+  cs_phase_list_t list;
+  assert_int_equal(cs_phases_copy(&list), 0);
+  assert_int_equal(list.count, 4);
+  assert_int_equal(list.dropped, 0);
+  assert_string_equal(list.items[0].name, "step");
+  assert_int_equal(list.items[0].stage, CS_PHASE_START);
+  assert_string_equal(list.items[1].name, "backward");
+  assert_int_equal(list.items[1].device, 1);
+  /* equal times keep the recording order */
+  assert_string_equal(list.items[2].name, "backward");
+  assert_string_equal(list.items[3].name, "step");
+  for (size_t i = 1; i < list.count; i++) assert_true(list.items[i - 1].time_us <= list.items[i].time_us);
+  cs_ticks_origin_t origin = cs_ticks_origin();
+  assert_true(list.items[0].time_us >= origin.epoch_us);
+  cs_phase_list_free(&list);
+}
+
+/* The ring keeps the newest CS_PHASES_CAPACITY: the oldest go first. */
+static void test_bounded(void **state) {
+  (void)state;
+  assert_true(cs_phases_init());
+  cs_phases_clear();
+  uint32_t n = cs_phases_name("tick", SIZE_MAX);
+  uint64_t t = cs_ticks_now();
+  size_t total = CS_PHASES_CAPACITY + 10;
+  for (size_t i = 0; i < total; i++) cs_phases_record_at(n, i % 2 ? CS_PHASE_END : CS_PHASE_START, 0, t + i);
+  cs_phase_list_t list;
+  assert_int_equal(cs_phases_copy(&list), 0);
+  assert_int_equal(list.count, CS_PHASES_CAPACITY);
+  assert_int_equal(list.dropped, 10);
+  assert_int_equal(list.items[0].stage, CS_PHASE_START); /* item 10 was a START */
+  cs_phase_list_free(&list);
+  cs_phases_clear();
+}
+
+enum { THREADS = 4, PER_THREAD = 5000 };
+
+static void *recorder(void *arg) {
+  char name[32];
+  snprintf(name, sizeof name, "thread-%d", (int)(intptr_t)arg);
+  for (int i = 0; i < PER_THREAD; i++) {
+    uint32_t id = cs_phases_name(name, SIZE_MAX);
+    cs_phases_record(id, CS_PHASE_START, 0);
+    cs_phases_record(id, CS_PHASE_END, 0);
+  }
+  return NULL;
+}
+
+/* Threads record at once: nothing is lost or torn, every name reads back whole. */
+static void test_threads(void **state) {
+  (void)state;
+  assert_true(cs_phases_init());
+  cs_phases_clear();
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, recorder, (void *)(intptr_t)i), 0);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  cs_phase_list_t list;
+  assert_int_equal(cs_phases_copy(&list), 0);
+  assert_int_equal(list.count, THREADS * PER_THREAD * 2);
+  size_t per[THREADS] = {0};
+  for (size_t i = 0; i < list.count; i++) {
+    int k = -1;
+    assert_int_equal(sscanf(list.items[i].name, "thread-%d", &k), 1);
+    assert_true(k >= 0 && k < THREADS);
+    per[k]++;
+  }
+  for (int i = 0; i < THREADS; i++) assert_int_equal(per[i], PER_THREAD * 2);
+  cs_phase_list_free(&list);
+  cs_phases_clear();
+}
+
+static void test_env(void **state) {
+  (void)state;
+  assert_int_equal(cs_nvtx_env_decide(NULL, NULL, true), CS_NVTX_ENV_SET);
+  assert_int_equal(cs_nvtx_env_decide("1", "", true), CS_NVTX_ENV_SET);
+  assert_int_equal(cs_nvtx_env_decide(NULL, "/opt/nsys/libToolsInjection64.so", true), CS_NVTX_ENV_OTHER_TOOL);
+  assert_int_equal(cs_nvtx_env_decide(NULL, "/old/build/libcudasnap.so", true), CS_NVTX_ENV_OURS);
+  assert_int_equal(cs_nvtx_env_decide("0", NULL, true), CS_NVTX_ENV_OFF);
+  assert_int_equal(cs_nvtx_env_decide("off", "/opt/nsys/libToolsInjection64.so", true), CS_NVTX_ENV_OFF);
+  assert_int_equal(cs_nvtx_env_decide(NULL, "/lib/libcudasnap.so", false), CS_NVTX_ENV_STRAY);
+  assert_int_equal(cs_nvtx_env_decide(NULL, "/opt/nsys/libToolsInjection64.so", false), CS_NVTX_ENV_NOTHING);
+  assert_true(cs_nvtx_env_off("FALSE"));
+  assert_false(cs_nvtx_env_off("maybe")); /* reported when the options are parsed; on */
+  assert_false(cs_nvtx_env_names_cudasnap("/home/libcudasnap-fan/libx.so"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_names),   cmocka_unit_test(test_record_and_copy), cmocka_unit_test(test_bounded),
+      cmocka_unit_test(test_threads), cmocka_unit_test(test_env),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

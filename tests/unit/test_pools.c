@@ -1,0 +1,59 @@
+/* record/pools.c: heaps and the regions registered inside them (NVTX's memory API). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "record/pools.h"
+
+enum { MIB = 1 << 20 };
+
+static void test_regions(void **state) {
+  (void)state;
+  cs_pools_clear();
+  uintptr_t heap = 0, other = 0;
+  assert_int_equal(cs_pools_heap_register(0x100000, 8 * MIB, 0, &heap), CS_POOLS_OK);
+  assert_int_not_equal(heap, 0);
+  assert_int_equal(cs_pools_heap_register(0x100000 + MIB, MIB, 0, &other), CS_POOLS_OVERLAP);
+  assert_int_equal(cs_pools_region_register(heap, 0x100000 + 4 * MIB, 4 * MIB, 7, 1), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_register(heap, 0x100000, MIB, 5, 2), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_register(0, 0x100000 + MIB, 2 * MIB, 6, 3), CS_POOLS_OK); /* found by address */
+  /* mistakes are refused and change nothing */
+  assert_int_equal(cs_pools_region_register(heap, 0x100000 + MIB / 2, MIB, 1, 4), CS_POOLS_OVERLAP);
+  assert_int_equal(cs_pools_region_register(heap, 0x100000 + 8 * MIB, 1, 1, 4), CS_POOLS_OUTSIDE_HEAP);
+  assert_int_equal(cs_pools_region_register(heap + 99, 0x100000 + 3 * MIB, 1, 1, 4), CS_POOLS_UNKNOWN_HEAP);
+  assert_int_equal(cs_pools_region_resize(0x100000 + MIB, 4 * MIB), CS_POOLS_OVERLAP);
+  assert_int_equal(cs_pools_region_resize(0x100000 + MIB, 3 * MIB), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_unregister(0x100000 + 3), CS_POOLS_UNKNOWN_REGION);
+  assert_int_equal(cs_pools_region_name(0x100000 + 4 * MIB, 42), CS_POOLS_OK);
+  cs_pool_list_t list;
+  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(list.heap_count, 1);
+  assert_int_equal(list.heaps[0].region_count, 3);
+  const cs_pool_region_t *r = list.regions + list.heaps[0].first_region;
+  assert_int_equal(r[0].addr, 0x100000); /* by address */
+  assert_int_equal(r[1].size, 3 * MIB);
+  assert_int_equal(r[1].stack_id, 6);
+  assert_int_equal(r[2].name_id, 42);
+  assert_int_equal(r[2].ticks, 1);
+  cs_pool_list_free(&list);
+  /* out of order, then reset and unregister */
+  assert_int_equal(cs_pools_region_unregister(0x100000 + MIB), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_unregister(0x100000), CS_POOLS_OK);
+  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(list.region_count, 1);
+  cs_pool_list_free(&list);
+  assert_int_equal(cs_pools_heap_reset(heap), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_unregister(0x100000 + 4 * MIB), CS_POOLS_UNKNOWN_REGION);
+  assert_int_equal(cs_pools_heap_unregister(heap), CS_POOLS_OK);
+  assert_int_equal(cs_pools_heap_unregister(heap), CS_POOLS_UNKNOWN_HEAP);
+  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(list.heap_count, 0);
+  cs_pool_list_free(&list);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_regions)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
