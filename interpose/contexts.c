@@ -7,6 +7,7 @@
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/backend_cuda.h"
+#include "interpose/foreign.h"
 #include "interpose/real.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
@@ -201,6 +202,7 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
   size_t history_room = 0;
   for (int i = 0; with_history && i < n; i++)
     if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
+  if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
   (void)cs_snap_state_reserve_history(state, history_room); /* on failure the copy reports it */
   for (int i = 0; i < n; i++)
     if (cs_contexts[i].allocator) cs_allocator_lock(cs_contexts[i].allocator);
@@ -210,6 +212,7 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
     if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
     if (with_history) cs_snap_state_add_history(state, &c->history.ring);
   }
+  cs_foreign_snapshot(state, with_history); /* under the same locks: its history merges with theirs */
   for (int i = n - 1; i >= 0; i--)
     if (cs_contexts[i].allocator) cs_allocator_unlock(cs_contexts[i].allocator);
   pthread_mutex_unlock(&cs_contexts_lock);

@@ -23,6 +23,7 @@ void cs_snap_state_free(cs_snap_state_t *s) {
   free(s->segments);
   free(s->blocks);
   free(s->entries);
+  free(s->others);
   memset(s, 0, sizeof *s);
 }
 
@@ -58,7 +59,7 @@ static void cs_snap_copy_block(void *ctx, const cs_segment_info_t *seg, const cs
     }
     s->segments[s->segment_count++] = (cs_snap_segment_t){
         .device = c->device, .addr = seg->addr, .size = seg->size, .stream = seg->stream,
-        .small = seg->small, .stack_id = seg->stack_id, .first_block = s->block_count};
+        .small = seg->small, .stack_id = seg->stack_id, .first_block = s->block_count, .kind = -1};
   }
   s->segments[s->segment_count - 1].block_count++;
   s->blocks[s->block_count++] = (cs_snap_block_t){.size = blk->size, .requested = blk->requested,
@@ -73,6 +74,41 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
   cs_allocator_get_stats_locked(a, &one);
   cs_stats_merge(&s->stats[device], &one);
   if (device >= s->device_count) s->device_count = device + 1;
+}
+
+void cs_snap_state_add_foreign_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
+                                       cs_foreign_kind_t kind, bool expandable, uint32_t stack_id) {
+  if (s->error || device < 0 || device >= CS_SNAP_MAX_DEVICES) return;
+  if (!cs_snap_grow((void **)&s->segments, &s->segment_capacity, s->segment_count + 1, sizeof *s->segments)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  s->segments[s->segment_count++] = (cs_snap_segment_t){
+      .device = device, .addr = addr, .stream = stream, .stack_id = stack_id, .first_block = s->block_count,
+      .kind = (int)kind, .expandable = expandable};
+  if (device >= s->device_count) s->device_count = device + 1;
+}
+
+void cs_snap_state_add_foreign_block(cs_snap_state_t *s, size_t size, uint32_t stack_id) {
+  if (s->error || s->segment_count == 0) return;
+  if (!cs_snap_grow((void **)&s->blocks, &s->block_capacity, s->block_count + 1, sizeof *s->blocks)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  cs_snap_segment_t *seg = &s->segments[s->segment_count - 1];
+  seg->size += size;
+  seg->block_count++;
+  s->blocks[s->block_count++] =
+      (cs_snap_block_t){.size = size, .requested = size, .state = CS_BLOCK_ALLOCATED, .stack_id = stack_id};
+}
+
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size, uint32_t stack_id) {
+  if (s->error) return;
+  if (!cs_snap_grow((void **)&s->others, &s->other_capacity, s->other_count + 1, sizeof *s->others)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  s->others[s->other_count++] = (cs_snap_other_t){.kind = kind, .device = device, .size = size, .stack_id = stack_id};
 }
 
 int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
@@ -268,9 +304,13 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
   cs_emit_int(e, 0);
   cs_emit_int(e, 0);
   cs_emit_tuple_end(e);
-  cs_emit_kv_bool(e, "is_expandable", false);
+  cs_emit_kv_bool(e, "is_expandable", seg->expandable);
   cs_emit_key(e, "frames");
   cs_snap_write_frames(w, seg->stack_id);
+  cs_emit_key(e, "cudasnap");
+  cs_emit_dict_begin(e);
+  cs_emit_kv_str(e, "kind", seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind));
+  cs_emit_dict_end(e);
   cs_emit_key(e, "blocks");
   cs_emit_list_begin(e);
   uintptr_t addr = seg->addr;
