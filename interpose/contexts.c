@@ -166,6 +166,33 @@ size_t cs_contexts_cached_free_bytes(int device) {
   return cached;
 }
 
+void cs_contexts_with_device(int device, void (*f)(int device, void *arg), void *arg) {
+  PFN_cuCtxPushCurrent_v4000 push = CS_REAL_FN(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
+  PFN_cuCtxPopCurrent_v4000 pop = CS_REAL_FN(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
+  if (!push || !pop) return;
+  pthread_mutex_lock(&cs_contexts_lock);
+  CUcontext ctx = NULL;
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n && !ctx; i++)
+    if (cs_contexts[i].device == device) ctx = atomic_load(&cs_contexts[i].ctx);
+  bool retained = false;
+  if (!ctx) {
+    unsigned flags = 0;
+    int active = 0;
+    PFN_cuDevicePrimaryCtxGetState_v7000 state = CS_REAL_FN(cuDevicePrimaryCtxGetState, PFN_cuDevicePrimaryCtxGetState_v7000);
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain = CS_REAL_FN(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000);
+    retained = state && retain && state(device, &flags, &active) == CUDA_SUCCESS && active &&
+               retain(&ctx, device) == CUDA_SUCCESS;
+  }
+  if (ctx && push(ctx) == CUDA_SUCCESS) {
+    f(device, arg);
+    CUcontext popped = NULL;
+    pop(&popped);
+  }
+  if (retained) CS_REAL_FN(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)(device);
+  pthread_mutex_unlock(&cs_contexts_lock);
+}
+
 /* ---- context teardown ---- */
 
 static void cs_context_retire(cs_context_t *c, bool context_alive) {

@@ -14,6 +14,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/reconcile.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
 #include "memviz/emit.h"
@@ -147,6 +148,7 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   int rc = -1;
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
     cs_contexts_snapshot(state, true);
+    cs_reconcile_query(state); /* the driver's figures, right after the copy */
     cs_snap_state_finish(state);
   }
   cs_dump_process_t proc;

@@ -16,6 +16,10 @@ typedef struct cs_foreign_s {
   size_t size;
   uintptr_t stream;   /* stream-ordered allocations */
   uintptr_t group;    /* a mapping: the reserved range it lies in (0: none known) */
+  uintptr_t handle;   /* a mapping: its physical handle */
+  size_t maps;        /* a physical handle: its live mappings */
+  bool released;      /* a physical handle: released while mapped; the driver frees it with
+                         its last mapping, and it is counted until then */
   uint32_t stack_id;
   int device;         /* -1: none */
   cs_foreign_kind_t kind;
@@ -116,6 +120,13 @@ static void cs_foreign_forget_locked(cs_foreign_t *e, uint32_t stack) {
   cs_ring_push_same_time(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, stack);
 }
 
+/* The link to the entry of that kind and key, or to the NULL ending its bucket. */
+static cs_foreign_t **cs_foreign_link_locked(cs_foreign_kind_t kind, uintptr_t key) {
+  cs_foreign_t **link = &cs_foreign_table[cs_foreign_bucket(key)];
+  while (*link && !((*link)->key == key && (*link)->kind == kind)) link = &(*link)->next;
+  return link;
+}
+
 static cs_foreign_t *cs_foreign_find_locked(cs_foreign_kind_t kind, uintptr_t key) {
   for (cs_foreign_t *e = cs_foreign_table[cs_foreign_bucket(key)]; e; e = e->next)
     if (e->key == key && e->kind == kind) return e;
@@ -151,8 +162,9 @@ void cs_foreign_map(uintptr_t addr, size_t size, uintptr_t handle, int current_d
   cs_foreign_t *e = malloc(sizeof *e);
   if (!e) return;
   pthread_mutex_lock(&cs_foreign_lock);
-  const cs_foreign_t *physical = cs_foreign_find_locked(CS_FOREIGN_VMM_HANDLE, handle);
-  *e = (cs_foreign_t){.key = addr, .addr = addr, .size = size, .group = cs_foreign_group_locked(addr),
+  cs_foreign_t *physical = cs_foreign_find_locked(CS_FOREIGN_VMM_HANDLE, handle);
+  if (physical) physical->maps++;
+  *e = (cs_foreign_t){.key = addr, .addr = addr, .size = size, .group = cs_foreign_group_locked(addr), .handle = handle,
                       .stack_id = stack, .device = physical && physical->device >= 0 ? physical->device : current_device,
                       .kind = CS_FOREIGN_VMM_MAPPING};
   cs_foreign_insert_locked(e);
@@ -177,6 +189,13 @@ void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack) {
     cs_foreign_forget_locked(e, stack);
     e->next = gone;
     gone = e;
+    cs_foreign_t **link = cs_foreign_link_locked(CS_FOREIGN_VMM_HANDLE, e->handle), *physical = *link;
+    if (physical && physical->maps > 0 && --physical->maps == 0 && physical->released) {
+      *link = physical->next;
+      cs_foreign_forget_locked(physical, stack);
+      physical->next = gone;
+      gone = physical;
+    }
   }
   pthread_mutex_unlock(&cs_foreign_lock);
   while (gone) {
@@ -188,9 +207,14 @@ void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack) {
 
 bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack) {
   pthread_mutex_lock(&cs_foreign_lock);
-  cs_foreign_t **link = &cs_foreign_table[cs_foreign_bucket(key)];
-  while (*link && !((*link)->key == key && (*link)->kind == kind)) link = &(*link)->next;
+  cs_foreign_t **link = cs_foreign_link_locked(kind, key);
   cs_foreign_t *e = *link;
+  if (e && kind == CS_FOREIGN_VMM_HANDLE && e->maps > 0) {
+    /* still mapped: the physical memory stays until its last mapping goes */
+    e->released = true;
+    pthread_mutex_unlock(&cs_foreign_lock);
+    return true;
+  }
   if (e) {
     *link = e->next;
     cs_foreign_forget_locked(e, stack);

@@ -315,7 +315,8 @@ CUresult cuMemHostUnregister(void *p) {
   return r;
 }
 
-/* ---- arrays: sizes are estimates (the driver pads and tiles them) ---- */
+/* ---- arrays: the bytes their descriptors ask for (the driver pads and tiles them, so this is a
+ * lower bound on a real GPU) ---- */
 
 static size_t cs_array_format_bytes(CUarray_format format) {
   switch (format) {
@@ -325,9 +326,19 @@ static size_t cs_array_format_bytes(CUarray_format format) {
   }
 }
 
-static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format,
-                             unsigned channels) {
-  return width * (height ? height : 1) * (depth ? depth : 1) * channels * cs_array_format_bytes(format);
+static size_t cs_array_extent(size_t n, unsigned level) {
+  size_t d = (n ? n : 1) >> level;
+  return d ? d : 1;
+}
+
+/* All levels: each dimension halves per level, down to 1. */
+static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels,
+                             unsigned levels) {
+  size_t total = 0;
+  for (unsigned l = 0; l < levels && l < 64; l++)
+    total += cs_array_extent(width, l) * cs_array_extent(height, l) * cs_array_extent(depth, l) * channels *
+             cs_array_format_bytes(format);
+  return total;
 }
 
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
@@ -335,7 +346,7 @@ CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CS_FORWARD(r, cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels), 0);
+                   cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1), 0);
   return r;
 }
 
@@ -344,7 +355,7 @@ CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
   CS_FORWARD(r, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels), 0);
+                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1), 0);
   return r;
 }
 
@@ -359,10 +370,9 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESC
                                 unsigned int levels) {
   CUresult r;
   CS_FORWARD(r, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
-  /* all levels together hold at most 4/3 of the first */
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) / 3 * 4, 0);
+                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels), 0);
   return r;
 }
 

@@ -77,6 +77,33 @@ api_and_leaks)
   grep -qE "^cudasnap:   3\.0 MiB in 1 block: allocate_weights \(.*prog_snapshot_api\.c:$line\)$" "$dir/err" ||
     fail "the leak report does not name allocate_weights at line $line: $(cat "$dir/err")"
   ;;
+passthrough)
+  run env CUDASNAP_OUTPUT="$dir/exit.json" "$bin/it_passthrough" "$dir/dump.json" "$dir/dump.pickle"
+  for f in "$dir/dump.json" "$dir/dump.pickle"; do
+    check "$f" --devices 2 --action segment_map --action segment_unmap --action segment_free
+    python3 "$(dirname "$0")/passthrough_check.py" "$f" "$dir/out" dump >/dev/null || fail "passthrough_check $f"
+  done
+  check "$dir/exit.json" --devices 2
+  python3 "$(dirname "$0")/passthrough_check.py" "$dir/exit.json" "$dir/out" exit >/dev/null || fail "passthrough_check exit"
+  python3 "$(dirname "$0")/pickle_check.py" "$dir/dump.pickle" "$dir/dump.json" >/dev/null || fail "pickle_check"
+  # the exit leak report: every kind left live, with its site
+  while read -r kind function; do
+    grep -qE "^cudasnap: passed through, $kind: [0-9]+ allocations? \(.*\) never freed; top allocation sites by bytes:$" "$dir/err" ||
+      fail "no leak line for $kind: $(cat "$dir/err")"
+    grep -qE "^cudasnap:   .* in [0-9]+ blocks?: $function \(.*prog_passthrough\.c:[0-9]+\)$" "$dir/err" ||
+      fail "the leak report does not name $function: $(cat "$dir/err")"
+  done <<'KINDS'
+device alloc_legacy
+pitch alloc_pitched
+managed alloc_managed
+async alloc_from_pool
+array alloc_array_2d
+array alloc_mipmapped
+vmm_mapped map_piece
+vmm_physical create_physical
+host_pinned alloc_pinned
+KINDS
+  ;;
 *) fail "unknown scenario" ;;
 esac
 echo "ok [$scenario]"
