@@ -86,6 +86,16 @@ passthrough)
   check "$dir/exit.json" --devices 2
   python3 "$(dirname "$0")/passthrough_check.py" "$dir/exit.json" "$dir/out" exit >/dev/null || fail "passthrough_check exit"
   python3 "$(dirname "$0")/pickle_check.py" "$dir/dump.pickle" "$dir/dump.json" >/dev/null || fail "pickle_check"
+  # cudasnap summary: the reconciliation after each memory_summary table, adding up
+  "$bin/../../cli/cudasnap" summary "$dir/dump.pickle" >"$dir/summary" || fail "cudasnap summary"
+  [[ $(grep -c '^device memory, reconciled with the driver:$' "$dir/summary") -eq 2 ]] ||
+    fail "no reconciliation table per device: $(cat "$dir/summary")"
+  [[ $(grep -cE '^  remainder \(context, modules, others\) +0 B$' "$dir/summary") -eq 2 ]] ||
+    fail "the remainder is not 0 on both devices: $(cat "$dir/summary")"
+  grep -qE '^  passed through: vmm_physical +12582912 B \(12\.0 MiB\)$' "$dir/summary" ||
+    fail "device 0's physical VMM bytes: $(cat "$dir/summary")"
+  grep -qE '^host memory \(not device memory\): pinned 1048576 B \(1\.0 MiB\), registered 0 B$' "$dir/summary" ||
+    fail "no host memory line: $(cat "$dir/summary")"
   # the exit leak report: every kind left live, with its site
   while read -r kind function; do
     grep -qE "^cudasnap: passed through, $kind: [0-9]+ allocations? \(.*\) never freed; top allocation sites by bytes:$" "$dir/err" ||
