@@ -38,3 +38,8 @@ int64_t cs_foreign_stat_field(const cs_foreign_stat_t *s, int field) {
   default: return s->freed;
   }
 }
+
+bool cs_foreign_kind_in_row(cs_foreign_kind_t kind, bool host_row) {
+  bool host_kind = kind == CS_FOREIGN_HOST || kind == CS_FOREIGN_HOST_REGISTERED;
+  return kind != CS_FOREIGN_VMM_RESERVE && host_kind == host_row;
+}

@@ -44,6 +44,9 @@ typedef struct cs_foreign_stat_s {
 } cs_foreign_stat_t;
 
 enum { CS_FOREIGN_STAT_FIELDS = 4 };
+/* The kinds a row of statistics has: a device's (everything but reservations and host memory),
+ * or the host row's (pinned and registered host memory). */
+bool cs_foreign_kind_in_row(cs_foreign_kind_t kind, bool host_row);
 /* The key of field f (0..3) of kind k, written into buf. */
 void cs_foreign_stat_key(cs_foreign_kind_t kind, int field, char *buf, size_t len);
 int64_t cs_foreign_stat_field(const cs_foreign_stat_t *s, int field);

@@ -480,8 +480,7 @@ static void cs_snap_write_passthrough(cs_snap_writer_t *w) {
     int row = d < s->device_count ? d : CS_SNAP_MAX_DEVICES; /* the last: host memory */
     cs_emit_dict_begin(e);
     for (int k = 0; k < CS_FOREIGN_KINDS; k++) {
-      bool host_kind = k == CS_FOREIGN_HOST || k == CS_FOREIGN_HOST_REGISTERED;
-      if (host_kind != (row == CS_SNAP_MAX_DEVICES) || k == CS_FOREIGN_VMM_RESERVE) continue;
+      if (!cs_foreign_kind_in_row((cs_foreign_kind_t)k, row == CS_SNAP_MAX_DEVICES)) continue;
       for (int f = 0; f < CS_FOREIGN_STAT_FIELDS; f++) {
         char key[96];
         cs_foreign_stat_key((cs_foreign_kind_t)k, f, key, sizeof key);

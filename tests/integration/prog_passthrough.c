@@ -136,6 +136,18 @@ static __attribute__((noipa)) CUdeviceptr alloc_cached(size_t bytes) {
   return p;
 }
 
+/* One of cudasnap's pass-through statistics, through include/cudasnap.h. */
+static int64_t passthrough_stat(int device, const char *key) {
+  cudasnap_stat_t kv[CUDASNAP_PASSTHROUGH_KEYS];
+  int n = cudasnap_passthrough_stats(device, kv, CUDASNAP_PASSTHROUGH_KEYS);
+  IT_CHECK(n == (device == CUDASNAP_HOST ? CUDASNAP_PASSTHROUGH_HOST_KEYS : CUDASNAP_PASSTHROUGH_KEYS),
+           "cudasnap_passthrough_stats(%d) reports %d keys", device, n);
+  for (int i = 0; i < n; i++)
+    if (strcmp(kv[i].key, key) == 0) return kv[i].value;
+  IT_CHECK(0, "no key %s for device %d", key, device);
+  return -1;
+}
+
 static size_t in_use(void) {
   fake_cuda_counters_t c;
   fake_cuda_get_counters(&c);
@@ -211,6 +223,15 @@ int main(int argc, char **argv) {
   void *small_pinned = NULL;
   OK(cuMemAllocHost(&small_pinned, 64 << 10));
   OK(cuMemFreeHost(small_pinned));
+
+  /* the statistics through the API: the physical VMM memory of device 0 (h is released but
+   * mapped), the stream-ordered bytes freed, pinned host memory */
+  IT_CHECK(passthrough_stat(0, "passthrough_bytes.vmm_physical.current") == (int64_t)(12 * MIB), "vmm_physical");
+  IT_CHECK(passthrough_stat(0, "passthrough_bytes.vmm_mapped.peak") == (int64_t)(12 * MIB), "vmm_mapped peak");
+  IT_CHECK(passthrough_stat(0, "passthrough_bytes.async.freed") == (int64_t)(9 * MIB), "async freed");
+  IT_CHECK(passthrough_stat(1, "passthrough_bytes.managed.current") == (int64_t)MIB, "managed on device 1");
+  IT_CHECK(passthrough_stat(CUDASNAP_HOST, "passthrough_bytes.host_pinned.current") == (int64_t)MIB, "host");
+  IT_CHECK(cudasnap_passthrough_stats(-3, NULL, 0) == -1, "device -3 is refused");
 
   /* everything live: the snapshot must account for every byte the driver counts */
   printf("in_use_at_dump %zu\n", in_use());
