@@ -42,7 +42,7 @@ void cs_reconcile_print(const cJSON *root, int device) {
     cs_reconcile_row("driver total", cs_reconcile_get(m, "driver_total"), NULL);
     cs_reconcile_row("driver used (total - free)", cs_reconcile_get(m, "driver_used"), NULL);
   } else {
-    printf("  driver used: not known (no usable context at the snapshot)\n");
+    printf("  driver used: not asked (an exit snapshot, or no usable context at the snapshot)\n");
   }
   cs_reconcile_row("cudasnap cache reserved", cs_reconcile_get(m, "cache_reserved"), NULL);
   const cJSON *pass = cJSON_GetObjectItemCaseSensitive(m, "passthrough");

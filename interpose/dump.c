@@ -148,7 +148,9 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   int rc = -1;
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
     cs_contexts_snapshot(state, true);
-    cs_reconcile_query(state); /* the driver's figures, right after the copy */
+    /* the driver's figures, right after the copy; never at exit, where cudasnap makes no CUDA
+     * call (the runtime may be torn down) */
+    if (trigger != CS_TRIGGER_EXIT) cs_reconcile_query(state);
     cs_snap_state_finish(state);
   }
   cs_dump_process_t proc;

@@ -15,6 +15,7 @@
  *     the driver's internal dlsym re-enters a preloaded dlsym override (interposition.md 4.2,
  *     pitfall 2). Every other name the CUDA 13 runtime asks for is answered with a stub that
  *     returns CUDA_ERROR_NOT_SUPPORTED;
+ *   - VMM, stream-ordered pools and arrays with their used bytes (fake_cuda_mem.c);
  *   - a call log (FAKE_CUDA_LOG) and a test-only control API (fake_cuda_control.h).
  *
  * Deliberate simplifications: no kernels, so a stream's only work is its recorded events;
