@@ -32,10 +32,16 @@ static void cs_reconcile_device(int device, void *arg) {
   CUmemoryPool pool = NULL;
   /* a driver without pools (before CUDA 11.2) has none to count */
   m->pools_known = get_default && get_default(&pool, device) == CUDA_SUCCESS && cs_reconcile_pool(pool, m);
+  /* cuMemAllocAsync's pool, when the program made another one current (cuDeviceSetMemPool) */
+  PFN_cuDeviceGetMemPool_v11020 get_current = CS_REAL_FN(cuDeviceGetMemPool, PFN_cuDeviceGetMemPool_v11020);
+  CUmemoryPool current = NULL;
+  if (m->pools_known && get_current && get_current(&current, device) == CUDA_SUCCESS && current != pool)
+    m->pools_known = cs_reconcile_pool(current, m);
   uintptr_t pools[CS_RECONCILE_MAX_POOLS];
   size_t n = cs_foreign_pools(device, pools, CS_RECONCILE_MAX_POOLS);
   for (size_t i = 0; i < n; i++)
-    if ((CUmemoryPool)pools[i] != pool) m->pools_known = cs_reconcile_pool((CUmemoryPool)pools[i], m) && m->pools_known;
+    if ((CUmemoryPool)pools[i] != pool && (CUmemoryPool)pools[i] != current)
+      m->pools_known = cs_reconcile_pool((CUmemoryPool)pools[i], m) && m->pools_known;
 }
 
 void cs_reconcile_query(cs_snap_state_t *s) {

@@ -1,6 +1,6 @@
 /* The driver's side of a snapshot's reconciliation: per device, cuMemGetInfo's total and free, and
- * the reserved and used bytes of the stream-ordered pools (the default pool and every pool the
- * program allocated from), asked right after the state copy. What the rest of the device's used
+ * the reserved and used bytes of the stream-ordered pools (the default pool, the current one and
+ * every pool the program allocated from), asked right after the state copy. What the rest of the device's used
  * memory is made of comes from the copy itself (README, "Reconciliation"). */
 #ifndef CS_RECONCILE_H
 #define CS_RECONCILE_H

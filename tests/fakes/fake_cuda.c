@@ -916,7 +916,7 @@ FC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 }
 
 /* Stream-ordered allocation: with no device work to order against, it happens at once, from the
- * given pool or the current device's default one; the pool's reserved bytes are what the device
+ * given pool or the device's current one (cuDeviceSetMemPool; the default pool unless set); the pool's reserved bytes are what the device
  * is charged (fake_cuda_mem.c). */
 static CUresult fc_mem_alloc_async(const char *api, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                    bool from_pool, CUstream hStream, bool per_thread) {
@@ -928,7 +928,7 @@ static CUresult fc_mem_alloc_async(const char *api, CUdeviceptr *dptr, size_t by
   if (rc == CUDA_SUCCESS && (!dptr || bytesize == 0)) rc = CUDA_ERROR_INVALID_VALUE;
   struct CUmemPoolHandle_st *from = NULL;
   if (rc == CUDA_SUCCESS) {
-    from = from_pool ? fc_pool_valid_locked(pool) : fc_pool_default_locked(c->device);
+    from = from_pool ? fc_pool_valid_locked(pool) : fc_pool_current_locked(c->device);
     if (!from) rc = CUDA_ERROR_INVALID_VALUE;
   }
   if (rc == CUDA_SUCCESS) rc = fc_pool_take_locked(from, bytesize);
@@ -1825,6 +1825,8 @@ static const fc_variant_t fc_variants[] = {
     {"cuMemUnmap", 10020, "cuMemUnmap", NULL, 0},
     {"cuMemSetAccess", 10020, "cuMemSetAccess", NULL, 0},
     {"cuDeviceGetDefaultMemPool", 11020, "cuDeviceGetDefaultMemPool", NULL, 0},
+    {"cuDeviceGetMemPool", 11020, "cuDeviceGetMemPool", NULL, 0},
+    {"cuDeviceSetMemPool", 11020, "cuDeviceSetMemPool", NULL, 0},
     {"cuMemPoolCreate", 11020, "cuMemPoolCreate", NULL, 0},
     {"cuMemPoolDestroy", 11020, "cuMemPoolDestroy", NULL, 0},
     {"cuMemPoolTrimTo", 11020, "cuMemPoolTrimTo", NULL, 0},

@@ -31,6 +31,7 @@ size_t fc_used_locked(int device);
 /* Stream-ordered pools (fake_cuda_mem.c). */
 struct CUmemPoolHandle_st *fc_pool_valid_locked(CUmemoryPool pool);  /* NULL: not a live pool */
 struct CUmemPoolHandle_st *fc_pool_default_locked(int device);
+struct CUmemPoolHandle_st *fc_pool_current_locked(int device); /* cuMemAllocAsync's */
 CUresult fc_pool_take_locked(struct CUmemPoolHandle_st *pool, size_t bytes);  /* may grow reserved */
 void fc_pool_give_back_locked(struct CUmemPoolHandle_st *pool, size_t bytes);
 void fc_pools_trim_device_locked(int device);

@@ -308,6 +308,7 @@ struct CUmemPoolHandle_st {
 };
 
 static struct CUmemPoolHandle_st fc_default_pools[FC_MEM_MAX_DEVICES];
+static struct CUmemPoolHandle_st *fc_current_pools[FC_MEM_MAX_DEVICES]; /* NULL: the default */
 static fc_list_t fc_pools; /* created pools */
 
 struct CUmemPoolHandle_st *fc_pool_default_locked(int device) {
@@ -316,6 +317,11 @@ struct CUmemPoolHandle_st *fc_pool_default_locked(int device) {
   p->device = device;
   p->is_default = true;
   return p;
+}
+
+struct CUmemPoolHandle_st *fc_pool_current_locked(int device) {
+  struct CUmemPoolHandle_st *d = fc_pool_default_locked(device);
+  return d && fc_current_pools[device] ? fc_current_pools[device] : d;
 }
 
 struct CUmemPoolHandle_st *fc_pool_valid_locked(CUmemoryPool pool) {
@@ -386,6 +392,28 @@ FC_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice de
   return rc;
 }
 
+FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
+  fc_lock();
+  CUresult rc = fc_device_check(dev);
+  if (rc == CUDA_SUCCESS && !pool) rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) *pool = fc_pool_current_locked(dev);
+  fc_unlock();
+  fc_log("cuDeviceGetMemPool dev=%d status=%d", (int)dev, (int)rc);
+  return rc;
+}
+
+/* cuMemAllocAsync's pool from now on; a pool of another device is refused. */
+FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  fc_lock();
+  CUresult rc = fc_device_check(dev);
+  struct CUmemPoolHandle_st *p = rc == CUDA_SUCCESS ? fc_pool_valid_locked(pool) : NULL;
+  if (rc == CUDA_SUCCESS && (!p || p->device != dev)) rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) fc_current_pools[dev] = p->is_default ? NULL : p;
+  fc_unlock();
+  fc_log("cuDeviceSetMemPool dev=%d pool=%p status=%d", (int)dev, (void *)pool, (int)rc);
+  return rc;
+}
+
 FC_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
   fc_lock();
   CUresult rc = fc_device_check(props ? props->location.id : 0);
@@ -414,6 +442,7 @@ FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   struct CUmemPoolHandle_st *p = fc_pool_valid_locked(pool);
   CUresult rc = p && !p->is_default ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) {
+    if (fc_current_pools[p->device] == p) fc_current_pools[p->device] = NULL;
     if (p->used == 0) fc_pool_free_locked(p);
     else p->destroyed = true; /* as on the real driver: released once its allocations are freed */
   }

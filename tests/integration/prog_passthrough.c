@@ -10,10 +10,13 @@
  * program dumps argv[1] (JSON) and argv[2] (pickle) with everything live, printing the fake
  * driver's bytes in use at that moment ("in_use_at_dump N"), frees part of it, and exits with one
  * allocation of every kind still live (the exit leak report names them), printing
- * "in_use_at_exit N" last. */
+ * "in_use_at_exit N" last. A fork child imports one of the parent's allocations over IPC (the fake
+ * driver maps it only in another process) and dumps argv[3] with the import live. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/fakes/fake_cuda_control.h"
 #include "tests/integration/it_driver.h"
@@ -128,6 +131,21 @@ static __attribute__((noipa)) void *alloc_pinned(size_t bytes) {
   return p;
 }
 
+static __attribute__((noipa)) CUdeviceptr open_ipc(CUipcMemHandle handle) {
+  CUdeviceptr p = 0;
+  OK(cuIpcOpenMemHandle(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  BARRIER();
+  SITE("ipc_imported");
+  return p;
+}
+
+/* The child's side of the IPC import: open, dump, close; its exit status says how it went. */
+static int ipc_child(CUipcMemHandle handle, const char *path) {
+  CUdeviceptr p = open_ipc(handle);
+  int rc = cudasnap_dump(path);
+  return rc == 0 && cuIpcCloseMemHandle(p) == CUDA_SUCCESS ? 0 : 1;
+}
+
 static __attribute__((noipa)) CUdeviceptr alloc_cached(size_t bytes) {
   CUdeviceptr p = 0;
   OK(cuMemAlloc(&p, bytes));
@@ -155,7 +173,7 @@ static size_t in_use(void) {
 }
 
 int main(int argc, char **argv) {
-  IT_CHECK(argc == 3, "usage: %s OUT.json OUT.pickle", argv[0]);
+  IT_CHECK(argc == 4, "usage: %s OUT.json OUT.pickle CHILD.json", argv[0]);
   IT_CHECK(cudasnap_dump != NULL, "run under cudasnap");
   CUcontext ctx[2];
   OK(cuInit(0));
@@ -165,6 +183,13 @@ int main(int argc, char **argv) {
   OK(cuCtxSetCurrent(ctx[1]));
   CUdeviceptr cached1 = alloc_cached(2 * MIB);
   CUdeviceptr async1 = alloc_stream_ordered(MIB, NULL);
+  /* a pool made current: cuMemAllocAsync takes from it, and only the driver knows it is there */
+  CUmemoryPool current1 = NULL;
+  CUmemPoolProps props1 = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                           .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1}};
+  OK(cuMemPoolCreate(&current1, &props1));
+  OK(cuDeviceSetMemPool(1, current1));
+  (void)alloc_stream_ordered(3 * MIB, NULL); /* live to the end */
   CUdeviceptr managed1 = alloc_managed(MIB);
   CUmemGenericAllocationHandle h1 = create_physical(1, 2 * MIB);
   CUdeviceptr range1 = 0;
@@ -237,6 +262,17 @@ int main(int argc, char **argv) {
   printf("in_use_at_dump %zu\n", in_use());
   IT_CHECK(cudasnap_dump(argv[1]) == 0, "dump to %s failed", argv[1]);
   IT_CHECK(cudasnap_dump(argv[2]) == 0, "dump to %s failed", argv[2]);
+
+  /* IPC: a whole 4 MiB segment of the cache, imported by a child */
+  CUipcMemHandle ipc;
+  OK(cuIpcGetMemHandle(&ipc, cached0));
+  fflush(stdout);
+  pid_t child = fork();
+  IT_CHECK(child >= 0, "fork failed");
+  if (child == 0) _exit(ipc_child(ipc, argv[3]));
+  int status = 0;
+  IT_CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "the IPC child failed (status %d)", status);
 
   /* free part of it, leave one of every kind */
   OK(cuMemFree(cached0));

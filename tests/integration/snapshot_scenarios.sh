@@ -78,12 +78,25 @@ api_and_leaks)
     fail "the leak report does not name allocate_weights at line $line: $(cat "$dir/err")"
   ;;
 passthrough)
-  run env CUDASNAP_OUTPUT="$dir/exit.json" "$bin/it_passthrough" "$dir/dump.json" "$dir/dump.pickle"
+  run env CUDASNAP_OUTPUT="$dir/exit.json" "$bin/it_passthrough" "$dir/dump.json" "$dir/dump.pickle" "$dir/child.json"
   for f in "$dir/dump.json" "$dir/dump.pickle"; do
     check "$f" --devices 2 --action segment_map --action segment_unmap --action segment_free
     python3 "$(dirname "$0")/passthrough_check.py" "$f" "$dir/out" dump >/dev/null || fail "passthrough_check $f"
   done
   check "$dir/exit.json" --devices 2
+  check "$dir/child.json" --action segment_alloc
+  python3 - "$dir/child.json" <<'PY' || fail "the child's IPC import is not drawn"
+import json, sys
+s = json.load(open(sys.argv[1]))
+ipc = [seg for seg in s["segments"] if seg["cudasnap"]["kind"] == "ipc_imported"]
+assert len(ipc) == 1 and ipc[0]["total_size"] == 4 << 20, ipc
+assert any(f["name"] == "open_ipc" for f in ipc[0]["blocks"][0]["frames"]), ipc[0]["blocks"][0]["frames"]
+m = s["cudasnap"]["memory"][0]
+assert m["passthrough"]["ipc_imported"] == 4 << 20 and m["driver_known"], m
+# another process's memory: not in what this process accounts for (the pools are the fake
+# driver's state the child inherited; the child allocated nothing itself)
+assert m["accounted"] == m["pool_reserved"], m
+PY
   python3 "$(dirname "$0")/passthrough_check.py" "$dir/exit.json" "$dir/out" exit >/dev/null || fail "passthrough_check exit"
   python3 "$(dirname "$0")/pickle_check.py" "$dir/dump.pickle" "$dir/dump.json" >/dev/null || fail "pickle_check"
   # cudasnap summary: the reconciliation after each memory_summary table, adding up
