@@ -57,6 +57,10 @@ if when == "dump":
     # the range: [0, 2) mapped, [2, 6) unmapped, [6, 8) mapped, [10, 14) mapped, in MiB
     if [(sz >> 20, n) for _, sz, n in vmm0] != [(2, 1), (2, 1), (4, 1)]:
         errors.append(f"device 0's VMM segments are {vmm0}")
+    vmm1 = sorted((s["total_size"] >> 20, len(s["blocks"])) for s in kinds["vmm_mapped"] if s["device"] == 1)
+    # one page of range1; two pages mapped one after the other in the PyTorch-like range: one segment
+    if vmm1 != [(2, 1), (4, 2)]:
+        errors.append(f"device 1's VMM segments are {vmm1}")
     actions = {e["action"] for t in snap["device_traces"] for e in t}
     for a in ("segment_map", "segment_unmap", "segment_alloc", "segment_free", "alloc", "free_completed"):
         if a not in actions:
@@ -85,6 +89,8 @@ if cs["host"]["host_pinned"] != 1 << 20:
 if any(seg["cudasnap"]["kind"].startswith("host") for seg in segments):
     errors.append("pinned host memory is drawn as a device segment")
 stats = cs["passthrough_stats"]
+if stats[1].get("passthrough_bytes.vmm_mapped.current") != 6 << 20 and when == "dump":
+    errors.append(f"device 1's vmm_mapped bytes: {stats[1].get('passthrough_bytes.vmm_mapped.current')}")
 if stats[0].get("passthrough_bytes.vmm_mapped.peak", 0) < 12 << 20:
     errors.append(f"device 0's vmm_mapped peak is {stats[0].get('passthrough_bytes.vmm_mapped.peak')}")
 if stats[-1].get("passthrough_bytes.host_pinned.allocated") != (1 << 20) + (64 << 10):

@@ -195,6 +195,17 @@ int main(int argc, char **argv) {
   CUdeviceptr range1 = 0;
   OK(cuMemAddressReserve(&range1, 8 * MIB, 0, 0, 0));
   map_piece(range1, 2 * MIB, 0, h1, 1);
+  /* as PyTorch's expandable segments do: one big reserved range, a handle per page mapped one
+   * after the other, the last page given back (empty_cache) */
+  CUdeviceptr expandable = 0;
+  OK(cuMemAddressReserve(&expandable, 64 * MIB, 0, 0, 0));
+  CUmemGenericAllocationHandle pages[3];
+  for (int i = 0; i < 3; i++) {
+    pages[i] = create_physical(1, 2 * MIB);
+    map_piece(expandable + (size_t)i * 2 * MIB, 2 * MIB, 0, pages[i], 1);
+  }
+  OK(cuMemUnmap(expandable + 4 * MIB, 2 * MIB));
+  OK(cuMemRelease(pages[2]));
 
   /* ---- device 0 ---- */
   OK(cuCtxSetCurrent(ctx[0]));
