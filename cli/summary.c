@@ -11,6 +11,7 @@
 #include "cli/peak.h"
 #include "cli/phases.h"
 #include "cli/pools.h"
+#include "cli/reconcile.h"
 #include "cli/sites.h"
 #include "cli/snapstats.h"
 #include "cli/snapview.h"
@@ -30,6 +31,12 @@ static const char cs_summary_help[] =
     "    cudasnap.memory_stats; a PyTorch snapshot has none, so the current values are computed\n"
     "    from its segments, the unknown ones (peaks, totals, OOMs, retries) show as '?', and a\n"
     "    line says so: note: ...\n"
+    "  device memory, reconciled with the driver:     (cudasnap snapshots)\n"
+    "    driver total, driver used (total - free), cudasnap cache reserved, the bytes of each\n"
+    "    kind passed through that the driver counts (device, pitch, managed, array,\n"
+    "    vmm_physical), stream-ordered pools reserved (; used BYTES), and the remainder:\n"
+    "    context, modules, other processes (used minus all the rest). Then what is drawn but\n"
+    "    counted above or not ours: VMM mappings, stream-ordered allocations, IPC imports\n"
     "  top allocation sites by live bytes:\n"
     "    BYTES in N block(s): FUNCTION FILE:LINE       (at most --top lines, most bytes first)\n"
     "        from FUNCTION FILE:LINE                   (--site-frames N: the site's callers)\n"
@@ -46,6 +53,8 @@ static const char cs_summary_help[] =
     "  blocks live at the snapshot: N block(s), BYTES[; N block(s), BYTES of them allocated\n"
     "    before recording began (no stack)]\n"
     "  free bytes inside segments: BYTES: rounding BYTES, gaps BYTES\n"
+    "then, when the snapshot reports any:\n"
+    "  host memory (not device memory): pinned BYTES, registered BYTES\n"
     "\n"
     "BYTES reads \"9437184 B (9.0 MiB)\" (just \"N B\" below 1 KiB). A site is the first user frame\n"
     "of a block's stack (function file:line): a Python frame outside the standard library,\n"
@@ -176,6 +185,7 @@ static int cs_summary_device(const cJSON *root, int device, const cs_summary_opt
   cs_device_blocks_t blocks;
   int rc = cs_device_blocks(root, device, &blocks);
   if (rc == 0) rc = cs_summary_table(root, device);
+  if (rc == 0) cs_reconcile_print(root, device);
   if (rc == 0) {
     cs_sites_sort(&blocks.live);
     printf("top allocation sites by live bytes:\n");
@@ -226,6 +236,7 @@ int cs_cli_summary(int argc, char **argv) {
   for (int d = 0; rc == 0 && d < devices; d++) {
     if (cs_device_used(root, d)) rc = cs_summary_device(root, d, &opts);
   }
+  if (rc == 0) cs_reconcile_print_host(root);
   cJSON_Delete(root);
   if (rc != 0) {
     cs_cli_error(cs_summary_name, "out of host memory");

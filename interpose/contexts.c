@@ -7,6 +7,7 @@
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/backend_cuda.h"
+#include "interpose/foreign.h"
 #include "interpose/real.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
@@ -176,6 +177,33 @@ size_t cs_contexts_cached_free_bytes(int device) {
   return cached;
 }
 
+void cs_contexts_with_device(int device, void (*f)(int device, void *arg), void *arg) {
+  PFN_cuCtxPushCurrent_v4000 push = CS_REAL_FN(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
+  PFN_cuCtxPopCurrent_v4000 pop = CS_REAL_FN(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
+  if (!push || !pop) return;
+  pthread_mutex_lock(&cs_contexts_lock);
+  CUcontext ctx = NULL;
+  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
+  for (int i = 0; i < n && !ctx; i++)
+    if (cs_contexts[i].device == device) ctx = atomic_load(&cs_contexts[i].ctx);
+  bool retained = false;
+  if (!ctx) {
+    unsigned flags = 0;
+    int active = 0;
+    PFN_cuDevicePrimaryCtxGetState_v7000 state = CS_REAL_FN(cuDevicePrimaryCtxGetState, PFN_cuDevicePrimaryCtxGetState_v7000);
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain = CS_REAL_FN(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000);
+    retained = state && retain && state(device, &flags, &active) == CUDA_SUCCESS && active &&
+               retain(&ctx, device) == CUDA_SUCCESS;
+  }
+  if (ctx && push(ctx) == CUDA_SUCCESS) {
+    f(device, arg);
+    CUcontext popped = NULL;
+    pop(&popped);
+  }
+  if (retained) CS_REAL_FN(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)(device);
+  pthread_mutex_unlock(&cs_contexts_lock);
+}
+
 /* ---- context teardown ---- */
 
 static void cs_context_retire(cs_context_t *c, bool context_alive) {
@@ -212,6 +240,7 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
   size_t history_room = 0;
   for (int i = 0; with_history && i < n; i++)
     if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
+  if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
   (void)cs_snap_state_reserve_history(state, history_room); /* on failure the copy reports it */
   for (int i = 0; i < n; i++)
     if (cs_contexts[i].allocator) cs_allocator_lock(cs_contexts[i].allocator);
@@ -221,6 +250,7 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
     if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
     if (with_history) cs_snap_state_add_history(state, &c->history.ring);
   }
+  cs_foreign_snapshot(state, with_history); /* under the same locks: its history merges with theirs */
   for (int i = n - 1; i >= 0; i--)
     if (cs_contexts[i].allocator) cs_allocator_unlock(cs_contexts[i].allocator);
   pthread_mutex_unlock(&cs_contexts_lock);

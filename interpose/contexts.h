@@ -49,6 +49,12 @@ void cs_contexts_mark_snapshot(const cs_snap_state_t *state);
 /* cudasnap_record_history: start or stop (and forget) every history, and those of new contexts. */
 void cs_contexts_set_history(bool enabled);
 
+/* Calls f(device, arg) with a context of device current on this thread (a live one of cudasnap's,
+ * else the device's primary context when it is active), under the registry lock so that it cannot
+ * be destroyed meanwhile; f is not called when there is none. f calls only real driver
+ * functions. */
+void cs_contexts_with_device(int device, void (*f)(int device, void *arg), void *arg);
+
 /* The driver's device count, as seen at the first context (0 before). */
 int cs_contexts_device_count(void);
 

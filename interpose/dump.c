@@ -14,6 +14,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/reconcile.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
 #include "memviz/emit.h"
@@ -150,6 +151,9 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   if (cs_pools_copy(&pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
     cs_contexts_snapshot(state, true);
+    /* the driver's figures, right after the copy; never at exit, where cudasnap makes no CUDA
+     * call (the runtime may be torn down) */
+    if (trigger != CS_TRIGGER_EXIT) cs_reconcile_query(state);
     cs_snap_state_finish(state);
     size_t drawn = 0;
     if (cs_snap_state_add_pools(state, &pools, &drawn) != 0)

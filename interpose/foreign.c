@@ -2,48 +2,222 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "common/cs_log.h"
+#include "record/ring.h"
+#include "snapshot/snapshot.h"
 
 typedef struct cs_foreign_s {
   struct cs_foreign_s *next;
-  uintptr_t key;
+  uintptr_t key;      /* address, or handle (arrays, physical VMM handles) */
+  uintptr_t addr;     /* where it is drawn: the address, or an array's pseudo address */
   size_t size;
-  int device;
+  uintptr_t stream;   /* stream-ordered allocations */
+  uintptr_t group;    /* a mapping: the reserved range it lies in (0: none known) */
+  uintptr_t handle;   /* a mapping: its physical handle */
+  size_t maps;        /* a physical handle: its live mappings */
+  bool released;      /* a physical handle: released while mapped; the driver frees it with
+                         its last mapping, and it is counted until then */
+  uint32_t stack_id;
+  int device;         /* -1: none */
   cs_foreign_kind_t kind;
 } cs_foreign_t;
 
-enum { CS_FOREIGN_BUCKETS = 1024 };
+typedef struct cs_foreign_pool_s {
+  uintptr_t pool;
+  int device;
+} cs_foreign_pool_t;
 
+enum { CS_FOREIGN_BUCKETS = 1024, CS_FOREIGN_MAX_POOLS = 256 };
+
+/* Everything below is under this lock. Lock order: the allocators' locks, then this one (a
+ * snapshot copies this state while it holds theirs); no allocator lock is taken under it. */
 static pthread_mutex_t cs_foreign_lock = PTHREAD_MUTEX_INITIALIZER;
 static cs_foreign_t *cs_foreign_table[CS_FOREIGN_BUCKETS];
 static size_t cs_foreign_count[CS_FOREIGN_KINDS];
 static size_t cs_foreign_bytes[CS_FOREIGN_KINDS];
+static cs_foreign_stat_t cs_foreign_stat[CS_FOREIGN_MAX_DEVICES + 1][CS_FOREIGN_KINDS];
+static uintptr_t cs_foreign_next_array = CS_FOREIGN_ARRAY_BASE;
+static cs_foreign_pool_t cs_foreign_pool[CS_FOREIGN_MAX_POOLS];
+static size_t cs_foreign_pool_count;
+/* The events of every drawn kind, one history for all devices (entries carry the device). */
+static cs_ring_t cs_foreign_ring;
+static size_t cs_foreign_ring_entries; /* CUDASNAP_MAX_ENTRIES, from activation */
+static bool cs_foreign_started, cs_foreign_ring_ready;
+static bool cs_foreign_history_enabled = true;
 
 static size_t cs_foreign_bucket(uintptr_t key) {
   return (size_t)(((uint64_t)key * UINT64_C(0x9E3779B97F4A7C15)) >> 54) % CS_FOREIGN_BUCKETS;
 }
 
-void cs_foreign_add(cs_foreign_kind_t kind, uintptr_t key, size_t size, int device) {
-  cs_foreign_t *e = malloc(sizeof *e);
-  if (!e) return; /* not recorded; the program's call already succeeded */
-  *e = (cs_foreign_t){.key = key, .size = size, .device = device, .kind = kind};
+void cs_foreign_start(const cs_options_t *opts) {
   pthread_mutex_lock(&cs_foreign_lock);
-  size_t b = cs_foreign_bucket(key);
-  e->next = cs_foreign_table[b];
-  cs_foreign_table[b] = e;
-  cs_foreign_count[kind]++;
-  cs_foreign_bytes[kind] += size;
+  cs_foreign_ring_entries = opts->max_entries;
+  cs_foreign_started = true;
   pthread_mutex_unlock(&cs_foreign_lock);
 }
 
-bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key) {
-  pthread_mutex_lock(&cs_foreign_lock);
+/* The history is made at the first pass-through event: a program that never passes the cache by
+ * pays nothing for it. pre: lock held. */
+static void cs_foreign_ring_ready_locked(void) {
+  if (cs_foreign_ring_ready || !cs_foreign_started) return;
+  cs_foreign_ring_ready = true;
+  if (cs_ring_init(&cs_foreign_ring, cs_foreign_ring_entries) != 0) {
+    cs_log_warn("cannot reserve %zu history entries for memory passed through (CUDASNAP_MAX_ENTRIES); "
+                "recording its state only", cs_foreign_ring_entries);
+    (void)cs_ring_init(&cs_foreign_ring, 0);
+  }
+  cs_ring_set_enabled(&cs_foreign_ring, cs_foreign_history_enabled);
+}
+
+static bool cs_foreign_drawn(const cs_foreign_t *e) {
+  return e->kind < (cs_foreign_kind_t)CS_FOREIGN_DRAWN_KINDS && e->device >= 0 && e->device < CS_FOREIGN_MAX_DEVICES;
+}
+
+static cs_foreign_stat_t *cs_foreign_stat_of(const cs_foreign_t *e) {
+  if (e->device >= 0 && e->device < CS_FOREIGN_MAX_DEVICES) return &cs_foreign_stat[e->device][e->kind];
+  if (e->kind == CS_FOREIGN_HOST || e->kind == CS_FOREIGN_HOST_REGISTERED)
+    return &cs_foreign_stat[CS_FOREIGN_NO_DEVICE][e->kind];
+  return NULL;
+}
+
+/* pre: lock held. The entry's events: a segment (mapped, for a mapping) holding one allocated
+ * block of the whole size, as the viewer draws PyTorch's segments. */
+static void cs_foreign_insert_locked(cs_foreign_t *e) {
+  cs_foreign_ring_ready_locked();
+  size_t b = cs_foreign_bucket(e->key);
+  e->next = cs_foreign_table[b];
+  cs_foreign_table[b] = e;
+  cs_foreign_count[e->kind]++;
+  cs_foreign_bytes[e->kind] += e->size;
+  cs_foreign_stat_t *st = cs_foreign_stat_of(e);
+  if (st) {
+    st->current += (int64_t)e->size;
+    st->allocated += (int64_t)e->size;
+    if (st->current > st->peak) st->peak = st->current;
+  }
+  if (!cs_foreign_drawn(e)) return;
+  cs_action_t seg = e->kind == CS_FOREIGN_VMM_MAPPING ? CS_ACTION_SEGMENT_MAP : CS_ACTION_SEGMENT_ALLOC;
+  cs_ring_push(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, e->stack_id);
+  cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_ALLOC, e->device, e->addr, e->size, e->stream, e->stack_id);
+}
+
+/* pre: lock held; the entry is unlinked. Its events mirror the insertion's, the block first. */
+static void cs_foreign_forget_locked(cs_foreign_t *e, uint32_t stack) {
+  cs_foreign_count[e->kind]--;
+  cs_foreign_bytes[e->kind] -= e->size;
+  cs_foreign_stat_t *st = cs_foreign_stat_of(e);
+  if (st) {
+    st->current -= (int64_t)e->size;
+    st->freed += (int64_t)e->size;
+  }
+  if (!cs_foreign_drawn(e)) return;
+  cs_action_t seg = e->kind == CS_FOREIGN_VMM_MAPPING ? CS_ACTION_SEGMENT_UNMAP : CS_ACTION_SEGMENT_FREE;
+  cs_ring_push(&cs_foreign_ring, CS_ACTION_FREE_REQUESTED, e->device, e->addr, e->size, e->stream, stack);
+  cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_FREE_COMPLETED, e->device, e->addr, e->size, e->stream, stack);
+  cs_ring_push_same_time(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, stack);
+}
+
+/* The link to the entry of that kind and key, or to the NULL ending its bucket. */
+static cs_foreign_t **cs_foreign_link_locked(cs_foreign_kind_t kind, uintptr_t key) {
   cs_foreign_t **link = &cs_foreign_table[cs_foreign_bucket(key)];
   while (*link && !((*link)->key == key && (*link)->kind == kind)) link = &(*link)->next;
+  return link;
+}
+
+static cs_foreign_t *cs_foreign_find_locked(cs_foreign_kind_t kind, uintptr_t key) {
+  for (cs_foreign_t *e = cs_foreign_table[cs_foreign_bucket(key)]; e; e = e->next)
+    if (e->key == key && e->kind == kind) return e;
+  return NULL;
+}
+
+void cs_foreign_add(cs_foreign_kind_t kind, uintptr_t key, size_t size, int device, uintptr_t stream,
+                    uint32_t stack) {
+  cs_foreign_t *e = malloc(sizeof *e);
+  if (!e) return; /* not recorded; the program's call already succeeded */
+  *e = (cs_foreign_t){.key = key, .addr = key, .size = size, .stream = stream, .stack_id = stack,
+                      .device = device, .kind = kind};
+  pthread_mutex_lock(&cs_foreign_lock);
+  if (kind == CS_FOREIGN_ARRAY) {
+    /* 2 MiB apart, so that arrays never look adjacent to each other */
+    e->addr = cs_foreign_next_array;
+    cs_foreign_next_array += (size + (2u << 20)) & ~(uintptr_t)((2u << 20) - 1);
+  }
+  cs_foreign_insert_locked(e);
+  pthread_mutex_unlock(&cs_foreign_lock);
+}
+
+/* The reserved range holding addr, or 0. pre: lock held. A walk of the table: mappings are few
+ * (PyTorch maps 2 or 20 MiB at a time) and reservations fewer. */
+static uintptr_t cs_foreign_group_locked(uintptr_t addr) {
+  for (size_t b = 0; b < CS_FOREIGN_BUCKETS; b++)
+    for (cs_foreign_t *e = cs_foreign_table[b]; e; e = e->next)
+      if (e->kind == CS_FOREIGN_VMM_RESERVE && addr - e->key < e->size) return e->key;
+  return 0;
+}
+
+void cs_foreign_map(uintptr_t addr, size_t size, uintptr_t handle, int current_device, uint32_t stack) {
+  cs_foreign_t *e = malloc(sizeof *e);
+  if (!e) return;
+  pthread_mutex_lock(&cs_foreign_lock);
+  cs_foreign_t *physical = cs_foreign_find_locked(CS_FOREIGN_VMM_HANDLE, handle);
+  if (physical) physical->maps++;
+  *e = (cs_foreign_t){.key = addr, .addr = addr, .size = size, .group = cs_foreign_group_locked(addr), .handle = handle,
+                      .stack_id = stack, .device = physical && physical->device >= 0 ? physical->device : current_device,
+                      .kind = CS_FOREIGN_VMM_MAPPING};
+  cs_foreign_insert_locked(e);
+  pthread_mutex_unlock(&cs_foreign_lock);
+}
+
+void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack) {
+  cs_foreign_t *gone = NULL;
+  pthread_mutex_lock(&cs_foreign_lock);
+  /* in address order, so the history reads as the range is taken apart */
+  for (;;) {
+    cs_foreign_t **first = NULL;
+    for (size_t b = 0; b < CS_FOREIGN_BUCKETS; b++)
+      for (cs_foreign_t **link = &cs_foreign_table[b]; *link; link = &(*link)->next) {
+        cs_foreign_t *e = *link;
+        if (e->kind == CS_FOREIGN_VMM_MAPPING && e->key - addr < size && (!first || e->key < (*first)->key))
+          first = link;
+      }
+    if (!first) break;
+    cs_foreign_t *e = *first;
+    *first = e->next;
+    cs_foreign_forget_locked(e, stack);
+    e->next = gone;
+    gone = e;
+    cs_foreign_t **link = cs_foreign_link_locked(CS_FOREIGN_VMM_HANDLE, e->handle), *physical = *link;
+    if (physical && physical->maps > 0 && --physical->maps == 0 && physical->released) {
+      *link = physical->next;
+      cs_foreign_forget_locked(physical, stack);
+      physical->next = gone;
+      gone = physical;
+    }
+  }
+  pthread_mutex_unlock(&cs_foreign_lock);
+  while (gone) {
+    cs_foreign_t *next = gone->next;
+    free(gone);
+    gone = next;
+  }
+}
+
+bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack) {
+  pthread_mutex_lock(&cs_foreign_lock);
+  cs_foreign_t **link = cs_foreign_link_locked(kind, key);
   cs_foreign_t *e = *link;
+  if (e && kind == CS_FOREIGN_VMM_HANDLE && e->maps > 0) {
+    /* still mapped: the physical memory stays until its last mapping goes */
+    e->released = true;
+    pthread_mutex_unlock(&cs_foreign_lock);
+    return true;
+  }
   if (e) {
     *link = e->next;
-    cs_foreign_count[kind]--;
-    cs_foreign_bytes[kind] -= e->size;
+    cs_foreign_forget_locked(e, stack);
   }
   pthread_mutex_unlock(&cs_foreign_lock);
   free(e);
@@ -57,15 +231,96 @@ void cs_foreign_totals(cs_foreign_kind_t kind, size_t *count, size_t *bytes) {
   pthread_mutex_unlock(&cs_foreign_lock);
 }
 
-const char *cs_foreign_kind_name(cs_foreign_kind_t kind) {
-  static const char *const names[CS_FOREIGN_KINDS] = {
-      [CS_FOREIGN_DEVICE] = "device",         [CS_FOREIGN_MANAGED] = "managed",
-      [CS_FOREIGN_ASYNC] = "async",           [CS_FOREIGN_HOST] = "host_pinned",
-      [CS_FOREIGN_HOST_REGISTERED] = "host_registered", [CS_FOREIGN_ARRAY] = "array",
-      [CS_FOREIGN_VMM_HANDLE] = "vmm_physical", [CS_FOREIGN_VMM_RESERVE] = "vmm_reserved",
-      [CS_FOREIGN_VMM_MAPPING] = "vmm_mapping", [CS_FOREIGN_IPC] = "ipc_imported",
-  };
-  return kind < CS_FOREIGN_KINDS ? names[kind] : "unknown";
+void cs_foreign_pool_used(uintptr_t pool, int device) {
+  pthread_mutex_lock(&cs_foreign_lock);
+  bool known = false;
+  for (size_t i = 0; i < cs_foreign_pool_count && !known; i++) known = cs_foreign_pool[i].pool == pool;
+  if (!known && cs_foreign_pool_count < CS_FOREIGN_MAX_POOLS)
+    cs_foreign_pool[cs_foreign_pool_count++] = (cs_foreign_pool_t){.pool = pool, .device = device};
+  pthread_mutex_unlock(&cs_foreign_lock);
+}
+
+void cs_foreign_pool_destroyed(uintptr_t pool) {
+  pthread_mutex_lock(&cs_foreign_lock);
+  for (size_t i = 0; i < cs_foreign_pool_count; i++)
+    if (cs_foreign_pool[i].pool == pool) {
+      cs_foreign_pool[i] = cs_foreign_pool[--cs_foreign_pool_count];
+      break;
+    }
+  pthread_mutex_unlock(&cs_foreign_lock);
+}
+
+size_t cs_foreign_pools(int device, uintptr_t *out, size_t cap) {
+  size_t n = 0;
+  pthread_mutex_lock(&cs_foreign_lock);
+  for (size_t i = 0; i < cs_foreign_pool_count && n < cap; i++)
+    if (cs_foreign_pool[i].device == device) out[n++] = cs_foreign_pool[i].pool;
+  pthread_mutex_unlock(&cs_foreign_lock);
+  return n;
+}
+
+bool cs_foreign_stats(int device, cs_foreign_stat_t out[CS_FOREIGN_KINDS]) {
+  if (device < 0 || device > CS_FOREIGN_NO_DEVICE) return false;
+  pthread_mutex_lock(&cs_foreign_lock);
+  memcpy(out, cs_foreign_stat[device], sizeof cs_foreign_stat[device]);
+  pthread_mutex_unlock(&cs_foreign_lock);
+  return true;
+}
+
+/* ---- snapshots ---- */
+
+static int cs_foreign_draw_cmp(const void *x, const void *y) {
+  const cs_foreign_t *a = *(const cs_foreign_t *const *)x, *b = *(const cs_foreign_t *const *)y;
+  if (a->device != b->device) return a->device < b->device ? -1 : 1;
+  return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+/* Mappings that touch, on one device and in one reserved range, are one expandable segment (as
+ * PyTorch reports the mapped runs of an expandable segment); everything else is a segment of its
+ * own holding one block. */
+static void cs_foreign_draw(cs_snap_state_t *s, cs_foreign_t **drawn, size_t n) {
+  qsort(drawn, n, sizeof *drawn, cs_foreign_draw_cmp);
+  const cs_foreign_t *prev = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const cs_foreign_t *e = drawn[i];
+    bool vmm = e->kind == CS_FOREIGN_VMM_MAPPING;
+    bool joins = vmm && prev && prev->kind == CS_FOREIGN_VMM_MAPPING && prev->device == e->device &&
+                 prev->group == e->group && prev->addr + prev->size == e->addr;
+    if (!joins) cs_snap_state_add_foreign_segment(s, e->device, e->addr, e->stream, e->kind, vmm, e->stack_id);
+    cs_snap_state_add_foreign_block(s, e->size, e->stack_id);
+    prev = e;
+  }
+}
+
+void cs_foreign_snapshot(cs_snap_state_t *s, bool with_history) {
+  pthread_mutex_lock(&cs_foreign_lock);
+  size_t total = 0;
+  for (int k = 0; k < CS_FOREIGN_KINDS; k++) total += cs_foreign_count[k];
+  cs_foreign_t **drawn = malloc((total ? total : 1) * sizeof *drawn);
+  size_t n = 0;
+  if (!drawn) s->error = -CS_EHOSTMEM;
+  for (size_t b = 0; drawn && b < CS_FOREIGN_BUCKETS; b++)
+    for (cs_foreign_t *e = cs_foreign_table[b]; e; e = e->next) {
+      int row = e->device >= 0 && e->device < CS_SNAP_MAX_DEVICES ? e->device : CS_SNAP_MAX_DEVICES;
+      s->memory[row].kind_bytes[e->kind] += e->size;
+      s->memory[row].kind_count[e->kind]++;
+      if (cs_foreign_drawn(e)) drawn[n++] = e;
+      else cs_snap_state_add_other(s, e->kind, e->device, e->size, e->stack_id);
+    }
+  if (drawn) cs_foreign_draw(s, drawn, n);
+  free(drawn);
+  _Static_assert((int)CS_SNAP_MAX_DEVICES == (int)CS_FOREIGN_MAX_DEVICES, "one row per device, and one for none");
+  memcpy(s->passthrough, cs_foreign_stat, sizeof cs_foreign_stat);
+  s->has_passthrough = cs_foreign_ring_ready || cs_foreign_pool_count > 0;
+  if (with_history) cs_snap_state_add_history(s, &cs_foreign_ring);
+  pthread_mutex_unlock(&cs_foreign_lock);
+}
+
+void cs_foreign_set_history(bool enabled) {
+  pthread_mutex_lock(&cs_foreign_lock);
+  cs_foreign_history_enabled = enabled;
+  if (cs_foreign_ring_ready) cs_ring_set_enabled(&cs_foreign_ring, enabled);
+  pthread_mutex_unlock(&cs_foreign_lock);
 }
 
 void cs_foreign_prefork(void) { pthread_mutex_lock(&cs_foreign_lock); }
@@ -84,4 +339,7 @@ void cs_foreign_postfork(bool child) {
     }
   }
   for (int k = 0; k < CS_FOREIGN_KINDS; k++) cs_foreign_count[k] = cs_foreign_bytes[k] = 0;
+  memset(cs_foreign_stat, 0, sizeof cs_foreign_stat);
+  cs_foreign_pool_count = 0;
+  cs_ring_clear(&cs_foreign_ring);
 }

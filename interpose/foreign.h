@@ -1,7 +1,12 @@
-/* Memory the program obtained past the cache: pitch, managed, stream-ordered, host pinned,
- * arrays, VMM handles and mappings, IPC imports, legacy 32-bit allocations. cudasnap passes those
- * calls through and records what exists here, so that snapshots can show all memory even where it
- * is not cached. Thread-safe; an entry costs one small heap allocation (never on the cache path). */
+/* Memory the program obtained past the cache: v1 and pitch allocations, managed, stream-ordered,
+ * arrays, VMM handles, reservations and mappings, IPC imports, pinned host memory. cudasnap passes
+ * those calls through and records here what exists, with the stack that created it, and its own
+ * history of their events (one ring for all of them, merged by time with the contexts' rings in
+ * a snapshot), so that snapshots draw all device memory, not only the cached part.
+ *
+ * Thread-safe (one lock); an entry costs one small heap allocation and the calls take the stack
+ * of their caller: none of this is on the cache path. How each kind is drawn: README, "Memory
+ * that passes through". */
 #ifndef CS_FOREIGN_H
 #define CS_FOREIGN_H
 
@@ -9,29 +14,53 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum cs_foreign_kind_e {
-  CS_FOREIGN_DEVICE,          /* cuMemAlloc (v1), cuMemAllocPitch, allocations passed through */
-  CS_FOREIGN_MANAGED,         /* cuMemAllocManaged */
-  CS_FOREIGN_ASYNC,           /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
-  CS_FOREIGN_HOST,            /* cuMemHostAlloc, cuMemAllocHost */
-  CS_FOREIGN_HOST_REGISTERED, /* cuMemHostRegister */
-  CS_FOREIGN_ARRAY,           /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate (estimated size) */
-  CS_FOREIGN_VMM_HANDLE,      /* cuMemCreate: physical memory */
-  CS_FOREIGN_VMM_RESERVE,     /* cuMemAddressReserve: address space only */
-  CS_FOREIGN_VMM_MAPPING,     /* cuMemMap */
-  CS_FOREIGN_IPC,             /* cuIpcOpenMemHandle: another process's memory */
-  CS_FOREIGN_KINDS
-} cs_foreign_kind_t;
+#include "common/cs_options.h"
+#include "snapshot/passthrough.h"
 
-void cs_foreign_add(cs_foreign_kind_t kind, uintptr_t key, size_t size, int device);
+struct cs_snap_state_s;
 
-/* Forget the entry of that kind and key; false if there was none. */
-bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key);
+/* Arrays have no device address: they are drawn at pseudo addresses from here on, a range below
+ * 2^53 (the viewer's exact integers) that no CUDA allocation on Linux x86-64 is handed. */
+#define CS_FOREIGN_ARRAY_BASE ((uintptr_t)0x1c000000000000)
 
-/* Live entries and bytes of a kind. */
+/* At activation: the history's size (CUDASNAP_MAX_ENTRIES). Events before it are not recorded. */
+void cs_foreign_start(const cs_options_t *opts);
+
+/* A new entry. key: the address, or the handle (arrays, VMM handles). stream: the allocation's
+ * stream (stream-ordered kinds), else 0. stack: the creating call's interned stack. A mapping's
+ * device is its physical handle's when that handle is known. */
+void cs_foreign_add(cs_foreign_kind_t kind, uintptr_t key, size_t size, int device, uintptr_t stream,
+                    uint32_t stack);
+
+/* cuMemMap of `handle` at [addr, addr + size). */
+void cs_foreign_map(uintptr_t addr, size_t size, uintptr_t handle, int current_device, uint32_t stack);
+
+/* cuMemUnmap of [addr, addr + size): every mapping that starts inside goes. */
+void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack);
+
+/* Forget the entry of that kind and key; false if there was none. stack: the freeing call's. */
+bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack);
+
+/* Live entries and bytes of a kind, all devices. */
 void cs_foreign_totals(cs_foreign_kind_t kind, size_t *count, size_t *bytes);
 
-const char *cs_foreign_kind_name(cs_foreign_kind_t kind);
+/* A stream-ordered pool the program allocated from (its reserved bytes are reconciled), and its
+ * destruction. */
+void cs_foreign_pool_used(uintptr_t pool, int device);
+void cs_foreign_pool_destroyed(uintptr_t pool);
+/* The pools seen on device, up to cap; returns the count. */
+size_t cs_foreign_pools(int device, uintptr_t *out, size_t cap);
+
+/* Per device (CS_FOREIGN_NO_DEVICE: host memory) and kind: cudasnap's own statistics. false
+ * for a device out of range. */
+bool cs_foreign_stats(int device, cs_foreign_stat_t out[CS_FOREIGN_KINDS]);
+
+/* Copy the drawn entries, the other entries and the history into a snapshot state. pre: every
+ * allocator lock is held (cs_contexts_snapshot), so the copy agrees with theirs. */
+void cs_foreign_snapshot(struct cs_snap_state_s *state, bool with_history);
+
+/* cudasnap_record_history for this history */
+void cs_foreign_set_history(bool enabled);
 
 /* fork: the parent's memory is not the child's */
 void cs_foreign_prefork(void);

@@ -33,6 +33,14 @@ static int cs_current_device(void) {
   return device;
 }
 
+/* What cuMemFree frees that is not the cache's: whichever kind the address was. */
+static void cs_foreign_free(CUdeviceptr dptr) {
+  static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC};
+  uint32_t stack = cs_record_stack();
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (cs_foreign_remove(kinds[i], dptr, stack)) return;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * The cache path
  * ----------------------------------------------------------------------------------------------*/
@@ -57,7 +65,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
     /* Nested inside cudasnap, no current context, or a context cudasnap cannot serve: the
      * driver answers, including with its own errors. */
     CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
-    if (r == CUDA_SUCCESS && c) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c));
+    if (r == CUDA_SUCCESS && c)
+      cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c), 0, cs_record_stack());
     cs_guard_exit();
     return r;
   }
@@ -67,7 +76,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   if (CS_UNLIKELY(rc == -CS_EHOSTMEM)) {
     /* cudasnap's own metadata could not grow: let the driver serve this one. */
     CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
-    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c));
+    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c), 0, stack);
   } else {
     r = cs_status_of(rc);
     if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)addr;
@@ -95,9 +104,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     r = CUDA_ERROR_INVALID_VALUE;
   } else {
     CS_FORWARD(r, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
-    if (r == CUDA_SUCCESS && !cs_foreign_remove(CS_FOREIGN_DEVICE, dptr) &&
-        !cs_foreign_remove(CS_FOREIGN_MANAGED, dptr))
-      cs_foreign_remove(CS_FOREIGN_ASYNC, dptr);
+    if (r == CUDA_SUCCESS) cs_foreign_free(dptr);
   }
   cs_guard_exit();
   return r;
@@ -126,17 +133,22 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
  * Record-only pass-through
  * ----------------------------------------------------------------------------------------------*/
 
+/* A pass-through allocation of the current device, with its caller's stack. */
+static void cs_foreign_record(cs_foreign_kind_t kind, uintptr_t key, size_t size, uintptr_t stream) {
+  cs_foreign_add(kind, key, size, cs_current_device(), stream, cs_record_stack());
+}
+
 CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
   CUresult r;
   CS_FORWARD(r, cuMemAlloc, PFN_cuMemAlloc_v2000, dptr, bytesize);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_current_device());
+  if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_DEVICE, *dptr, bytesize, 0);
   return r;
 }
 
 CUresult cuMemFree(CUdeviceptr_v1 dptr) {
   CUresult r;
   CS_FORWARD(r, cuMemFree, PFN_cuMemFree_v2000, dptr);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_DEVICE, dptr);
+  if (r == CUDA_SUCCESS) cs_foreign_free(dptr);
   return r;
 }
 
@@ -144,14 +156,14 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size
                             unsigned int element_size) {
   CUresult r;
   CS_FORWARD(r, cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020, dptr, pitch, width, height, element_size);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, *pitch * height, cs_current_device());
+  if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_PITCH, *dptr, *pitch * height, 0);
   return r;
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuMemAllocManaged, PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_MANAGED, *dptr, bytesize, cs_current_device());
+  if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_MANAGED, *dptr, bytesize, 0);
   return r;
 }
 
@@ -161,7 +173,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, bytesize, stream);                                             \
-    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_ASYNC, *dptr, bytesize, cs_current_device()); \
+    if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_ASYNC, *dptr, bytesize, (uintptr_t)stream); \
     return r;                                                                                     \
   }
 CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)
@@ -171,7 +183,10 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream) {        \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, bytesize, pool, stream);                                       \
-    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_ASYNC, *dptr, bytesize, cs_current_device()); \
+    if (r == CUDA_SUCCESS) {                                                                      \
+      cs_foreign_record(CS_FOREIGN_ASYNC, *dptr, bytesize, (uintptr_t)stream);                     \
+      cs_foreign_pool_used((uintptr_t)pool, cs_current_device());                                  \
+    }                                                                                             \
     return r;                                                                                     \
   }
 CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020)
@@ -181,11 +196,19 @@ CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11
   CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, stream);                                                       \
-    if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ASYNC, dptr);                             \
+    if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ASYNC, dptr, cs_record_stack());          \
     return r;                                                                                     \
   }
 CS_ASYNC_FREE_HOOK(cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)
 CS_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)
+
+/* A pool the program destroys is no longer asked for its reserved bytes. */
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  CUresult r;
+  CS_FORWARD(r, cuMemPoolDestroy, PFN_cuMemPoolDestroy_v11020, pool);
+  if (r == CUDA_SUCCESS) cs_foreign_pool_destroyed((uintptr_t)pool);
+  return r;
+}
 
 /* ---- virtual memory management: recorded, never cached ---- */
 
@@ -194,14 +217,16 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
   CUresult r;
   CS_FORWARD(r, cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
   if (r == CUDA_SUCCESS)
-    cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size, prop ? prop->location.id : -1);
+    cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size,
+                   prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1, 0,
+                   cs_record_stack());
   return r;
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   CUresult r;
   CS_FORWARD(r, cuMemRelease, PFN_cuMemRelease_v10020, handle);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_HANDLE, (uintptr_t)handle);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_HANDLE, (uintptr_t)handle, cs_record_stack());
   return r;
 }
 
@@ -209,14 +234,14 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags) {
   CUresult r;
   CS_FORWARD(r, cuMemMap, PFN_cuMemMap_v10020, ptr, size, offset, handle, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_MAPPING, ptr, size, cs_current_device());
+  if (r == CUDA_SUCCESS) cs_foreign_map(ptr, size, (uintptr_t)handle, cs_current_device(), cs_record_stack());
   return r;
 }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   CUresult r;
   CS_FORWARD(r, cuMemUnmap, PFN_cuMemUnmap_v10020, ptr, size);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_MAPPING, ptr);
+  if (r == CUDA_SUCCESS) cs_foreign_unmap(ptr, size, cs_record_stack());
   return r;
 }
 
@@ -224,14 +249,14 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
                              unsigned long long flags) {
   CUresult r;
   CS_FORWARD(r, cuMemAddressReserve, PFN_cuMemAddressReserve_v10020, ptr, size, alignment, addr, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_RESERVE, *ptr, size, -1);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_RESERVE, *ptr, size, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   CUresult r;
   CS_FORWARD(r, cuMemAddressFree, PFN_cuMemAddressFree_v10020, ptr, size);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_RESERVE, ptr);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_RESERVE, ptr, 0);
   return r;
 }
 
@@ -248,7 +273,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
   CUresult r;
   CS_FORWARD(r, cuMemImportFromShareableHandle, PFN_cuMemImportFromShareableHandle_v10020, handle,
              os_handle, type);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, 0, -1);
+  /* another process's physical memory: no size, no device of ours */
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, 0, -1, 0, cs_record_stack());
   return r;
 }
 
@@ -257,39 +283,40 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
   CUresult r;
   CS_FORWARD(r, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020, pp, bytesize);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemFreeHost(void *p) {
   CUresult r;
   CS_FORWARD(r, cuMemFreeHost, PFN_cuMemFreeHost_v2000, p);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST, (uintptr_t)p);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST, (uintptr_t)p, 0);
   return r;
 }
 
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050, p, bytesize, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1);
+  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemHostUnregister(void *p) {
   CUresult r;
   CS_FORWARD(r, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, p);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, 0);
   return r;
 }
 
-/* ---- arrays: sizes are estimates (the driver pads and tiles them) ---- */
+/* ---- arrays: the bytes their descriptors ask for (the driver pads and tiles them, so this is a
+ * lower bound on a real GPU) ---- */
 
 static size_t cs_array_format_bytes(CUarray_format format) {
   switch (format) {
@@ -299,18 +326,27 @@ static size_t cs_array_format_bytes(CUarray_format format) {
   }
 }
 
-static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format,
-                             unsigned channels) {
-  return width * (height ? height : 1) * (depth ? depth : 1) * channels * cs_array_format_bytes(format);
+static size_t cs_array_extent(size_t n, unsigned level) {
+  size_t d = (n ? n : 1) >> level;
+  return d ? d : 1;
+}
+
+/* All levels: each dimension halves per level, down to 1. */
+static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels,
+                             unsigned levels) {
+  size_t total = 0;
+  for (unsigned l = 0; l < levels && l < 64; l++)
+    total += cs_array_extent(width, l) * cs_array_extent(height, l) * cs_array_extent(depth, l) * channels *
+             cs_array_format_bytes(format);
+  return total;
 }
 
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
   CS_FORWARD(r, cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_add(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels),
-                   cs_current_device());
+    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
+                   cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1), 0);
   return r;
 }
 
@@ -318,16 +354,15 @@ CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
   CUresult r;
   CS_FORWARD(r, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_add(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels),
-                   cs_current_device());
+    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
+                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1), 0);
   return r;
 }
 
 CUresult cuArrayDestroy(CUarray array) {
   CUresult r;
   CS_FORWARD(r, cuArrayDestroy, PFN_cuArrayDestroy_v2000, array);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array, cs_record_stack());
   return r;
 }
 
@@ -335,18 +370,16 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESC
                                 unsigned int levels) {
   CUresult r;
   CS_FORWARD(r, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
-  /* all levels together hold at most 4/3 of the first */
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_add(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) / 3 * 4,
-                   cs_current_device());
+    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
+                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels), 0);
   return r;
 }
 
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   CUresult r;
   CS_FORWARD(r, cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, array);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array, cs_record_stack());
   return r;
 }
 
@@ -369,24 +402,33 @@ CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNo
 
 /* ---- IPC ---- */
 
+/* The driver knows an import's size (the exporter's allocation); drawn on the current device. */
+static void cs_foreign_ipc_opened(CUdeviceptr dptr) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  PFN_cuMemGetAddressRange_v3020 range = CS_REAL_FN(cuMemGetAddressRange_v2, PFN_cuMemGetAddressRange_v3020);
+  if (!range || range(&base, &size, dptr) != CUDA_SUCCESS) size = 0;
+  cs_foreign_record(CS_FOREIGN_IPC, dptr, size, 0);
+}
+
 CUresult cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuIpcOpenMemHandle, PFN_cuIpcOpenMemHandle_v4010, dptr, handle, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_IPC, *dptr, 0, cs_current_device());
+  if (r == CUDA_SUCCESS) cs_foreign_ipc_opened(*dptr);
   return r;
 }
 
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuIpcOpenMemHandle_v2, PFN_cuIpcOpenMemHandle_v11000, dptr, handle, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_IPC, *dptr, 0, cs_current_device());
+  if (r == CUDA_SUCCESS) cs_foreign_ipc_opened(*dptr);
   return r;
 }
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   CUresult r;
   CS_FORWARD(r, cuIpcCloseMemHandle, PFN_cuIpcCloseMemHandle_v4010, dptr);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_IPC, dptr);
+  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_IPC, dptr, cs_record_stack());
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/cs_compiler.h"
 #include "common/cs_log.h"
+#include "interpose/foreign.h"
 #include "memviz/output.h"
 #include "record/pyframes.h"
 #include "record/recfile_write.h"
@@ -84,6 +85,7 @@ static void cs_record_open_file(const cs_options_t *opts) {
 
 void cs_record_start(const cs_options_t *opts) {
   atomic_store_explicit(&cs_history_entries, opts->max_entries, memory_order_relaxed);
+  cs_foreign_start(opts);
   /* a fork child comes here again, with the parent's file detached: it makes its own */
   if (opts->record[0] && !atomic_load(&cs_recfile)) cs_record_open_file(opts);
   cs_intern_t *t = atomic_load(&cs_intern);
@@ -144,7 +146,10 @@ void cs_history_init(cs_history_t *h, int device) {
   cs_ring_set_enabled(&h->ring, atomic_load(&cs_history_enabled));
 }
 
-void cs_record_set_enabled(bool enabled) { atomic_store(&cs_history_enabled, enabled); }
+void cs_record_set_enabled(bool enabled) {
+  atomic_store(&cs_history_enabled, enabled);
+  cs_foreign_set_history(enabled);
+}
 
 static void cs_record_event(void *ctx, const cs_trace_event_t *ev) {
   cs_history_t *h = ctx;

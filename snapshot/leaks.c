@@ -38,13 +38,23 @@ static int cs_leak_site_cmp(const void *x, const void *y) {
   return (a->bytes < b->bytes) - (a->bytes > b->bytes); /* most bytes first */
 }
 
-void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symbolizer_t *sym) {
+/* A live allocation the report counts: a block of a segment, or memory passed through and not
+ * drawn (physical VMM handles, reservations, pinned host memory). */
+typedef struct cs_leak_item_s {
+  int kind;          /* -1: the cache's */
+  uint64_t bytes;
+  uint32_t stack_id;
+} cs_leak_item_t;
+
+/* One paragraph: the cache's blocks (kind -1), or one kind passed through. */
+static void cs_leak_report_kind(const cs_leak_item_t *items, size_t n, int kind, const cs_intern_t *intern,
+                                cs_symbolizer_t *sym) {
   uint64_t blocks = 0, bytes = 0;
-  for (size_t i = 0; i < s->block_count; i++) {
-    if (s->blocks[i].state != CS_BLOCK_ALLOCATED) continue;
-    blocks++;
-    bytes += s->blocks[i].requested;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (items[i].kind == kind) {
+      blocks++;
+      bytes += items[i].bytes;
+    }
   if (blocks == 0) return;
   char total[32];
   cs_format_size(bytes, total, sizeof total);
@@ -52,19 +62,22 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
   /* group the live blocks by site: a few hundred distinct sites at most, so a plain array */
   cs_leak_site_t *sites = calloc(blocks, sizeof *sites);
   size_t count = 0;
-  for (size_t i = 0; sites && i < s->block_count; i++) {
-    const cs_snap_block_t *b = &s->blocks[i];
-    if (b->state != CS_BLOCK_ALLOCATED) continue;
-    uintptr_t pc = cs_leak_site_pc(intern, sym, b->stack_id);
+  for (size_t i = 0; sites && i < n; i++) {
+    if (items[i].kind != kind) continue;
+    uintptr_t pc = cs_leak_site_pc(intern, sym, items[i].stack_id);
     size_t j = 0;
     while (j < count && sites[j].pc != pc) j++;
     if (j == count) sites[count++] = (cs_leak_site_t){.pc = pc};
-    sites[j].bytes += b->requested;
+    sites[j].bytes += items[i].bytes;
     sites[j].blocks++;
   }
   bool named = sites && count > 0 && !(count == 1 && sites[0].pc == 0);
-  cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total,
-              named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=all shows where)");
+  const char *hint = named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=all shows where)";
+  if (kind < 0)
+    cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total, hint);
+  else
+    cs_log_info("passed through, %s: %llu allocation%s (%s) never freed%s", cs_foreign_kind_name((cs_foreign_kind_t)kind),
+                (unsigned long long)blocks, blocks == 1 ? "" : "s", total, hint);
   if (named) {
     qsort(sites, count, sizeof *sites, cs_leak_site_cmp);
     for (size_t i = 0; i < count && i < CS_LEAK_TOP_SITES; i++) {
@@ -84,4 +97,23 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
     }
   }
   free(sites);
+}
+
+void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symbolizer_t *sym) {
+  size_t n = 0;
+  cs_leak_item_t *items = malloc((s->block_count + s->other_count + 1) * sizeof *items);
+  if (!items) return;
+  for (size_t g = 0; g < s->segment_count; g++) {
+    const cs_snap_segment_t *seg = &s->segments[g];
+    for (size_t i = seg->first_block; i < seg->first_block + seg->block_count; i++) {
+      const cs_snap_block_t *b = &s->blocks[i];
+      if (b->state == CS_BLOCK_ALLOCATED)
+        items[n++] = (cs_leak_item_t){.kind = seg->kind, .bytes = b->requested, .stack_id = b->stack_id};
+    }
+  }
+  for (size_t i = 0; i < s->other_count; i++)
+    items[n++] = (cs_leak_item_t){.kind = (int)s->others[i].kind, .bytes = s->others[i].size,
+                                  .stack_id = s->others[i].stack_id};
+  for (int kind = -1; kind < CS_FOREIGN_KINDS; kind++) cs_leak_report_kind(items, n, kind, intern, sym);
+  free(items);
 }

@@ -25,6 +25,7 @@ void cs_snap_state_free(cs_snap_state_t *s) {
   free(s->segments);
   free(s->blocks);
   free(s->entries);
+  free(s->others);
   memset(s, 0, sizeof *s);
 }
 
@@ -60,7 +61,7 @@ static void cs_snap_copy_block(void *ctx, const cs_segment_info_t *seg, const cs
     }
     s->segments[s->segment_count++] = (cs_snap_segment_t){
         .device = c->device, .addr = seg->addr, .size = seg->size, .stream = seg->stream,
-        .small = seg->small, .stack_id = seg->stack_id, .first_block = s->block_count};
+        .small = seg->small, .stack_id = seg->stack_id, .first_block = s->block_count, .kind = -1};
   }
   s->segments[s->segment_count - 1].block_count++;
   s->blocks[s->block_count++] = (cs_snap_block_t){.size = blk->size, .requested = blk->requested,
@@ -75,6 +76,41 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
   cs_allocator_get_stats_locked(a, &one);
   cs_stats_merge(&s->stats[device], &one);
   if (device >= s->device_count) s->device_count = device + 1;
+}
+
+void cs_snap_state_add_foreign_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
+                                       cs_foreign_kind_t kind, bool expandable, uint32_t stack_id) {
+  if (s->error || device < 0 || device >= CS_SNAP_MAX_DEVICES) return;
+  if (!cs_snap_grow((void **)&s->segments, &s->segment_capacity, s->segment_count + 1, sizeof *s->segments)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  s->segments[s->segment_count++] = (cs_snap_segment_t){
+      .device = device, .addr = addr, .stream = stream, .stack_id = stack_id, .first_block = s->block_count,
+      .kind = (int)kind, .expandable = expandable};
+  if (device >= s->device_count) s->device_count = device + 1;
+}
+
+void cs_snap_state_add_foreign_block(cs_snap_state_t *s, size_t size, uint32_t stack_id) {
+  if (s->error || s->segment_count == 0) return;
+  if (!cs_snap_grow((void **)&s->blocks, &s->block_capacity, s->block_count + 1, sizeof *s->blocks)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  cs_snap_segment_t *seg = &s->segments[s->segment_count - 1];
+  seg->size += size;
+  seg->block_count++;
+  s->blocks[s->block_count++] =
+      (cs_snap_block_t){.size = size, .requested = size, .state = CS_BLOCK_ALLOCATED, .stack_id = stack_id};
+}
+
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size, uint32_t stack_id) {
+  if (s->error) return;
+  if (!cs_snap_grow((void **)&s->others, &s->other_capacity, s->other_count + 1, sizeof *s->others)) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  s->others[s->other_count++] = (cs_snap_other_t){.kind = kind, .device = device, .size = size, .stack_id = stack_id};
 }
 
 int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
@@ -270,9 +306,13 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
   cs_emit_int(e, 0);
   cs_emit_int(e, 0);
   cs_emit_tuple_end(e);
-  cs_emit_kv_bool(e, "is_expandable", false);
+  cs_emit_kv_bool(e, "is_expandable", seg->expandable);
   cs_emit_key(e, "frames");
   cs_snap_write_frames(w, seg->stack_id);
+  cs_emit_key(e, "cudasnap");
+  cs_emit_dict_begin(e);
+  cs_emit_kv_str(e, "kind", seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind));
+  cs_emit_dict_end(e);
   cs_emit_key(e, "blocks");
   cs_emit_list_begin(e);
   uintptr_t addr = seg->addr;
@@ -350,6 +390,8 @@ static void cs_snap_write_settings(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_dict_end(e);
 }
 
+static void cs_snap_write_passthrough(cs_snap_writer_t *w);
+
 static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t *meta) {
   cs_emitter_t *e = w->e;
   const cs_snap_state_t *s = w->state;
@@ -380,7 +422,79 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
     cs_emit_dict_end(e);
   }
   cs_emit_list_end(e);
+  cs_snap_write_passthrough(w);
   cs_emit_dict_end(e);
+}
+
+/* The reconciliation of one device (README, "Reconciliation"): what the driver says is used, and
+ * what it is made of. */
+static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
+  cs_emitter_t *e = w->e;
+  const cs_snap_state_t *s = w->state;
+  const cs_snap_device_memory_t *m = &s->memory[device];
+  const cs_stats_t *st = &s->stats[device];
+  cs_emit_dict_begin(e);
+  cs_emit_kv_int(e, "device", device);
+  int64_t accounted = st->reserved_bytes[CS_STAT_ALL].current;
+  cs_emit_kv_bool(e, "driver_known", m->driver_known);
+  if (m->driver_known) {
+    cs_emit_kv_int(e, "driver_total", (int64_t)m->driver_total);
+    cs_emit_kv_int(e, "driver_free", (int64_t)m->driver_free);
+    cs_emit_kv_int(e, "driver_used", (int64_t)(m->driver_total - m->driver_free));
+  }
+  cs_emit_kv_int(e, "cache_reserved", st->reserved_bytes[CS_STAT_ALL].current);
+  cs_emit_kv_int(e, "cache_allocated", st->allocated_bytes[CS_STAT_ALL].current);
+  cs_emit_key(e, "passthrough");
+  cs_emit_dict_begin(e);
+  for (int k = 0; k < CS_FOREIGN_KINDS; k++) {
+    if (k == CS_FOREIGN_HOST || k == CS_FOREIGN_HOST_REGISTERED || k == CS_FOREIGN_VMM_RESERVE) continue;
+    cs_emit_kv_int(e, cs_foreign_kind_name((cs_foreign_kind_t)k), (int64_t)m->kind_bytes[k]);
+    if (cs_foreign_kind_counted((cs_foreign_kind_t)k)) accounted += (int64_t)m->kind_bytes[k];
+  }
+  cs_emit_dict_end(e);
+  cs_emit_kv_bool(e, "pools_known", m->pools_known);
+  cs_emit_kv_int(e, "pool_reserved", (int64_t)m->pool_reserved);
+  cs_emit_kv_int(e, "pool_used", (int64_t)m->pool_used);
+  accounted += (int64_t)m->pool_reserved;
+  cs_emit_kv_int(e, "accounted", accounted);
+  /* context, modules, other processes; negative where cudasnap counts what the driver does not
+   * (managed memory not resident yet) */
+  if (m->driver_known) cs_emit_kv_int(e, "remainder", (int64_t)(m->driver_total - m->driver_free) - accounted);
+  cs_emit_dict_end(e);
+}
+
+static void cs_snap_write_passthrough(cs_snap_writer_t *w) {
+  cs_emitter_t *e = w->e;
+  const cs_snap_state_t *s = w->state;
+  cs_emit_key(e, "memory");
+  cs_emit_list_begin(e);
+  for (int d = 0; d < s->device_count; d++) cs_snap_write_memory(w, d);
+  cs_emit_list_end(e);
+  const cs_snap_device_memory_t *host = &s->memory[CS_SNAP_MAX_DEVICES];
+  cs_emit_key(e, "host");
+  cs_emit_dict_begin(e);
+  cs_emit_kv_int(e, "host_pinned", (int64_t)host->kind_bytes[CS_FOREIGN_HOST]);
+  cs_emit_kv_int(e, "host_registered", (int64_t)host->kind_bytes[CS_FOREIGN_HOST_REGISTERED]);
+  cs_emit_dict_end(e);
+  /* address space only (cuMemAddressReserve): no memory until mapped */
+  cs_emit_kv_int(e, "vmm_reserved_address_space", (int64_t)host->kind_bytes[CS_FOREIGN_VMM_RESERVE]);
+  /* cudasnap's own statistics of memory passed through, per device, flat as memory_stats */
+  cs_emit_key(e, "passthrough_stats");
+  cs_emit_list_begin(e);
+  for (int d = 0; d <= s->device_count; d++) {
+    int row = d < s->device_count ? d : CS_SNAP_MAX_DEVICES; /* the last: host memory */
+    cs_emit_dict_begin(e);
+    for (int k = 0; k < CS_FOREIGN_KINDS; k++) {
+      if (!cs_foreign_kind_in_row((cs_foreign_kind_t)k, row == CS_SNAP_MAX_DEVICES)) continue;
+      for (int f = 0; f < CS_FOREIGN_STAT_FIELDS; f++) {
+        char key[96];
+        cs_foreign_stat_key((cs_foreign_kind_t)k, f, key, sizeof key);
+        cs_emit_kv_int(e, key, cs_foreign_stat_field(&s->passthrough[row][k], f));
+      }
+    }
+    cs_emit_dict_end(e);
+  }
+  cs_emit_list_end(e);
 }
 
 /* Items between progress calls: cheap to count, frequent enough for a once-a-second display. */

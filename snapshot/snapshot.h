@@ -19,6 +19,7 @@
 #include "record/phases.h"
 #include "record/pools.h"
 #include "record/ring.h"
+#include "snapshot/passthrough.h"
 #include "snapshot/symbolize.h"
 #include "stats/stats.h"
 
@@ -35,6 +36,8 @@ typedef struct cs_snap_segment_s {
   uint32_t stack_id;
   size_t first_block;  /* index into blocks */
   size_t block_count;
+  int kind;            /* -1: the cache's; else the cs_foreign_kind_t of memory passed through */
+  bool expandable;     /* VMM mappings inside one reserved range (is_expandable) */
 } cs_snap_segment_t;
 
 typedef struct cs_snap_block_s {
@@ -44,6 +47,25 @@ typedef struct cs_snap_block_s {
   uint32_t stack_id;
   const char *user_metadata; /* a pool region's NVTX name (snapshot/pools.h), else NULL */
 } cs_snap_block_t;
+
+/* Pass-through memory that is not drawn: physical VMM handles, reservations, pinned host memory
+ * (for the leak report and the reconciliation). */
+typedef struct cs_snap_other_s {
+  cs_foreign_kind_t kind;
+  int device;          /* -1: none */
+  size_t size;
+  uint32_t stack_id;
+} cs_snap_other_t;
+
+/* What a device's memory is made of at the snapshot (the reconciliation, README). */
+typedef struct cs_snap_device_memory_s {
+  bool driver_known;       /* cuMemGetInfo answered for this device */
+  uint64_t driver_total, driver_free;
+  bool pools_known;        /* stream-ordered pools' attributes answered */
+  uint64_t pool_reserved, pool_used;
+  uint64_t kind_bytes[CS_FOREIGN_KINDS];
+  uint64_t kind_count[CS_FOREIGN_KINDS];
+} cs_snap_device_memory_t;
 
 typedef struct cs_snap_state_s {
   cs_snap_segment_t *segments;
@@ -57,6 +79,11 @@ typedef struct cs_snap_state_s {
   int history_count;          /* rings copied; more than one are merged by time */
   cs_stream_table_t streams;  /* of the entries' stream indexes */
   cs_stats_t stats[CS_SNAP_MAX_DEVICES];
+  cs_snap_other_t *others;    /* pass-through memory not drawn */
+  size_t other_count, other_capacity;
+  cs_snap_device_memory_t memory[CS_SNAP_MAX_DEVICES + 1]; /* the last: no device (host) */
+  cs_foreign_stat_t passthrough[CS_SNAP_MAX_DEVICES + 1][CS_FOREIGN_KINDS];
+  bool has_passthrough;       /* pass-through was recorded (the figures above are filled) */
   int device_count;           /* device_traces has this many lists */
   int error;                  /* -CS_EHOSTMEM when a copy could not grow */
 } cs_snap_state_t;
@@ -71,6 +98,12 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
 /* Room for `entries` history entries, allocated and touched now: call it before taking the locks
  * that cs_snap_state_add_history needs (it grows the room itself otherwise). 0 or -CS_EHOSTMEM. */
 int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries);
+
+/* A segment of pass-through memory of `kind` on device, then its blocks (each allocated, whole). */
+void cs_snap_state_add_foreign_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
+                                       cs_foreign_kind_t kind, bool expandable, uint32_t stack_id);
+void cs_snap_state_add_foreign_block(cs_snap_state_t *s, size_t size, uint32_t stack_id);
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size, uint32_t stack_id);
 
 /* Copy one ring's history. pre: the ring's owner lock is held (for cudasnap, every allocator's
  * lock: the state and the history agree only if no event is half-way). */

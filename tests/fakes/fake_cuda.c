@@ -15,6 +15,7 @@
  *     the driver's internal dlsym re-enters a preloaded dlsym override (interposition.md 4.2,
  *     pitfall 2). Every other name the CUDA 13 runtime asks for is answered with a stub that
  *     returns CUDA_ERROR_NOT_SUPPORTED;
+ *   - VMM, stream-ordered pools and arrays with their used bytes (fake_cuda_mem.c);
  *   - a call log (FAKE_CUDA_LOG) and a test-only control API (fake_cuda_control.h).
  *
  * Deliberate simplifications: no kernels, so a stream's only work is its recorded events;
@@ -45,9 +46,10 @@
 #include <unistd.h>
 
 #include "tests/fakes/fake_cuda_control.h"
+#include "tests/fakes/fake_cuda_internal.h"
 
 /* The project builds with -fvisibility=hidden; every driver and control entry point says so. */
-#define FC_EXPORT __attribute__((visibility("default")))
+/* FC_EXPORT: fake_cuda_internal.h */
 
 enum {
   FC_DRIVER_VERSION = 13000,
@@ -111,6 +113,7 @@ typedef struct fc_alloc_s {
   size_t size;     /* bytes requested */
   size_t map_size; /* bytes mapped: size rounded up to pages */
   struct CUctx_st *ctx;
+  struct CUmemPoolHandle_st *pool; /* stream-ordered: the pool it came from */
   fc_mem_kind_t kind;
   uint64_t buffer_id;
 } fc_alloc_t;
@@ -151,14 +154,13 @@ static _Thread_local struct CUctx_st *tls_ctx_stack[FC_CTX_STACK];
 static _Thread_local unsigned tls_ctx_depth;
 static _Thread_local CUstreamCaptureMode tls_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
-static void fc_lock(void) { pthread_mutex_lock(&g.lock); }
-static void fc_unlock(void) { pthread_mutex_unlock(&g.lock); }
+void fc_lock(void) { pthread_mutex_lock(&g.lock); }
+void fc_unlock(void) { pthread_mutex_unlock(&g.lock); }
 
 /* ---- call log: one write(2) per line on an O_APPEND descriptor, so lines from several threads
  * and processes never interleave ---- */
 
-static void fc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fc_log(const char *fmt, ...) {
+void fc_log(const char *fmt, ...) {
   if (fc_log_fd < 0) return;
   char line[FC_LOG_LINE];
   va_list ap;
@@ -262,7 +264,24 @@ static void fc_set_del(fc_set_t *s, uintptr_t k) {
 
 /* ---- contexts ---- */
 
-static bool fc_dev_ok(CUdevice d) { return d >= 0 && d < g.device_count; }
+bool fc_dev_ok(CUdevice d) { return d >= 0 && d < g.device_count; }
+
+int fc_ctx_device(const struct CUctx_st *c) { return c->device; }
+
+CUresult fc_charge_locked(int device, size_t bytes) {
+  if (!fc_dev_ok(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (g.in_use[device] > g.capacity || bytes > g.capacity - g.in_use[device]) return CUDA_ERROR_OUT_OF_MEMORY;
+  g.in_use[device] += bytes;
+  g.counters.bytes_in_use += bytes;
+  return CUDA_SUCCESS;
+}
+
+void fc_uncharge_locked(int device, size_t bytes) {
+  g.in_use[device] -= bytes;
+  g.counters.bytes_in_use -= bytes;
+}
+
+size_t fc_used_locked(int device) { return g.in_use[device]; }
 
 static bool fc_ctx_live(const struct CUctx_st *c) {
   if (!c) return false;
@@ -276,7 +295,7 @@ static struct CUctx_st *fc_current(void) {
 }
 
 /* The calling thread's current context, or why there is none usable. */
-static CUresult fc_require_ctx(struct CUctx_st **out) {
+CUresult fc_require_ctx(struct CUctx_st **out) {
   if (!g.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   struct CUctx_st *c = fc_current();
   if (!fc_ctx_live(c)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -320,12 +339,14 @@ static bool fc_range_ok(uintptr_t p, size_t n) {
 }
 
 static bool fc_counts_as_device(fc_mem_kind_t k) { return k != FC_MEM_HOST && k != FC_MEM_IPC; }
+/* Stream-ordered allocations are charged through their pool's reserved bytes instead. */
+static bool fc_charged(fc_mem_kind_t k) { return fc_counts_as_device(k) && k != FC_MEM_ASYNC; }
 
 static CUresult fc_alloc_locked(struct CUctx_st *ctx, size_t size, fc_mem_kind_t kind, bool low32,
                                 uintptr_t *out) {
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   int dev = ctx->device;
-  bool device_mem = fc_counts_as_device(kind);
+  bool device_mem = fc_charged(kind);
   if (device_mem && (g.in_use[dev] > g.capacity || size > g.capacity - g.in_use[dev]))
     return CUDA_ERROR_OUT_OF_MEMORY;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -373,10 +394,11 @@ static void fc_free_at_locked(size_t i) {
   fc_alloc_t a = g.allocs[i];
   memmove(&g.allocs[i], &g.allocs[i + 1], (g.alloc_count - i - 1) * sizeof *g.allocs);
   g.alloc_count--;
-  if (fc_counts_as_device(a.kind)) {
+  if (fc_charged(a.kind)) {
     g.in_use[a.ctx->device] -= a.size;
     g.counters.bytes_in_use -= a.size;
   }
+  if (a.kind == FC_MEM_ASYNC) fc_pool_give_back_locked(a.pool, a.size);
   munmap((void *)a.base, a.map_size);
 }
 
@@ -444,6 +466,7 @@ static void fc_destroy_ctx_resources_locked(struct CUctx_st *ctx) {
   for (size_t i = g.alloc_count; i-- > 0;) {
     if (g.allocs[i].ctx == ctx) fc_free_at_locked(i);
   }
+  fc_pools_trim_device_locked(ctx->device); /* what the pools cached for it goes back */
   for (size_t i = g.streams.n; i-- > 0;) {
     struct CUstream_st *s = (struct CUstream_st *)g.streams.v[i];
     if (s->ctx != ctx) continue;
@@ -480,7 +503,7 @@ FC_EXPORT CUresult cuDriverGetVersion(int *driverVersion) {
 }
 
 /* Common checks of the device queries; the caller holds the lock. */
-static CUresult fc_device_check(CUdevice dev) {
+CUresult fc_device_check(CUdevice dev) {
   if (!g.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   return fc_dev_ok(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
@@ -529,8 +552,7 @@ FC_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) {
   return rc;
 }
 
-/* A plausible recent GPU for the attributes programs check; every other attribute is 0. VMM is
- * reported absent because the fake does not implement cuMemCreate and friends. */
+/* A plausible recent GPU for the attributes programs check; every other attribute is 0. */
 FC_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   fc_lock();
   CUresult rc = fc_device_check(dev);
@@ -547,7 +569,8 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
   case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
   case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
   case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
-  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *pi = 1; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = 1; break;
   default: *pi = 0; break;
   }
   return CUDA_SUCCESS;
@@ -789,6 +812,7 @@ static CUresult fc_ctx_synchronize(const char *api, CUcontext ctx) {
   if (rc == CUDA_SUCCESS && g.active_captures) rc = fc_violation_locked();
   if (rc == CUDA_SUCCESS) {
     fc_complete_ctx_locked(c);
+    fc_pools_release_locked(c->device);
     rc = g.sticky; /* an asynchronous error surfaces at the next synchronization */
   }
   fc_unlock();
@@ -891,38 +915,48 @@ FC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
   return rc;
 }
 
-/* Stream-ordered allocation: with no device work to order against, it happens at once. The
- * memory pool argument is accepted and ignored. */
-static CUresult fc_mem_alloc_async(const char *api, CUdeviceptr *dptr, size_t bytesize,
-                                   CUstream hStream, bool per_thread) {
+/* Stream-ordered allocation: with no device work to order against, it happens at once, from the
+ * given pool or the device's current one (cuDeviceSetMemPool; the default pool unless set); the pool's reserved bytes are what the device
+ * is charged (fake_cuda_mem.c). */
+static CUresult fc_mem_alloc_async(const char *api, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                   bool from_pool, CUstream hStream, bool per_thread) {
   uintptr_t p = 0;
   fc_lock();
-  bool stream_ok = fc_stream_ok(fc_stream_key(hStream, per_thread));
+  struct CUctx_st *c = NULL;
+  CUresult rc = fc_require_ctx(&c);
+  if (rc == CUDA_SUCCESS && !fc_stream_ok(fc_stream_key(hStream, per_thread))) rc = CUDA_ERROR_INVALID_HANDLE;
+  if (rc == CUDA_SUCCESS && (!dptr || bytesize == 0)) rc = CUDA_ERROR_INVALID_VALUE;
+  struct CUmemPoolHandle_st *from = NULL;
+  if (rc == CUDA_SUCCESS) {
+    from = from_pool ? fc_pool_valid_locked(pool) : fc_pool_current_locked(c->device);
+    if (!from) rc = CUDA_ERROR_INVALID_VALUE;
+  }
+  if (rc == CUDA_SUCCESS) rc = fc_pool_take_locked(from, bytesize);
+  if (rc == CUDA_SUCCESS) {
+    rc = fc_alloc_locked(c, bytesize, FC_MEM_ASYNC, false, &p);
+    if (rc == CUDA_SUCCESS) g.allocs[fc_alloc_at(p)].pool = from;
+    else fc_pool_give_back_locked(from, bytesize);
+  }
   fc_unlock();
-  CUresult rc = !dptr ? CUDA_ERROR_INVALID_VALUE
-                : !stream_ok ? CUDA_ERROR_INVALID_HANDLE
-                             : fc_mem_alloc(bytesize, FC_MEM_ASYNC, false, &p);
   if (rc == CUDA_SUCCESS) *dptr = p;
-  fc_log("%s size=%zu stream=%p -> 0x%" PRIxPTR " status=%d", api, bytesize, (void *)hStream, p,
-         (int)rc);
+  fc_log("%s size=%zu pool=%p stream=%p -> 0x%" PRIxPTR " status=%d", api, bytesize, (void *)from,
+         (void *)hStream, p, (int)rc);
   return rc;
 }
 
 FC_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-  return fc_mem_alloc_async("cuMemAllocAsync", dptr, bytesize, hStream, false);
+  return fc_mem_alloc_async("cuMemAllocAsync", dptr, bytesize, NULL, false, hStream, false);
 }
 FC_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-  return fc_mem_alloc_async("cuMemAllocAsync_ptsz", dptr, bytesize, hStream, true);
+  return fc_mem_alloc_async("cuMemAllocAsync_ptsz", dptr, bytesize, NULL, false, hStream, true);
 }
 FC_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                            CUstream hStream) {
-  (void)pool;
-  return fc_mem_alloc_async("cuMemAllocFromPoolAsync", dptr, bytesize, hStream, false);
+  return fc_mem_alloc_async("cuMemAllocFromPoolAsync", dptr, bytesize, pool, true, hStream, false);
 }
 FC_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                 CUmemoryPool pool, CUstream hStream) {
-  (void)pool;
-  return fc_mem_alloc_async("cuMemAllocFromPoolAsync_ptsz", dptr, bytesize, hStream, true);
+  return fc_mem_alloc_async("cuMemAllocFromPoolAsync_ptsz", dptr, bytesize, pool, true, hStream, true);
 }
 
 static CUresult fc_host_alloc(const char *api, void **pp, size_t bytesize, unsigned int flags) {
@@ -1419,6 +1453,7 @@ static CUresult fc_stream_synchronize(const char *api, CUstream hStream, bool pe
   if (rc == CUDA_SUCCESS) {
     struct CUctx_st *owner = fc_stream_special(key) ? c : ((struct CUstream_st *)key)->ctx;
     fc_complete_stream_locked(owner, key);
+    fc_pools_release_locked(owner->device);
   }
   fc_unlock();
   fc_log("%s stream=%p status=%d", api, (void *)hStream, (int)rc);
@@ -1781,6 +1816,27 @@ static const fc_variant_t fc_variants[] = {
      11020},
     {"cuMemFreeAsync", 11020, "cuMemFreeAsync", "cuMemFreeAsync_ptsz", 11020},
     {"cuMemHostAlloc", 2020, "cuMemHostAlloc", NULL, 0},
+    {"cuMemGetAllocationGranularity", 10020, "cuMemGetAllocationGranularity", NULL, 0},
+    {"cuMemCreate", 10020, "cuMemCreate", NULL, 0},
+    {"cuMemRelease", 10020, "cuMemRelease", NULL, 0},
+    {"cuMemAddressReserve", 10020, "cuMemAddressReserve", NULL, 0},
+    {"cuMemAddressFree", 10020, "cuMemAddressFree", NULL, 0},
+    {"cuMemMap", 10020, "cuMemMap", NULL, 0},
+    {"cuMemUnmap", 10020, "cuMemUnmap", NULL, 0},
+    {"cuMemSetAccess", 10020, "cuMemSetAccess", NULL, 0},
+    {"cuDeviceGetDefaultMemPool", 11020, "cuDeviceGetDefaultMemPool", NULL, 0},
+    {"cuDeviceGetMemPool", 11020, "cuDeviceGetMemPool", NULL, 0},
+    {"cuDeviceSetMemPool", 11020, "cuDeviceSetMemPool", NULL, 0},
+    {"cuMemPoolCreate", 11020, "cuMemPoolCreate", NULL, 0},
+    {"cuMemPoolDestroy", 11020, "cuMemPoolDestroy", NULL, 0},
+    {"cuMemPoolTrimTo", 11020, "cuMemPoolTrimTo", NULL, 0},
+    {"cuMemPoolGetAttribute", 11020, "cuMemPoolGetAttribute", NULL, 0},
+    {"cuMemPoolSetAttribute", 11020, "cuMemPoolSetAttribute", NULL, 0},
+    {"cuArrayCreate", 3020, "cuArrayCreate_v2", NULL, 0},
+    {"cuArray3DCreate", 3020, "cuArray3DCreate_v2", NULL, 0},
+    {"cuArrayDestroy", 2000, "cuArrayDestroy", NULL, 0},
+    {"cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate", NULL, 0},
+    {"cuMipmappedArrayDestroy", 5000, "cuMipmappedArrayDestroy", NULL, 0},
     {"cuMemAllocHost", 3020, "cuMemAllocHost_v2", NULL, 0},
     {"cuMemAllocHost", 2000, "cuMemAllocHost", NULL, 0},
     {"cuMemFreeHost", 2000, "cuMemFreeHost", NULL, 0},

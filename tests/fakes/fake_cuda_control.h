@@ -38,7 +38,9 @@ typedef struct fake_cuda_counters {
   uint64_t proc_address_lookups; /* cuGetProcAddress and cuGetProcAddress_v2 calls */
   uint64_t primary_ctx_resets;   /* successful cuDevicePrimaryCtxReset and _v2 calls */
   size_t bytes_in_use;           /* device bytes allocated now, all devices and device-memory
-                                    APIs (requested sizes; pinned host and IPC imports excluded) */
+                                    APIs (requested sizes; stream-ordered allocations count as
+                                    their pools' reserved bytes; pinned host and IPC imports
+                                    excluded): what cuMemGetInfo reports used, summed */
 } fake_cuda_counters_t;
 
 /* Copies the counters. */

@@ -77,6 +77,56 @@ api_and_leaks)
   grep -qE "^cudasnap:   3\.0 MiB in 1 block: allocate_weights \(.*prog_snapshot_api\.c:$line\)$" "$dir/err" ||
     fail "the leak report does not name allocate_weights at line $line: $(cat "$dir/err")"
   ;;
+passthrough)
+  run env CUDASNAP_OUTPUT="$dir/exit.json" "$bin/it_passthrough" "$dir/dump.json" "$dir/dump.pickle" "$dir/child.json"
+  for f in "$dir/dump.json" "$dir/dump.pickle"; do
+    check "$f" --devices 2 --action segment_map --action segment_unmap --action segment_free
+    python3 "$(dirname "$0")/passthrough_check.py" "$f" "$dir/out" dump >/dev/null || fail "passthrough_check $f"
+  done
+  check "$dir/exit.json" --devices 2
+  check "$dir/child.json" --action segment_alloc
+  python3 - "$dir/child.json" <<'PY' || fail "the child's IPC import is not drawn"
+import json, sys
+s = json.load(open(sys.argv[1]))
+ipc = [seg for seg in s["segments"] if seg["cudasnap"]["kind"] == "ipc_imported"]
+assert len(ipc) == 1 and ipc[0]["total_size"] == 4 << 20, ipc
+assert any(f["name"] == "open_ipc" for f in ipc[0]["blocks"][0]["frames"]), ipc[0]["blocks"][0]["frames"]
+m = s["cudasnap"]["memory"][0]
+assert m["passthrough"]["ipc_imported"] == 4 << 20 and m["driver_known"], m
+# another process's memory: not in what this process accounts for (the pools are the fake
+# driver's state the child inherited; the child allocated nothing itself)
+assert m["accounted"] == m["pool_reserved"], m
+PY
+  python3 "$(dirname "$0")/passthrough_check.py" "$dir/exit.json" "$dir/out" exit >/dev/null || fail "passthrough_check exit"
+  python3 "$(dirname "$0")/pickle_check.py" "$dir/dump.pickle" "$dir/dump.json" >/dev/null || fail "pickle_check"
+  # cudasnap summary: the reconciliation after each memory_summary table, adding up
+  "$bin/../../cli/cudasnap" summary "$dir/dump.pickle" >"$dir/summary" || fail "cudasnap summary"
+  [[ $(grep -c '^device memory, reconciled with the driver:$' "$dir/summary") -eq 2 ]] ||
+    fail "no reconciliation table per device: $(cat "$dir/summary")"
+  [[ $(grep -cE '^  remainder \(context, modules, others\) +0 B$' "$dir/summary") -eq 2 ]] ||
+    fail "the remainder is not 0 on both devices: $(cat "$dir/summary")"
+  grep -qE '^  passed through: vmm_physical +12582912 B \(12\.0 MiB\)$' "$dir/summary" ||
+    fail "device 0's physical VMM bytes: $(cat "$dir/summary")"
+  grep -qE '^host memory \(not device memory\): pinned 1048576 B \(1\.0 MiB\), registered 0 B$' "$dir/summary" ||
+    fail "no host memory line: $(cat "$dir/summary")"
+  # the exit leak report: every kind left live, with its site
+  while read -r kind function; do
+    grep -qE "^cudasnap: passed through, $kind: [0-9]+ allocations? \(.*\) never freed; top allocation sites by bytes:$" "$dir/err" ||
+      fail "no leak line for $kind: $(cat "$dir/err")"
+    grep -qE "^cudasnap:   .* in [0-9]+ blocks?: $function \(.*prog_passthrough\.c:[0-9]+\)$" "$dir/err" ||
+      fail "the leak report does not name $function: $(cat "$dir/err")"
+  done <<'KINDS'
+device alloc_legacy
+pitch alloc_pitched
+managed alloc_managed
+async alloc_from_pool
+array alloc_array_2d
+array alloc_mipmapped
+vmm_mapped map_piece
+vmm_physical create_physical
+host_pinned alloc_pinned
+KINDS
+  ;;
 *) fail "unknown scenario" ;;
 esac
 echo "ok [$scenario]"

@@ -1,0 +1,16 @@
+/* `cudasnap summary`'s reconciliation table: what a device's used memory (the driver's total minus
+ * free at the snapshot) is made of, from the snapshot's cudasnap.memory (README,
+ * "Reconciliation"). */
+#ifndef CS_CLI_RECONCILE_H
+#define CS_CLI_RECONCILE_H
+
+#include <cjson/cJSON.h>
+
+/* Prints the table of device, or nothing when the snapshot has no figures for it (PyTorch's, or
+ * cudasnap's from before they existed). */
+void cs_reconcile_print(const cJSON *root, int device);
+
+/* Pinned host memory, one line, when the snapshot reports any. */
+void cs_reconcile_print_host(const cJSON *root);
+
+#endif

@@ -1,0 +1,50 @@
+#include "interpose/reconcile.h"
+
+#include "interpose/contexts.h"
+#include "interpose/foreign.h"
+#include "interpose/real.h"
+
+enum { CS_RECONCILE_MAX_POOLS = 256 };
+
+static bool cs_reconcile_pool(CUmemoryPool pool, cs_snap_device_memory_t *m) {
+  PFN_cuMemPoolGetAttribute_v11020 get = CS_REAL_FN(cuMemPoolGetAttribute, PFN_cuMemPoolGetAttribute_v11020);
+  cuuint64_t reserved = 0, used = 0;
+  if (!get || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+      get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) != CUDA_SUCCESS)
+    return false;
+  m->pool_reserved += reserved;
+  m->pool_used += used;
+  return true;
+}
+
+/* With a context of the device current (cs_contexts_with_device). */
+static void cs_reconcile_device(int device, void *arg) {
+  cs_snap_device_memory_t *m = arg;
+  size_t free_bytes = 0, total = 0;
+  PFN_cuMemGetInfo_v3020 info = CS_REAL_FN(cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020);
+  if (info && info(&free_bytes, &total) == CUDA_SUCCESS) {
+    m->driver_known = true;
+    m->driver_total = total;
+    m->driver_free = free_bytes;
+  }
+  PFN_cuDeviceGetDefaultMemPool_v11020 get_default =
+      CS_REAL_FN(cuDeviceGetDefaultMemPool, PFN_cuDeviceGetDefaultMemPool_v11020);
+  CUmemoryPool pool = NULL;
+  /* a driver without pools (before CUDA 11.2) has none to count */
+  m->pools_known = get_default && get_default(&pool, device) == CUDA_SUCCESS && cs_reconcile_pool(pool, m);
+  /* cuMemAllocAsync's pool, when the program made another one current (cuDeviceSetMemPool) */
+  PFN_cuDeviceGetMemPool_v11020 get_current = CS_REAL_FN(cuDeviceGetMemPool, PFN_cuDeviceGetMemPool_v11020);
+  CUmemoryPool current = NULL;
+  if (m->pools_known && get_current && get_current(&current, device) == CUDA_SUCCESS && current != pool)
+    m->pools_known = cs_reconcile_pool(current, m);
+  uintptr_t pools[CS_RECONCILE_MAX_POOLS];
+  size_t n = cs_foreign_pools(device, pools, CS_RECONCILE_MAX_POOLS);
+  for (size_t i = 0; i < n; i++)
+    if ((CUmemoryPool)pools[i] != pool && (CUmemoryPool)pools[i] != current)
+      m->pools_known = cs_reconcile_pool((CUmemoryPool)pools[i], m) && m->pools_known;
+}
+
+void cs_reconcile_query(cs_snap_state_t *s) {
+  for (int d = 0; d < s->device_count && d < CS_SNAP_MAX_DEVICES; d++)
+    cs_contexts_with_device(d, cs_reconcile_device, &s->memory[d]);
+}

@@ -1,0 +1,14 @@
+/* The driver's side of a snapshot's reconciliation: per device, cuMemGetInfo's total and free, and
+ * the reserved and used bytes of the stream-ordered pools (the default pool, the current one and
+ * every pool the program allocated from), asked right after the state copy. What the rest of the device's used
+ * memory is made of comes from the copy itself (README, "Reconciliation"). */
+#ifndef CS_RECONCILE_H
+#define CS_RECONCILE_H
+
+#include "snapshot/snapshot.h"
+
+/* Fills s->memory[d].driver_* and pool_* for each device of the snapshot that has a usable
+ * context (one of cudasnap's, or the active primary). Never creates a context. */
+void cs_reconcile_query(cs_snap_state_t *s);
+
+#endif

@@ -1,0 +1,54 @@
+/* The kinds of memory that pass the cache by (interpose/foreign.c records them), as a snapshot
+ * names, draws and reconciles them. Here, below interpose/, so that the snapshot writer and the
+ * leak report know them too. */
+#ifndef CS_PASSTHROUGH_H
+#define CS_PASSTHROUGH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum cs_foreign_kind_e {
+  CS_FOREIGN_DEVICE,          /* cuMemAlloc (v1), and cuMemAlloc_v2 calls the cache passed on */
+  CS_FOREIGN_PITCH,           /* cuMemAllocPitch */
+  CS_FOREIGN_MANAGED,         /* cuMemAllocManaged */
+  CS_FOREIGN_ASYNC,           /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+  CS_FOREIGN_ARRAY,           /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
+  CS_FOREIGN_VMM_MAPPING,     /* cuMemMap: drawn */
+  CS_FOREIGN_IPC,             /* cuIpcOpenMemHandle: another process's memory, drawn */
+  CS_FOREIGN_VMM_HANDLE,      /* cuMemCreate: physical memory (counted; drawn through mappings) */
+  CS_FOREIGN_VMM_RESERVE,     /* cuMemAddressReserve: address space only */
+  CS_FOREIGN_HOST,            /* cuMemHostAlloc, cuMemAllocHost: not device memory */
+  CS_FOREIGN_HOST_REGISTERED, /* cuMemHostRegister: not device memory */
+  CS_FOREIGN_KINDS
+} cs_foreign_kind_t;
+
+/* Kinds below this one are drawn as device segments. */
+enum { CS_FOREIGN_DRAWN_KINDS = CS_FOREIGN_VMM_HANDLE };
+
+/* Rows of per-device figures: one per device, and this last one for memory of no device (pinned
+ * host memory, reservations). */
+enum { CS_FOREIGN_MAX_DEVICES = 64, CS_FOREIGN_NO_DEVICE = CS_FOREIGN_MAX_DEVICES };
+
+/* The name a snapshot and the statistics keys use: "device", "pitch", "managed", "async", ... */
+const char *cs_foreign_kind_name(cs_foreign_kind_t kind);
+
+/* Does the driver count this kind as this process's used device memory (cuMemGetInfo)? Drawn
+ * mappings are not (their physical handles are); IPC imports are another process's. */
+bool cs_foreign_kind_counted(cs_foreign_kind_t kind);
+
+/* Bytes now, at peak, ever allocated and ever freed, per device and kind: cudasnap's own
+ * statistics keys, "passthrough.<kind>.current" and so on. */
+typedef struct cs_foreign_stat_s {
+  int64_t current, peak, allocated, freed;
+} cs_foreign_stat_t;
+
+enum { CS_FOREIGN_STAT_FIELDS = 4 };
+/* The kinds a row of statistics has: a device's (everything but reservations and host memory),
+ * or the host row's (pinned and registered host memory). */
+bool cs_foreign_kind_in_row(cs_foreign_kind_t kind, bool host_row);
+/* The key of field f (0..3) of kind k, written into buf. */
+void cs_foreign_stat_key(cs_foreign_kind_t kind, int field, char *buf, size_t len);
+int64_t cs_foreign_stat_field(const cs_foreign_stat_t *s, int field);
+
+#endif

@@ -1,0 +1,142 @@
+/* The fake driver's VMM, stream-ordered pools and arrays (tests/fakes/fake_cuda_mem.c), with no
+ * preload: the used bytes cuMemGetInfo reports follow each call, and bad use gets the driver's
+ * status codes. Prints one "ok" line per group; exits 1 at the first failure. */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((size_t)1 << 20)
+
+static int failures;
+
+#define EXPECT(cond)                                                                               \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #cond);                                      \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static size_t used(void) {
+  size_t free_bytes = 0, total = 0;
+  if (cuMemGetInfo(&free_bytes, &total) != CUDA_SUCCESS) return (size_t)-1;
+  return total - free_bytes;
+}
+
+static void check_vmm(void) {
+  size_t base = used();
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  CUmemAllocationProp bad_device = prop;
+  bad_device.location.id = 7;
+  size_t g = 0;
+  EXPECT(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && g == 2 * MIB);
+  CUmemGenericAllocationHandle h = 0, other = 0;
+  EXPECT(cuMemCreate(&h, MIB, &prop, 0) == CUDA_ERROR_INVALID_VALUE); /* not a multiple of g */
+  EXPECT(cuMemCreate(&h, 2 * MIB, &bad_device, 0) == CUDA_ERROR_INVALID_DEVICE);
+  EXPECT(cuMemCreate(&h, 4 * MIB, &prop, 0) == CUDA_SUCCESS && used() == base + 4 * MIB);
+  EXPECT(cuMemCreate(&other, 2 * MIB, &prop, 0) == CUDA_SUCCESS && used() == base + 6 * MIB);
+  CUdeviceptr r = 0;
+  EXPECT(cuMemAddressReserve(&r, 8 * MIB, 0, 0, 0) == CUDA_SUCCESS && r % g == 0);
+  EXPECT(used() == base + 6 * MIB); /* address space is not memory */
+  EXPECT(cuMemMap(r + MIB, 2 * MIB, 0, h, 0) == CUDA_ERROR_INVALID_VALUE);      /* unaligned */
+  EXPECT(cuMemMap(r, 2 * MIB, 4 * MIB, h, 0) == CUDA_ERROR_INVALID_VALUE);      /* past the handle */
+  EXPECT(cuMemMap(r + 8 * MIB, 2 * MIB, 0, h, 0) == CUDA_ERROR_INVALID_VALUE);  /* outside */
+  EXPECT(cuMemMap(r, 2 * MIB, 0, (CUmemGenericAllocationHandle)&base, 0) == CUDA_ERROR_INVALID_HANDLE);
+  EXPECT(cuMemMap(r, 4 * MIB, 0, h, 0) == CUDA_SUCCESS);
+  EXPECT(cuMemMap(r + 2 * MIB, 2 * MIB, 0, other, 0) == CUDA_ERROR_INVALID_VALUE); /* overlaps */
+  EXPECT(cuMemMap(r + 4 * MIB, 2 * MIB, 0, other, 0) == CUDA_SUCCESS);
+  CUmemAccessDesc rw = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  EXPECT(cuMemSetAccess(r, 8 * MIB, &rw, 1) == CUDA_ERROR_INVALID_VALUE); /* not all mapped */
+  EXPECT(cuMemSetAccess(r, 6 * MIB, &rw, 1) == CUDA_SUCCESS);
+  memset((void *)(uintptr_t)r, 7, 6 * MIB); /* mapped and accessible: usable */
+  EXPECT(cuMemUnmap(r, 2 * MIB) == CUDA_ERROR_INVALID_VALUE);       /* half of a mapping */
+  EXPECT(cuMemAddressFree(r, 8 * MIB) == CUDA_ERROR_INVALID_VALUE); /* still mapped */
+  EXPECT(cuMemRelease(h) == CUDA_SUCCESS && used() == base + 6 * MIB); /* mapped: kept */
+  EXPECT(cuMemRelease(h) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuMemUnmap(r + 4 * MIB, 2 * MIB) == CUDA_SUCCESS && used() == base + 6 * MIB);
+  EXPECT(cuMemUnmap(r, 4 * MIB) == CUDA_SUCCESS && used() == base + 2 * MIB); /* h freed now */
+  EXPECT(cuMemMap(r, 2 * MIB, 0, h, 0) == CUDA_ERROR_INVALID_HANDLE);
+  EXPECT(cuMemAddressFree(r, 4 * MIB) == CUDA_ERROR_INVALID_VALUE); /* not the whole range */
+  EXPECT(cuMemAddressFree(r, 8 * MIB) == CUDA_SUCCESS);
+  EXPECT(cuMemRelease(other) == CUDA_SUCCESS && used() == base);
+  if (!failures) printf("ok   VMM: granularity, create, reserve, map at offsets, access, unmap, release\n");
+}
+
+static cuuint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
+  cuuint64_t v = 0;
+  return cuMemPoolGetAttribute(pool, attr, &v) == CUDA_SUCCESS ? v : (cuuint64_t)-1;
+}
+
+static void check_pools(void) {
+  int before = failures;
+  size_t base = used();
+  CUstream s = NULL;
+  EXPECT(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CUmemoryPool def = NULL, pool = NULL;
+  EXPECT(cuDeviceGetDefaultMemPool(&def, 0) == CUDA_SUCCESS && def != NULL);
+  EXPECT(cuDeviceGetDefaultMemPool(&def, 9) == CUDA_ERROR_INVALID_DEVICE);
+  CUdeviceptr a = 0, b = 0;
+  EXPECT(cuMemAllocAsync(&a, MIB, s) == CUDA_SUCCESS && used() == base + 2 * MIB);
+  EXPECT(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 2 * MIB &&
+         pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == MIB);
+  EXPECT(cuMemFreeAsync(a, s) == CUDA_SUCCESS && used() == base + 2 * MIB); /* cached by the pool */
+  cuuint64_t threshold = 4 * MIB;
+  EXPECT(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold) == CUDA_SUCCESS);
+  EXPECT(cuStreamSynchronize(s) == CUDA_SUCCESS && used() == base + 2 * MIB); /* under the threshold */
+  threshold = 0;
+  EXPECT(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold) == CUDA_SUCCESS);
+  EXPECT(cuStreamSynchronize(s) == CUDA_SUCCESS && used() == base);
+  EXPECT(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) == 2 * MIB);
+  cuuint64_t nonzero = 1;
+  EXPECT(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &nonzero) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuMemPoolDestroy(def) == CUDA_ERROR_INVALID_VALUE); /* the default pool stays */
+
+  CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                          .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  EXPECT(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS);
+  EXPECT(cuMemAllocFromPoolAsync(&a, 5 * MIB, pool, s) == CUDA_SUCCESS && used() == base + 6 * MIB);
+  EXPECT(cuMemAllocFromPoolAsync(&b, MIB, pool, s) == CUDA_SUCCESS && used() == base + 6 * MIB);
+  EXPECT(cuMemPoolTrimTo(pool, 0) == CUDA_SUCCESS && used() == base + 6 * MIB); /* all in use */
+  EXPECT(cuMemFreeAsync(a, s) == CUDA_SUCCESS && used() == base + 6 * MIB);
+  EXPECT(cuMemPoolTrimTo(pool, 3 * MIB) == CUDA_SUCCESS && used() == base + 4 * MIB);
+  EXPECT(cuMemPoolTrimTo(pool, 0) == CUDA_SUCCESS && used() == base + 2 * MIB);
+  EXPECT(cuMemPoolDestroy(pool) == CUDA_SUCCESS && used() == base + 2 * MIB); /* b outstanding */
+  EXPECT(cuMemAllocFromPoolAsync(&a, MIB, pool, s) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuMemFreeAsync(b, s) == CUDA_SUCCESS && used() == base); /* the destroyed pool goes */
+  EXPECT(cuStreamDestroy(s) == CUDA_SUCCESS);
+  if (failures == before) printf("ok   pools: default and created, reserved vs used, threshold, trim, destroy\n");
+}
+
+static void check_arrays(void) {
+  int before = failures;
+  size_t base = used();
+  CUDA_ARRAY_DESCRIPTOR d2 = {.Width = 256, .Height = 256, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4};
+  CUarray a = NULL, bad = NULL;
+  EXPECT(cuArrayCreate(&a, &d2) == CUDA_SUCCESS && used() == base + MIB);
+  d2.NumChannels = 3;
+  EXPECT(cuArrayCreate(&bad, &d2) == CUDA_ERROR_INVALID_VALUE);
+  CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = 512, .Height = 512, .Format = CU_AD_FORMAT_HALF, .NumChannels = 1};
+  CUmipmappedArray m = NULL;
+  EXPECT(cuMipmappedArrayCreate(&m, &d3, 4) == CUDA_SUCCESS &&
+         used() == base + MIB + (512 * 512 + 256 * 256 + 128 * 128 + 64 * 64) * 2);
+  EXPECT(cuArrayDestroy((CUarray)m) == CUDA_ERROR_INVALID_HANDLE); /* not a plain array */
+  EXPECT(cuMipmappedArrayDestroy(m) == CUDA_SUCCESS && cuArrayDestroy(a) == CUDA_SUCCESS && used() == base);
+  EXPECT(cuArrayDestroy(a) == CUDA_ERROR_INVALID_HANDLE);
+  if (failures == before) printf("ok   arrays: sizes from descriptors, mipmapped levels, bad descriptors and handles\n");
+}
+
+int main(void) {
+  CUcontext ctx = NULL;
+  if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
+      cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+    fprintf(stderr, "FAIL: no context\n");
+    return 1;
+  }
+  check_vmm();
+  check_pools();
+  check_arrays();
+  return failures ? 1 : 0;
+}
