@@ -16,7 +16,7 @@ static const cJSON *cs_reconcile_find(const cJSON *root, int device) {
 }
 
 /* One row: the label padded to a column, then the bytes as "N B (x MiB)". */
-static void cs_reconcile_row(const char *label, int64_t bytes, const char *note) {
+static void cs_reconcile_row(FILE *out, const char *label, int64_t bytes, const char *note) {
   char text[64];
   if (bytes < 0) {
     char positive[64];
@@ -25,7 +25,7 @@ static void cs_reconcile_row(const char *label, int64_t bytes, const char *note)
   } else {
     cs_format_bytes((uint64_t)bytes, text, sizeof text);
   }
-  printf("  %-40s %s%s\n", label, text, note ? note : "");
+  fprintf(out, "  %-40s %s%s\n", label, text, note ? note : "");
 }
 
 static int64_t cs_reconcile_get(const cJSON *obj, const char *key) {
@@ -33,36 +33,36 @@ static int64_t cs_reconcile_get(const cJSON *obj, const char *key) {
   return cs_view_int(obj, key, &v) ? v : 0;
 }
 
-void cs_reconcile_print(const cJSON *root, int device) {
+void cs_reconcile_write(FILE *out, const cJSON *root, int device) {
   const cJSON *m = cs_reconcile_find(root, device);
   if (!m) return;
-  printf("device memory, reconciled with the driver:\n");
+  fprintf(out, "device memory, reconciled with the driver:\n");
   bool known = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "driver_known"));
   if (known) {
-    cs_reconcile_row("driver total", cs_reconcile_get(m, "driver_total"), NULL);
-    cs_reconcile_row("driver used (total - free)", cs_reconcile_get(m, "driver_used"), NULL);
+    cs_reconcile_row(out, "driver total", cs_reconcile_get(m, "driver_total"), NULL);
+    cs_reconcile_row(out, "driver used (total - free)", cs_reconcile_get(m, "driver_used"), NULL);
   } else {
-    printf("  driver used: not asked (an exit snapshot, or no usable context at the snapshot)\n");
+    fprintf(out, "  driver used: not asked (an exit snapshot, or no usable context at the snapshot)\n");
   }
-  cs_reconcile_row("cudasnap cache reserved", cs_reconcile_get(m, "cache_reserved"), NULL);
+  cs_reconcile_row(out, "cudasnap cache reserved", cs_reconcile_get(m, "cache_reserved"), NULL);
   const cJSON *pass = cJSON_GetObjectItemCaseSensitive(m, "passthrough");
   static const char *const counted[] = {"device", "pitch", "managed", "array", "vmm_physical"};
   for (size_t i = 0; i < sizeof counted / sizeof *counted; i++) {
     char label[64];
     snprintf(label, sizeof label, "passed through: %s", counted[i]);
-    cs_reconcile_row(label, cs_reconcile_get(pass, counted[i]), NULL);
+    cs_reconcile_row(out, label, cs_reconcile_get(pass, counted[i]), NULL);
   }
   char note[128], bytes[64];
   cs_format_bytes((uint64_t)cs_reconcile_get(m, "pool_used"), bytes, sizeof bytes);
   snprintf(note, sizeof note, "; used %s", bytes);
-  cs_reconcile_row("stream-ordered pools reserved", cs_reconcile_get(m, "pool_reserved"), note);
+  cs_reconcile_row(out, "stream-ordered pools reserved", cs_reconcile_get(m, "pool_reserved"), note);
   if (known)
-    cs_reconcile_row("remainder (context, modules, others)", cs_reconcile_get(m, "remainder"), NULL);
+    cs_reconcile_row(out, "remainder (context, modules, others)", cs_reconcile_get(m, "remainder"), NULL);
   /* drawn, but not more bytes of this process's: inside the lines above, or another process's */
-  cs_reconcile_row("drawn: VMM mappings", cs_reconcile_get(pass, "vmm_mapped"), " (of vmm_physical)");
-  cs_reconcile_row("drawn: stream-ordered allocations", cs_reconcile_get(pass, "async"), " (of the pools)");
+  cs_reconcile_row(out, "drawn: VMM mappings", cs_reconcile_get(pass, "vmm_mapped"), " (of vmm_physical)");
+  cs_reconcile_row(out, "drawn: stream-ordered allocations", cs_reconcile_get(pass, "async"), " (of the pools)");
   int64_t ipc = cs_reconcile_get(pass, "ipc_imported");
-  if (ipc) cs_reconcile_row("drawn: IPC imports", ipc, " (another process's)");
+  if (ipc) cs_reconcile_row(out, "drawn: IPC imports", ipc, " (another process's)");
 }
 
 void cs_reconcile_print_host(const cJSON *root) {

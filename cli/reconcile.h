@@ -6,9 +6,11 @@
 
 #include <cjson/cJSON.h>
 
-/* Prints the table of device, or nothing when the snapshot has no figures for it (PyTorch's, or
- * cudasnap's from before they existed). */
-void cs_reconcile_print(const cJSON *root, int device);
+#include <stdio.h>
+
+/* Writes the table of device to out (summary: stdout; report: the page's text), or nothing when
+ * the snapshot has no figures for it (PyTorch's, or cudasnap's from before they existed). */
+void cs_reconcile_write(FILE *out, const cJSON *root, int device);
 
 /* Pinned host memory, one line, when the snapshot reports any. */
 void cs_reconcile_print_host(const cJSON *root);

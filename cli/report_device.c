@@ -9,6 +9,7 @@
 #include "cli/device_blocks.h"
 #include "cli/peak.h"
 #include "cli/phases.h"
+#include "cli/reconcile.h"
 #include "cli/report_timeline.h"
 #include "cli/snapstats.h"
 #include "cli/snapview.h"
@@ -249,6 +250,17 @@ static int cs_rd_table(cs_emitter_t *e, const cJSON *root, int device) {
   }
   cs_emit_key(e, "table_note");
   cs_emit_str(e, note);
+  /* the driver's view, as summary prints it ("" for snapshots without one) */
+  char *driver = NULL;
+  size_t driver_len = 0;
+  FILE *out = open_memstream(&driver, &driver_len);
+  if (out != NULL) {
+    cs_reconcile_write(out, root, device);
+    fclose(out);
+  }
+  cs_emit_key(e, "driver_table");
+  cs_emit_str(e, driver != NULL ? driver : "");
+  free(driver);
   return text != NULL ? 0 : -1;
 }
 

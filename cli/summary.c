@@ -185,7 +185,7 @@ static int cs_summary_device(const cJSON *root, int device, const cs_summary_opt
   cs_device_blocks_t blocks;
   int rc = cs_device_blocks(root, device, &blocks);
   if (rc == 0) rc = cs_summary_table(root, device);
-  if (rc == 0) cs_reconcile_print(root, device);
+  if (rc == 0) cs_reconcile_write(stdout, root, device);
   if (rc == 0) {
     cs_sites_sort(&blocks.live);
     printf("top allocation sites by live bytes:\n");

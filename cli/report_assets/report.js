@@ -761,6 +761,10 @@
     var sec = el('section', {id: 'tables'}, [el('h2', {text: 'Tables'})]);
     var left = el('div', {}, [el('h3', {text: 'memory_summary (device ' + dev.device + ')'}), el('pre', {class: 'summary', text: dev.table})]);
     if (dev.table_note) left.appendChild(el('p', {class: 'note', text: dev.table_note}));
+    if (dev.driver_table) {
+      left.appendChild(el('h3', {text: 'Device memory, reconciled with the driver'}));
+      left.appendChild(el('pre', {class: 'summary', id: 'driver', text: dev.driver_table}));
+    }
     var right = el('div', {}, [liveTable(dev), reconcileTable(dev)]);
     var facts = el('div', {id: 'facts'}, [el('h3', {text: 'The snapshot'}), factsTable(DATA.facts.concat([
       ['trace entries (device ' + dev.device + ')', count(dev.events)]]))]);
