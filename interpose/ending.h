@@ -1,0 +1,48 @@
+/* Ending the process without exit(): _exit, and a signal whose default action ends the process.
+ * The last snapshot and the leak report are written as at exit, by the control thread
+ * (interpose/dump.c), while the thread that ends the process waits; then that thread ends the
+ * process as it would have.
+ *
+ * Why the control thread: the ending thread may be in a signal handler, on a small alternate
+ * stack, holding locks it will never release (an allocator's, malloc's, the loader's). Its wait
+ * is bounded: it goes on when the dump is done, or when the dump has made no progress for
+ * CS_ENDING_STALL_MS (a lock the frozen thread holds), removing the unfinished file. The dump
+ * waits CS_ENDING_LOCK_WAIT_MS for a busy allocator, then leaves that allocator out and says so
+ * in the snapshot (`best_effort` in its cudasnap key).
+ *
+ * Only one ending runs: a second thread that ends the process meanwhile waits for the first. A
+ * fault inside the ending path, or inside a dump, never starts another dump. */
+#ifndef CS_ENDING_H
+#define CS_ENDING_H
+
+#include <stdbool.h>
+
+#include "interpose/dump.h"
+
+enum {
+  CS_ENDING_LOCK_WAIT_MS = 1000,
+  CS_ENDING_STALL_MS = 10000,
+};
+
+/* Write the final snapshot (when CUDASNAP_DUMP_ON has the trigger) and the leak report, and
+ * return when they are written or abandoned. Does nothing in a process whose CUDA state is not
+ * its own (it never used CUDA, or is a fork or vfork child that has not), when the final
+ * snapshot was already written, and on a thread that is already ending the process or writing a
+ * dump. Async-signal-safe. */
+void cs_ending_run(cs_trigger_t trigger);
+
+/* A fault on the control thread (inside a dump). When it was writing an ending, the ending thread
+ * is told the dump failed and this never returns (the process is about to end); otherwise it
+ * returns and the caller dies of the signal. */
+void cs_ending_control_fault(void);
+
+/* The control thread, at each wake-up: the trigger of an ending to write, at most once. */
+bool cs_ending_take(cs_trigger_t *trigger);
+
+/* The control thread: the ending's dump is finished (written or not). */
+void cs_ending_served(void);
+
+/* fork: the child has no ending under way. */
+void cs_ending_postfork_child(void);
+
+#endif
