@@ -6,12 +6,19 @@ Usage: python3 ctypes_endings.py MODE
   mp_fork   the same in the parent (which then returns normally); a multiprocessing child (fork
             start method) allocates and keeps 5 MiB itself and returns 4 from its target's
             sys.exit, which multiprocessing turns into os._exit(4); the parent checks the exit code
+  segv      the same, then a null pointer read through ctypes (run it with -X faulthandler: its
+            handler, installed before any CUDA call, prints the traceback, restores SIG_DFL and
+            raises the signal again)
+  interrupt the same, then SIGINT: Python's own handler raises KeyboardInterrupt, nothing catches
+            it, and the interpreter ends itself with SIGINT (SIG_DFL, kill) as it exits
 """
 
 import ctypes
 import multiprocessing
 import os
+import signal
 import sys
+import time
 
 MIB = 1 << 20
 
@@ -68,6 +75,12 @@ def main():
     sys.stdout.flush()
     if mode == "os_exit":
         os._exit(3)
+    if mode == "segv":
+        ctypes.string_at(0)
+    if mode == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)
+        while True:
+            time.sleep(0.01)
     if mode == "mp_fork":
         p = multiprocessing.get_context("fork").Process(target=child, args=(cuda,))
         p.start()

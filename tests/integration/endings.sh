@@ -30,7 +30,7 @@ run() {
   local plain with
   plain=$(cd "$dir/plain" && env -u LD_PRELOAD -u CUDASNAP_DUMP_ON CS_IT_EXPECT_PRELOAD=0 "${envs[@]}" \
     python3 "$here/status_of.py" out err "$@") || fail "status_of.py failed"
-  with=$(cd "$dir/with" && env -u CUDASNAP_DUMP_ON LD_PRELOAD="$lib" CS_IT_EXPECT_PRELOAD=1 \
+  with=$(cd "$dir/with" && env -u CUDASNAP_DUMP_ON LD_PRELOAD="$lib${also_preload:+:$also_preload}" CS_IT_EXPECT_PRELOAD=1 \
     CUDASNAP_OUTPUT="$dir/with/snap-%p-%t.json" "${envs[@]}" python3 "$here/status_of.py" out err "$@") ||
     fail "status_of.py failed"
   [[ $plain == "$with" ]] || fail "ended with '$with' under cudasnap, '$plain' without it"
@@ -97,10 +97,12 @@ PY
 }
 
 prog=$bin/it_endings
+also_preload=
 case $scenario in
 exit) run -- "$prog" exit; expect_ending "exit 0"; snapshots exit 1; leak_named prog_endings.c ;;
 _exit) run -- "$prog" _exit; expect_ending "exit 7"; snapshots exit 1; leak_named prog_endings.c ;;
 _Exit) run -- "$prog" _Exit; expect_ending "exit 9"; snapshots exit 1; leak_named prog_endings.c ;;
+quick_exit) run -- "$prog" quick_exit; expect_ending "exit 4"; snapshots exit 1; leak_named prog_endings.c ;;
 segv) run -- "$prog" segv; expect_ending "signal SIGSEGV"; snapshots crash 1; leak_named prog_endings.c ;;
 abort) run -- "$prog" abort; expect_ending "signal SIGABRT"; snapshots crash 1; leak_named prog_endings.c ;;
 fpe) run -- "$prog" fpe; expect_ending "signal SIGFPE"; snapshots crash 1; leak_named prog_endings.c ;;
@@ -141,11 +143,29 @@ vfork)
   run -- "$prog" vfork; expect_ending "exit 0"; snapshots exit 1; leaks 1 3.0 ;;
 fork)
   run -- "$prog" fork; expect_ending "exit 0"; snapshots exit 1; leaks 1 3.0 ;;
+fork_term)
+  run -- "$prog" fork-term; expect_ending "exit 0"; snapshots exit 1; leaks 1 3.0 ;;
+dump_fault)
+  # A fault inside cudasnap's own dump (here as it names the file): no second dump, no file left
+  # behind, and the process still ends of its own signal.
+  also_preload=$bin/libit_crash_in_rename.so
+  run -- "$prog" term; expect_ending "signal SIGTERM"; snapshots term 0
+  grep -qx "cudasnap: error: no snapshot at term: cudasnap's dump faulted" "$dir/with/err" ||
+    fail "no line saying the dump faulted" ;;
 fork_cuda)
   # The child used CUDA itself: its _exit writes its own snapshot.
   run -- "$prog" fork-cuda; expect_ending "exit 0"; snapshots exit 2; leaks 2 3.0 ;;
 py_os_exit)
   run -- python3 "$here/ctypes_endings.py" os_exit; expect_ending "exit 3"; snapshots exit 1; leaks 1 3.0 ;;
+py_faulthandler)
+  # faulthandler's handler comes first (installed before CUDA), then its SIG_DFL and raise reach
+  # cudasnap's.
+  run -- python3 -X faulthandler "$here/ctypes_endings.py" segv; expect_ending "signal SIGSEGV"
+  snapshots crash 1; leaks 1 3.0
+  grep -q "^Fatal Python error: Segmentation fault" "$dir/with/err" || fail "faulthandler did not run" ;;
+py_interrupt)
+  run -- python3 "$here/ctypes_endings.py" interrupt; expect_ending "signal SIGINT"; snapshots term 1; leaks 1 3.0
+  grep -q "^KeyboardInterrupt" "$dir/with/err" || fail "no KeyboardInterrupt" ;;
 py_mp_fork)
   # The multiprocessing child ends with os._exit(4): its snapshot, and the parent's at exit.
   run -- python3 "$here/ctypes_endings.py" mp_fork; expect_ending "exit 0"; snapshots exit 2

@@ -5,6 +5,7 @@
  * of 3 MiB allocated in allocate_leak() (stdout: "frame=allocate_leak <line>", flushed), then ends:
  *   exit            return from main
  *   _exit, _Exit    _exit(7), _Exit(9)
+ *   quick_exit      quick_exit(4) (at_quick_exit handlers, then glibc's own _exit)
  *   segv, abort     a null pointer write; abort()
  *   fpe             an integer division by zero
  *   stack           unbounded recursion (the handler runs on the alternate stack)
@@ -22,6 +23,7 @@
  *                   leak on device 1
  *   vfork           a vfork child whose exec fails calls _exit(127); returns 0
  *   fork            a fork child that does not use CUDA calls _exit(5); returns 0
+ *   fork-term       a fork child that does not use CUDA dies of SIGTERM (default action); returns 0
  *   fork-cuda       a fork child allocates (and leaks) itself, then _exit(6); returns 0 */
 #include <errno.h>
 #include <limits.h>
@@ -134,6 +136,10 @@ static void *stuck_thread(void *ctx) {
 
 /* ---- view: the program sees what it installed ---- */
 
+/* In libc, but declared by <signal.h> only for old X/Open programs. */
+typedef void (*handler_t)(int);
+extern handler_t bsd_signal(int sig, handler_t handler);
+
 static void check_view(void) {
   struct sigaction old;
   IT_CHECK(sigaction(SIGSEGV, NULL, &old) == 0 && old.sa_handler == SIG_DFL, "SIGSEGV is not SIG_DFL");
@@ -155,6 +161,14 @@ static void check_view(void) {
   IT_CHECK(signal(SIGINT, SIG_IGN) == SIG_DFL, "SIGINT was not SIG_DFL");
   IT_CHECK(kill(getpid(), SIGINT) == 0, "kill");
   IT_CHECK(signal(SIGINT, SIG_DFL) == SIG_IGN, "SIGINT was not SIG_IGN");
+  /* System V signal(): one-shot; the disposition is SIG_DFL again once the handler has run */
+  IT_CHECK(sysv_signal(SIGHUP, on_term_flag) == SIG_DFL, "sysv_signal did not return SIG_DFL");
+  IT_CHECK(sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == on_term_flag &&
+               (old.sa_flags & (int)SA_RESETHAND),
+           "the one-shot handler not read back");
+  IT_CHECK(raise(SIGHUP) == 0 && got_term == SIGHUP, "the one-shot handler did not run");
+  IT_CHECK(sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_DFL, "SIGHUP not SIG_DFL after one shot");
+  IT_CHECK(bsd_signal(SIGQUIT, SIG_IGN) == SIG_DFL && bsd_signal(SIGQUIT, SIG_DFL) == SIG_IGN, "bsd_signal");
   /* an invalid signal number is refused as libc refuses it */
   errno = 0;
   IT_CHECK(sigaction(0, &act, NULL) == -1 && errno == EINVAL, "sigaction(0) was accepted");
@@ -178,6 +192,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "exit") == 0) return 0;
   if (strcmp(mode, "_exit") == 0) _exit(7);
   if (strcmp(mode, "_Exit") == 0) _Exit(9);
+  if (strcmp(mode, "quick_exit") == 0) quick_exit(4);
   if (strcmp(mode, "segv") == 0) crash();
   if (strcmp(mode, "abort") == 0) abort();
   if (strcmp(mode, "fpe") == 0) {
@@ -260,6 +275,19 @@ int main(int argc, char **argv) {
       _exit(127);
     }
     IT_CHECK(wait_child(pid) == 127, "the vfork child's status");
+    return 0;
+  }
+  if (strcmp(mode, "fork-term") == 0) {
+    pid_t pid = fork();
+    IT_CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+      kill(getpid(), SIGTERM);
+      for (;;) pause();
+    }
+    int status = 0;
+    IT_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+    IT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the fork child ended with status 0x%x",
+             (unsigned)status);
     return 0;
   }
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "fork-cuda") == 0) {
