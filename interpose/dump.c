@@ -126,9 +126,9 @@ static void cs_dump_show_progress(void *ctx, size_t done, size_t total) {
   p->shown = true;
 }
 
-/* Serialize the state to path. Returns 0 or an errno. */
-static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_t *meta, const char *path,
-                           cs_output_t *out, uint64_t *bytes) {
+/* Serialize the state to path, naming frames through sym (NULL: stacks off). Returns 0 or an errno. */
+static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_t *meta, cs_symbolizer_t *sym,
+                           const char *path, cs_output_t *out, uint64_t *bytes) {
   int err = cs_output_open(out, path);
   if (err) return err;
   static cs_fd_sink_t sink; /* 64 KiB; dumps are serialized by cs_dump_lock */
@@ -142,8 +142,6 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
     memcpy(cs_dump_temp, out->temp_path, strlen(out->temp_path) + 1);
     atomic_store(&cs_dump_temp_open, true);
   }
-  cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-  cs_dump_tick();
   cs_dump_progress_t progress = {.terminal = isatty(STDERR_FILENO), .shown = false};
   clock_gettime(CLOCK_MONOTONIC, &progress.start);
   cs_snapshot_meta_t with_progress = *meta;
@@ -151,7 +149,6 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
   with_progress.progress_ctx = &progress;
   err = cs_snapshot_write(state, cs_record_intern(), sym, &with_progress, e);
   if (progress.shown) (void)!write(STDERR_FILENO, "\n", 1);
-  if (sym) cs_symbolizer_destroy(sym);
   int flushed = cs_fd_sink_flush(&sink);
   if (!err) err = flushed;
   *bytes = sink.total;
@@ -163,13 +160,6 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
   err = cs_output_commit(out, path);
   atomic_store(&cs_dump_temp_open, false);
   return err;
-}
-
-/* The exit leak report, with frames named when stacks were recorded. */
-static void cs_dump_report_leaks(const cs_snap_state_t *state) {
-  cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-  cs_leak_report(state, cs_record_intern(), sym);
-  if (sym) cs_symbolizer_destroy(sym);
 }
 
 /* What one dump does. */
@@ -232,6 +222,9 @@ static int cs_dump_run(const cs_dump_how_t *how) {
     }
   }
   cs_dump_tick();
+  /* one symbolizer for the file and the leak report: each distinct frame is named once */
+  cs_symbolizer_t *sym = cs_record_intern() && !state->error ? cs_symbolizer_create() : NULL;
+  cs_dump_tick();
   char best_effort[256] = "";
   if (left_out) {
     char devices[160];
@@ -273,7 +266,7 @@ static int cs_dump_run(const cs_dump_how_t *how) {
     meta.pools = &pools;
     cs_output_t out;
     uint64_t bytes = 0;
-    int err = cs_dump_to_file(state, &meta, path, &out, &bytes);
+    int err = cs_dump_to_file(state, &meta, sym, path, &out, &bytes);
     cs_phase_list_free(&phases);
     if (err) {
       cs_log_error("cannot write snapshot %s: %s", path, strerror(err));
@@ -293,7 +286,8 @@ static int cs_dump_run(const cs_dump_how_t *how) {
     if (!how->bounded) cs_contexts_mark_snapshot(state);
   }
   cs_dump_tick();
-  if (how->leaks && !state->error) cs_dump_report_leaks(state);
+  if (how->leaks && !state->error) cs_leak_report(state, cs_record_intern(), sym);
+  if (sym) cs_symbolizer_destroy(sym);
   cs_pool_list_free(&pools);
   cs_snap_state_free(state);
   free(state);

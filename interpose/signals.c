@@ -186,14 +186,16 @@ static void cs_signals_kernel_action(const struct sigaction *program, struct sig
 }
 
 /* A one-shot handler is being called: the program's disposition is SIG_DFL from now on, as the
- * kernel would have made it. The kernel keeps cudasnap's handler, which serves SIG_DFL. */
-static void cs_signals_spend_one_shot(cs_sig_slot_t *s) {
-  struct sigaction dfl;
+ * kernel would have made it, and the kernel gets cudasnap's handler for SIG_DFL. */
+static void cs_signals_spend_one_shot(cs_sig_slot_t *s, int sig) {
+  struct sigaction dfl, kernel;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
+  cs_signals_default_action(&kernel);
   sigset_t saved;
   cs_signals_lock(&saved);
   cs_signals_write(s, &dfl);
+  (void)cs_signals_real_sigaction(sig, &kernel, NULL);
   cs_signals_unlock(&saved);
 }
 
@@ -234,7 +236,7 @@ static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
   }
   if (program.sa_handler != SIG_DFL) {
     /* the program's handler: a one-shot one, or one installed while this signal was on its way */
-    if (program.sa_flags & CS_SA(SA_RESETHAND)) cs_signals_spend_one_shot(s);
+    if (program.sa_flags & CS_SA(SA_RESETHAND)) cs_signals_spend_one_shot(s, sig);
     errno = saved_errno;
     if (program.sa_flags & SA_SIGINFO) program.sa_sigaction(sig, info, uctx);
     else program.sa_handler(sig);
