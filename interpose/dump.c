@@ -330,6 +330,7 @@ static void cs_dump_final(cs_trigger_t trigger, bool bounded) {
  * an allocator's lock: then the locks are waited for with a bound. */
 static void cs_dump_at_exit(void) {
   if (!cs_dump_owns_process()) return; /* a fork child's inherited handler */
+  cs_ending_await_deferred();          /* a termination signal came first: it ends the process */
   cs_dump_final(CS_TRIGGER_EXIT, cs_guard_depth > 0);
 }
 
@@ -389,7 +390,9 @@ static void *cs_dump_control_thread(void *arg) {
           struct timespec ms = {.tv_sec = 0, .tv_nsec = 10000000};
           nanosleep(&ms, NULL);
         }
+        int deferred = cs_ending_deferred_signal();
         cs_ending_served();
+        if (deferred) cs_signals_die_of(deferred);
         return NULL; /* the process is ending */
       }
       if (token == 's') (void)cs_dump_write(CS_TRIGGER_SIGNAL, NULL);

@@ -27,7 +27,8 @@ enum { CS_ENDING_GRACE_MS = 1000, CS_ENDING_SLICE_MS = 50 };
 
 static atomic_long cs_ending_thread; /* the thread ending the process, 0 before */
 static atomic_int cs_ending_trigger;
-static atomic_int cs_ending_phase; /* a futex word */
+static atomic_int cs_ending_phase;    /* a futex word */
+static atomic_int cs_ending_deferred; /* the signal of a deferred ending (cs_ending_defer), or 0 */
 
 static long cs_ending_gettid(void) { return (long)syscall(SYS_gettid); }
 
@@ -67,15 +68,25 @@ static void cs_ending_sleep_ms(long ms) {
   }
 }
 
+/* Another ending is under way: it ends the process once its snapshot is written. Wait for that,
+ * and a little more, so that the process ends of the first cause. */
+static void cs_ending_wait_for_first(void) {
+  (void)cs_ending_wait();
+  cs_ending_sleep_ms(CS_ENDING_GRACE_MS);
+}
+
 void cs_ending_run(cs_trigger_t trigger) {
-  if (!cs_dump_owns_process() || cs_dump_running_here() || cs_dump_final_finished()) return;
+  if (!cs_dump_owns_process()) return;
+  if (atomic_load(&cs_ending_deferred)) { /* the control thread ends the process */
+    cs_ending_wait_for_first();
+    return;
+  }
+  if (cs_dump_running_here() || cs_dump_final_finished()) return;
   long self = cs_ending_gettid();
   long first = 0;
   if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, self)) {
     if (first == self) return; /* a fault in the ending path itself: end at once */
-    /* Another thread is ending the process: it will, once its snapshot is written. */
-    (void)cs_ending_wait();
-    cs_ending_sleep_ms(CS_ENDING_GRACE_MS);
+    cs_ending_wait_for_first();
     return;
   }
   if (!cs_dump_control_running()) return; /* said at start: no thread to write it */
@@ -92,9 +103,34 @@ void cs_ending_run(cs_trigger_t trigger) {
                  cs_dump_trigger_name(trigger), CS_ENDING_STALL_MS / 1000);
 }
 
-void cs_ending_control_fault(void) {
+bool cs_ending_defer(int sig) {
+  if (!cs_dump_owns_process() || cs_dump_running_here() || cs_dump_final_started() || !cs_dump_control_running())
+    return false;
+  long first = 0;
+  if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, cs_ending_gettid())) return false;
+  atomic_store(&cs_ending_deferred, sig);
+  atomic_store(&cs_ending_trigger, (int)CS_TRIGGER_TERM);
+  atomic_store(&cs_ending_phase, CS_ENDING_REQUESTED);
+  cs_dump_wake_control();
+  return true;
+}
+
+int cs_ending_deferred_signal(void) { return atomic_load(&cs_ending_deferred); }
+
+void cs_ending_await_deferred(void) {
+  if (atomic_load(&cs_ending_deferred)) cs_ending_wait_for_first();
+}
+
+int cs_ending_control_fault(void) {
   int phase = atomic_load(&cs_ending_phase);
-  if (phase != CS_ENDING_REQUESTED && phase != CS_ENDING_SERVING) return;
+  if (phase != CS_ENDING_REQUESTED && phase != CS_ENDING_SERVING) return 0;
+  int deferred = atomic_load(&cs_ending_deferred);
+  if (deferred) {
+    /* nobody waits: this thread ends the process, of the signal that asked for the snapshot */
+    cs_dump_abandon();
+    cs_log_error("no snapshot at term: cudasnap's dump faulted");
+    return deferred;
+  }
   atomic_store(&cs_ending_phase, CS_ENDING_FAILED);
   cs_ending_wake_all();
   /* The ending thread ends the process now; this thread must not run on from its fault. */
@@ -115,5 +151,6 @@ void cs_ending_served(void) {
 
 void cs_ending_postfork_child(void) {
   atomic_store(&cs_ending_thread, 0);
+  atomic_store(&cs_ending_deferred, 0);
   atomic_store(&cs_ending_phase, CS_ENDING_IDLE);
 }

@@ -10,6 +10,8 @@
  * waits CS_ENDING_LOCK_WAIT_MS for a busy allocator, then leaves that allocator out and says so
  * in the snapshot (`best_effort` in its cudasnap key).
  *
+ * A termination signal that lands inside a CUDA call is deferred instead (cs_ending_defer).
+ *
  * Only one ending runs: a second thread that ends the process meanwhile waits for the first. A
  * fault inside the ending path, or inside a dump, never starts another dump. */
 #ifndef CS_ENDING_H
@@ -31,10 +33,27 @@ enum {
  * dump. Async-signal-safe. */
 void cs_ending_run(cs_trigger_t trigger);
 
-/* A fault on the control thread (inside a dump). When it was writing an ending, the ending thread
- * is told the dump failed and this never returns (the process is about to end); otherwise it
- * returns and the caller dies of the signal. */
-void cs_ending_control_fault(void);
+/* A termination signal that arrived while its thread was inside a CUDA call, and so perhaps inside
+ * an allocator with its lock held (a program allocating in a loop is, much of the time): stopping
+ * that thread would leave its allocator out. Instead the thread runs on with the signal blocked
+ * (the caller's job), the control thread writes the snapshot, then ends the process of sig
+ * itself; exit, _exit or a fault meanwhile wait for it. Returns false when the ending cannot be
+ * deferred (not this process's CUDA state, an ending or final snapshot under way, no control
+ * thread): the caller goes on as for any ending. Async-signal-safe. */
+bool cs_ending_defer(int sig);
+
+/* The control thread, once the snapshot is written: the signal of a deferred ending (the process is
+ * to end of it now), or 0. */
+int cs_ending_deferred_signal(void);
+
+/* exit(): if a deferred ending is under way, wait for it to end the process. */
+void cs_ending_await_deferred(void);
+
+/* A fault on the control thread (inside a dump). When it was writing an ending that a thread waits
+ * for, that thread is told the dump failed and this never returns (the process is about to end);
+ * for a deferred ending, returns its signal, of which the caller ends the process; otherwise
+ * returns 0 and the caller dies of its fault. */
+int cs_ending_control_fault(void);
 
 /* The control thread, at each wake-up: the trigger of an ending to write, at most once. */
 bool cs_ending_take(cs_trigger_t *trigger);

@@ -7,12 +7,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "common/cs_log.h"
 #include "common/cs_spin_lock.h"
 #include "interpose/dump.h"
 #include "interpose/ending.h"
+#include "interpose/guard.h"
 #include "interpose/libc_dlsym.h"
 
 static const int cs_crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
@@ -224,6 +226,8 @@ static void cs_signals_die(int sig, siginfo_t *info) {
   /* Still here: the signal is held (a tracer). Returning delivers it when the mask is restored. */
 }
 
+void cs_signals_die_of(int sig) { cs_signals_die(sig, NULL); }
+
 static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
   int saved_errno = errno;
   cs_sig_slot_t *s = cs_signals_slot(sig);
@@ -243,8 +247,21 @@ static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
     return;
   }
   /* SIG_DFL: the process ends here. */
-  if (cs_dump_is_control_thread()) cs_ending_control_fault(); /* a fault inside cudasnap's dump */
-  else cs_ending_run(cs_signals_is_crash(sig) ? CS_TRIGGER_CRASH : CS_TRIGGER_TERM);
+  if (cs_dump_is_control_thread()) {
+    int deferred = cs_ending_control_fault(); /* a fault inside cudasnap's dump */
+    if (deferred) {
+      cs_signals_die(deferred, NULL);
+      return;
+    }
+  } else if (!cs_signals_is_crash(sig) && cs_guard_depth > 0 && uctx && cs_ending_defer(sig)) {
+    /* a termination signal inside a CUDA call: this thread runs on, sig blocked, and the control
+     * thread ends the process once the snapshot is written */
+    sigaddset(&((ucontext_t *)uctx)->uc_sigmask, sig);
+    errno = saved_errno;
+    return;
+  } else {
+    cs_ending_run(cs_signals_is_crash(sig) ? CS_TRIGGER_CRASH : CS_TRIGGER_TERM);
+  }
   cs_signals_die(sig, info);
   errno = saved_errno;
 }

@@ -14,7 +14,8 @@
  *     again (what faulthandler, glog and breakpad do), those paths are covered there.
  *   - SIG_DFL: cudasnap's handler, which writes the snapshot (interpose/ending.h), restores
  *     SIG_DFL and delivers the signal again, so the process dies of it (core dump included) as it
- *     would have.
+ *     would have. (A termination signal that lands inside a CUDA call lets its thread run on with
+ *     the signal blocked; the control thread ends the process of it after the snapshot.)
  *   - a handler with SA_RESETHAND (one-shot, as backward-cpp installs its own): cudasnap's handler,
  *     which does the reset itself (the program's disposition becomes SIG_DFL) and calls the
  *     program's handler; a second delivery then ends the process through cudasnap.
@@ -40,6 +41,9 @@ bool cs_signals_is_crash(int sig);
 
 /* libc's sigaction, past cudasnap's own (cudasnap's own handlers are installed with it). */
 int cs_signals_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* End the process of sig as its default action does (SIG_DFL, delivered to this thread now). */
+void cs_signals_die_of(int sig);
 
 /* Resolve the real functions early (the constructor): a handler must not look anything up. */
 void cs_signals_resolve(void);

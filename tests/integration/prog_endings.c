@@ -14,6 +14,8 @@
  *   term-handled-early  the same handler installed before any CUDA call
  *   term-reraise    a SIGTERM handler that restores SIG_DFL with signal() and raises again
  *   term-ignored    SIGTERM ignored, then sent: the program goes on and returns 0
+ *   term-in-driver  SIGTERM sent from inside the driver's cuMemAlloc (so under cudasnap's allocator
+ *                   lock); if the process is still alive when the call returns, it calls exit(0)
  *   resethand       a one-shot (SA_RESETHAND) SIGSEGV handler that raises SIGSEGV again
  *   view            no ending: sigaction and signal answer what the program installed; returns 0
  *   busy            another thread allocates and frees in a loop on device 0 while main crashes
@@ -114,6 +116,10 @@ static void hook_block(size_t bytes) {
 }
 static void hook_crash(size_t bytes) {
   if (bytes >= (30u << 20)) crash();
+}
+
+static void hook_term(size_t bytes) {
+  if (bytes >= (30u << 20) && !atomic_exchange(&in_driver, 1)) kill(getpid(), SIGTERM);
 }
 
 static void *busy_thread(void *ctx) {
@@ -225,6 +231,13 @@ int main(int argc, char **argv) {
     kill(getpid(), SIGTERM);
     sleep_ms(50);
     return 0;
+  }
+  if (strcmp(mode, "term-in-driver") == 0) {
+    fake_cuda_control_t fake = it_fake();
+    fake.set_alloc_hook(hook_term);
+    CUdeviceptr p = 0;
+    (void)cuMemAlloc(&p, 30u << 20);
+    exit(0);
   }
   if (strcmp(mode, "resethand") == 0) {
     struct sigaction act;
