@@ -103,13 +103,13 @@ void cs_ending_run(cs_trigger_t trigger) {
                  cs_dump_trigger_name(trigger), CS_ENDING_STALL_MS / 1000);
 }
 
-bool cs_ending_defer(int sig) {
+bool cs_ending_defer(int sig, cs_trigger_t trigger) {
   if (!cs_dump_owns_process() || cs_dump_running_here() || cs_dump_final_started() || !cs_dump_control_running())
     return false;
   long first = 0;
   if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, cs_ending_gettid())) return false;
   atomic_store(&cs_ending_deferred, sig);
-  atomic_store(&cs_ending_trigger, (int)CS_TRIGGER_TERM);
+  atomic_store(&cs_ending_trigger, (int)trigger);
   atomic_store(&cs_ending_phase, CS_ENDING_REQUESTED);
   cs_dump_wake_control();
   return true;
@@ -128,7 +128,8 @@ int cs_ending_control_fault(void) {
   if (deferred) {
     /* nobody waits: this thread ends the process, of the signal that asked for the snapshot */
     cs_dump_abandon();
-    cs_log_error("no snapshot at term: cudasnap's dump faulted");
+    cs_log_error("no snapshot at %s: cudasnap's dump faulted",
+                 cs_dump_trigger_name((cs_trigger_t)atomic_load(&cs_ending_trigger)));
     return deferred;
   }
   atomic_store(&cs_ending_phase, CS_ENDING_FAILED);

@@ -10,7 +10,7 @@
  * waits CS_ENDING_LOCK_WAIT_MS for a busy allocator, then leaves that allocator out and says so
  * in the snapshot (`best_effort` in its cudasnap key).
  *
- * A termination signal that lands inside a CUDA call is deferred instead (cs_ending_defer).
+ * A signal from outside that lands inside a CUDA call is deferred instead (cs_ending_defer).
  *
  * Only one ending runs: a second thread that ends the process meanwhile waits for the first. A
  * fault inside the ending path, or inside a dump, never starts another dump. */
@@ -33,14 +33,15 @@ enum {
  * dump. Async-signal-safe. */
 void cs_ending_run(cs_trigger_t trigger);
 
-/* A termination signal that arrived while its thread was inside a CUDA call, and so perhaps inside
- * an allocator with its lock held (a program allocating in a loop is, much of the time): stopping
- * that thread would leave its allocator out. Instead the thread runs on with the signal blocked
- * (the caller's job), the control thread writes the snapshot, then ends the process of sig
- * itself; exit, _exit or a fault meanwhile wait for it. Returns false when the ending cannot be
- * deferred (not this process's CUDA state, an ending or final snapshot under way, no control
- * thread): the caller goes on as for any ending. Async-signal-safe. */
-bool cs_ending_defer(int sig);
+/* A signal from outside (a termination signal, or a crash signal another process sent) that
+ * arrived while its thread was inside a CUDA call, and so perhaps inside an allocator with its lock
+ * held (a program allocating in a loop is, much of the time): stopping that thread would leave its
+ * allocator out. Instead the thread runs on with the signal blocked (the caller's job), the
+ * control thread writes the snapshot, then ends the process of sig itself; exit, _exit or a fault
+ * meanwhile wait for it. Returns false when the ending cannot be deferred (not this process's CUDA
+ * state, an ending or final snapshot under way, no control thread): the caller goes on as for any
+ * ending. Async-signal-safe. */
+bool cs_ending_defer(int sig, cs_trigger_t trigger);
 
 /* The control thread, once the snapshot is written: the signal of a deferred ending (the process is
  * to end of it now), or 0. */

@@ -228,6 +228,14 @@ static void cs_signals_die(int sig, siginfo_t *info) {
 
 void cs_signals_die_of(int sig) { cs_signals_die(sig, NULL); }
 
+/* Does the signal say nothing about what this thread was doing, so that the thread may run on? A
+ * termination signal, or a crash signal sent by another process (`kill -ABRT`, `timeout -s SEGV`);
+ * not a fault, nor an abort() of this process. */
+static bool cs_signals_from_outside(int sig, const siginfo_t *info) {
+  if (!cs_signals_is_crash(sig)) return true;
+  return info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) && info->si_pid != getpid();
+}
+
 static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
   int saved_errno = errno;
   cs_sig_slot_t *s = cs_signals_slot(sig);
@@ -253,8 +261,9 @@ static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
       cs_signals_die(deferred, NULL);
       return;
     }
-  } else if (!cs_signals_is_crash(sig) && cs_guard_depth > 0 && uctx && cs_ending_defer(sig)) {
-    /* a termination signal inside a CUDA call: this thread runs on, sig blocked, and the control
+  } else if (cs_guard_depth > 0 && uctx && cs_signals_from_outside(sig, info) &&
+             cs_ending_defer(sig, cs_signals_is_crash(sig) ? CS_TRIGGER_CRASH : CS_TRIGGER_TERM)) {
+    /* a signal from outside, inside a CUDA call: this thread runs on, sig blocked, and the control
      * thread ends the process once the snapshot is written */
     sigaddset(&((ucontext_t *)uctx)->uc_sigmask, sig);
     errno = saved_errno;

@@ -123,6 +123,10 @@ term_in_driver)
   # exit(0)) while the snapshot is written, whole, and the process still ends of SIGTERM.
   run -- "$prog" term-in-driver; expect_ending "signal SIGTERM"; snapshots term 1; leak_named prog_endings.c
   ! grep -q best_effort "$dir"/with/snap-*.json || fail "a best-effort snapshot" ;;
+abrt_in_driver)
+  # The same for SIGABRT sent by another process: not a fault of this thread, which runs on.
+  run -- "$prog" abrt-in-driver; expect_ending "signal SIGABRT"; snapshots crash 1; leak_named prog_endings.c
+  ! grep -q best_effort "$dir"/with/snap-*.json || fail "a best-effort snapshot" ;;
 term_ignored) run -- "$prog" term-ignored; expect_ending "exit 0"; snapshots exit 1; leak_named prog_endings.c ;;
 resethand)
   run -- "$prog" resethand; expect_ending "signal SIGSEGV"; snapshots crash 1; leak_named prog_endings.c

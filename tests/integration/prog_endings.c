@@ -16,6 +16,9 @@
  *   term-ignored    SIGTERM ignored, then sent: the program goes on and returns 0
  *   term-in-driver  SIGTERM sent from inside the driver's cuMemAlloc (so under cudasnap's allocator
  *                   lock); if the process is still alive when the call returns, it calls exit(0)
+ *   abrt-in-driver  another process sends SIGABRT while this one is inside the driver's cuMemAlloc
+ *                   (it waits there for the sender); then exit(0) if still alive
+ *   kill PID SIG    (no CUDA) send SIG to PID: the other process of abrt-in-driver
  *   resethand       a one-shot (SA_RESETHAND) SIGSEGV handler that raises SIGSEGV again
  *   view            no ending: sigaction and signal answer what the program installed; returns 0
  *   busy            another thread allocates and frees in a loop on device 0 while main crashes
@@ -30,6 +33,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -122,6 +126,21 @@ static void hook_term(size_t bytes) {
   if (bytes >= (30u << 20) && !atomic_exchange(&in_driver, 1)) kill(getpid(), SIGTERM);
 }
 
+/* Inside the driver: another process (this program in mode kill) sends SIGABRT to this one. */
+static void hook_abrt_from_outside(size_t bytes) {
+  if (bytes < (30u << 20) || atomic_exchange(&in_driver, 1)) return;
+  char pid[32], sig[8];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  snprintf(sig, sizeof sig, "%d", SIGABRT);
+  char *args[] = {"it_endings", "kill", pid, sig, NULL};
+  pid_t sender;
+  extern char **environ;
+  IT_CHECK(posix_spawn(&sender, "/proc/self/exe", NULL, NULL, args, environ) == 0, "posix_spawn");
+  int status;
+  while (waitpid(sender, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
 static void *busy_thread(void *ctx) {
   IT_CHECK(cuCtxSetCurrent((CUcontext)ctx) == CUDA_SUCCESS, "cuCtxSetCurrent in thread");
   for (unsigned i = 0;; i++) {
@@ -188,8 +207,12 @@ static int wait_child(pid_t pid) {
 }
 
 int main(int argc, char **argv) {
-  IT_CHECK(argc == 2, "usage: %s MODE", argv[0]);
+  IT_CHECK(argc >= 2, "usage: %s MODE", argv[0]);
   const char *mode = argv[1];
+  if (strcmp(mode, "kill") == 0) {
+    IT_CHECK(argc == 4, "usage: %s kill PID SIG", argv[0]);
+    return kill((pid_t)atol(argv[2]), atoi(argv[3])) == 0 ? 0 : 1;
+  }
   (void)it_preloaded();
   if (strcmp(mode, "term-handled-early") == 0) IT_CHECK(signal(SIGTERM, on_term_flag) != SIG_ERR, "signal");
   bool two_devices = strcmp(mode, "stuck") == 0 || strcmp(mode, "crash-in-driver") == 0;
@@ -235,6 +258,13 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "term-in-driver") == 0) {
     fake_cuda_control_t fake = it_fake();
     fake.set_alloc_hook(hook_term);
+    CUdeviceptr p = 0;
+    (void)cuMemAlloc(&p, 30u << 20);
+    exit(0);
+  }
+  if (strcmp(mode, "abrt-in-driver") == 0) {
+    fake_cuda_control_t fake = it_fake();
+    fake.set_alloc_hook(hook_abrt_from_outside);
     CUdeviceptr p = 0;
     (void)cuMemAlloc(&p, 30u << 20);
     exit(0);
