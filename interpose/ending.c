@@ -75,10 +75,18 @@ static void cs_ending_wait_for_first(void) {
   cs_ending_sleep_ms(CS_ENDING_GRACE_MS);
 }
 
+/* A termination signal while another ending's snapshot is written: someone (a second Ctrl-C) will
+ * not wait for it. The process ends now, and the unfinished file is removed. */
+static bool cs_ending_impatient(cs_trigger_t trigger) {
+  if (trigger != CS_TRIGGER_TERM) return false;
+  cs_dump_abandon();
+  return true;
+}
+
 void cs_ending_run(cs_trigger_t trigger) {
   if (!cs_dump_owns_process()) return;
   if (atomic_load(&cs_ending_deferred)) { /* the control thread ends the process */
-    cs_ending_wait_for_first();
+    if (!cs_ending_impatient(trigger)) cs_ending_wait_for_first();
     return;
   }
   if (cs_dump_running_here() || cs_dump_final_finished()) return;
@@ -86,7 +94,7 @@ void cs_ending_run(cs_trigger_t trigger) {
   long first = 0;
   if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, self)) {
     if (first == self) return; /* a fault in the ending path itself: end at once */
-    cs_ending_wait_for_first();
+    if (!cs_ending_impatient(trigger)) cs_ending_wait_for_first();
     return;
   }
   if (!cs_dump_control_running()) return; /* said at start: no thread to write it */

@@ -12,8 +12,9 @@
  *
  * A signal from outside that lands inside a CUDA call is deferred instead (cs_ending_defer).
  *
- * Only one ending runs: a second thread that ends the process meanwhile waits for the first. A
- * fault inside the ending path, or inside a dump, never starts another dump. */
+ * Only one ending runs: a second thread that ends the process meanwhile waits for the first,
+ * except on a second termination signal (Ctrl-C again), which ends the process at once. A fault
+ * inside the ending path, or inside a dump, never starts another dump. */
 #ifndef CS_ENDING_H
 #define CS_ENDING_H
 
