@@ -94,6 +94,8 @@ assert note.startswith("device %s left out" % sys.argv[2]), note
 assert {seg["device"] for seg in s["segments"]} == {int(sys.argv[3])}, s["segments"]
 PY
   grep -q "best effort: device $1 left out" "$dir/with/err" || fail "the report line does not say best effort"
+  "$tool" summary "${f[0]}" | grep -qx "${f[0]}: best effort: device $1 left out: its allocator stayed locked for 1000 ms" ||
+    fail "cudasnap summary does not say best effort"
 }
 
 prog=$bin/it_endings
