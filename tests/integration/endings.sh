@@ -76,6 +76,17 @@ leak_named() {
     fail "the leak report does not name allocate_leak at $1:$line"
 }
 
+# py_leak_named N MIB: N leak reports name the site of a MIB MiB block as ctypes_endings.py's alloc(),
+# at its cuMemAlloc_v2 line (Python frames in stacks: CPython 3.9 to 3.13; with another Python
+# the report is only counted, by `leaks`).
+py_leak_named() {
+  python3 -c 'import sys; sys.exit(0 if (3, 9) <= sys.version_info[:2] <= (3, 13) else 1)' || return 0
+  local line n
+  line=$(grep -n 'rc = cuda.cuMemAlloc_v2' "$here/ctypes_endings.py" | cut -d: -f1)
+  n=$(grep -cE "^cudasnap:   $2 MiB in 1 block: alloc \(.*ctypes_endings\.py:$line\)$" "$dir/with/err")
+  ((n == $1)) || fail "expected $1 leak report(s) naming alloc at ctypes_endings.py:$line, found $n"
+}
+
 # no_cudasnap_output: cudasnap stayed silent (nothing watched, nothing to report).
 no_cudasnap_output() {
   ! grep -q '^cudasnap:' "$dir/with/err" || fail "cudasnap wrote: $(grep '^cudasnap:' "$dir/with/err")"
@@ -167,21 +178,25 @@ fork_cuda)
   # The child used CUDA itself: its _exit writes its own snapshot.
   run -- "$prog" fork-cuda; expect_ending "exit 0"; snapshots exit 2; leaks 2 3.0 ;;
 py_os_exit)
-  run -- python3 "$here/ctypes_endings.py" os_exit; expect_ending "exit 3"; snapshots exit 1; leaks 1 3.0 ;;
+  run -- python3 "$here/ctypes_endings.py" os_exit; expect_ending "exit 3"; snapshots exit 1; leaks 1 3.0
+  py_leak_named 1 3.0 ;;
 py_faulthandler)
   # faulthandler's handler comes first (installed before CUDA), then its SIG_DFL and raise reach
   # cudasnap's.
   run -- python3 -X faulthandler "$here/ctypes_endings.py" segv; expect_ending "signal SIGSEGV"
-  snapshots crash 1; leaks 1 3.0
+  snapshots crash 1; leaks 1 3.0; py_leak_named 1 3.0
   grep -q "^Fatal Python error: Segmentation fault" "$dir/with/err" || fail "faulthandler did not run" ;;
 py_interrupt)
   run -- python3 "$here/ctypes_endings.py" interrupt; expect_ending "signal SIGINT"; snapshots term 1; leaks 1 3.0
+  py_leak_named 1 3.0
   grep -q "^KeyboardInterrupt" "$dir/with/err" || fail "no KeyboardInterrupt" ;;
 py_mp_fork)
   # The multiprocessing child ends with os._exit(4): its snapshot, and the parent's at exit.
   run -- python3 "$here/ctypes_endings.py" mp_fork; expect_ending "exit 0"; snapshots exit 2
   leaks 1 3.0
   leaks 1 5.0
+  py_leak_named 1 3.0
+  py_leak_named 1 5.0
   grep -qx "child exit code 4" "$dir/with/out" || fail "the child's exit code changed" ;;
 *) fail "unknown scenario" ;;
 esac
