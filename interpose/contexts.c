@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/cs_deadline.h"
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/backend_cuda.h"
@@ -257,37 +258,25 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
   pthread_mutex_unlock(&cs_contexts_lock);
 }
 
-/* A lock taken before deadline_ns (CLOCK_MONOTONIC), tried every millisecond. */
-static uint64_t cs_contexts_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void cs_contexts_pause(void) {
-  struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
-  nanosleep(&ms, NULL);
-}
-
 static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns) {
   for (;;) {
     if (cs_allocator_trylock(a)) return true;
-    if (cs_contexts_now_ns() >= deadline_ns) return false;
-    cs_contexts_pause();
+    if (cs_deadline_now_ns() >= deadline_ns) return false;
+    cs_deadline_pause();
   }
 }
 
-uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms) {
-  uint64_t deadline = cs_contexts_now_ns() + (uint64_t)wait_ms * 1000000u;
+uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms,
+                                     bool *passthrough_left_out) {
+  uint64_t deadline = cs_deadline_in_ms(wait_ms);
   /* The slots are read without this lock elsewhere too; without it, a context being set up is
    * not counted yet, and one being retired is copied as it is when its allocator's lock is had. */
-  bool listed = false;
-  while (!(listed = pthread_mutex_trylock(&cs_contexts_lock) == 0) && cs_contexts_now_ns() < deadline)
-    cs_contexts_pause();
+  bool listed = cs_deadline_lock(&cs_contexts_lock, deadline);
   int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
   size_t history_room = 0;
   for (int i = 0; with_history && i < n; i++)
     if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
+  if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
   (void)cs_snap_state_reserve_history(state, history_room);
   bool locked[CS_MAX_CONTEXTS] = {false};
   uint64_t left_out = 0;
@@ -303,6 +292,8 @@ uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, 
     if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
     if (with_history) cs_snap_state_add_history(state, &c->history.ring);
   }
+  /* under the same locks, as cs_contexts_snapshot copies it */
+  *passthrough_left_out = !cs_foreign_snapshot_by(state, with_history, deadline);
   for (int i = n - 1; i >= 0; i--)
     if (locked[i]) cs_allocator_unlock(cs_contexts[i].allocator);
   if (listed) pthread_mutex_unlock(&cs_contexts_lock);

@@ -202,10 +202,12 @@ static int cs_dump_run(const cs_dump_how_t *how) {
   }
   int rc = -1;
   uint64_t left_out = 0;
+  bool passthrough_left_out = false;
   cs_pool_list_t pools;
   if (cs_pools_copy(&pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
-    if (how->bounded) left_out = cs_contexts_snapshot_within(state, how->snapshot, CS_ENDING_LOCK_WAIT_MS);
+    if (how->bounded)
+      left_out = cs_contexts_snapshot_within(state, how->snapshot, CS_ENDING_LOCK_WAIT_MS, &passthrough_left_out);
     else cs_contexts_snapshot(state, how->snapshot);
     /* the driver's figures, right after the copy; never as the process ends, where cudasnap makes
      * no CUDA call (at exit the runtime may be torn down; at a crash the driver may be what
@@ -225,12 +227,19 @@ static int cs_dump_run(const cs_dump_how_t *how) {
   /* one symbolizer for the file and the leak report: each distinct frame is named once */
   cs_symbolizer_t *sym = cs_record_intern() && !state->error ? cs_symbolizer_create() : NULL;
   cs_dump_tick();
-  char best_effort[256] = "";
+  char best_effort[320] = "";
+  bool incomplete = left_out || passthrough_left_out;
   if (left_out) {
     char devices[160];
     cs_dump_devices_text(left_out, devices, sizeof devices);
     snprintf(best_effort, sizeof best_effort, "%s left out: %s allocator stayed locked for %d ms", devices,
              __builtin_popcountll(left_out) > 1 ? "their" : "its", CS_ENDING_LOCK_WAIT_MS);
+  }
+  if (passthrough_left_out) {
+    size_t used = strlen(best_effort);
+    snprintf(best_effort + used, sizeof best_effort - used,
+             "%smemory passed through left out: its lock stayed held for %d ms", used ? "; " : "",
+             CS_ENDING_LOCK_WAIT_MS);
   }
   cs_dump_process_t proc;
   cs_dump_process(&proc);
@@ -240,13 +249,13 @@ static int cs_dump_run(const cs_dump_how_t *how) {
   const char *path = how->path;
   if (!how->snapshot) {
     /* the leak report alone */
-    if (left_out) cs_log_warn("the leak report is incomplete: %s", best_effort);
+    if (incomplete) cs_log_warn("the leak report is incomplete: %s", best_effort);
   } else if (state->error) {
     cs_log_error("cannot take a snapshot: out of host memory");
   } else if (cs_snap_state_empty(state)) {
     /* the viewer cannot open an empty snapshot; at exit this is no news (the program used CUDA
      * without allocating), on request it is the answer */
-    if (left_out) cs_log_error("no snapshot at %s: %s", trigger_name, best_effort);
+    if (incomplete) cs_log_error("no snapshot at %s: %s", trigger_name, best_effort);
     else if (how->trigger == CS_TRIGGER_EXIT) cs_log_debug("no device memory was allocated: no snapshot written");
     else cs_log_info("no device memory allocated yet: no snapshot written (%s)", trigger_name);
   } else if (!path && cs_output_expand(opts->output, &fields, name, sizeof name) != 0) {
@@ -259,7 +268,7 @@ static int cs_dump_run(const cs_dump_how_t *how) {
                                .host = proc.host, .trigger = trigger_name, .dump_number = number,
                                .time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u,
                                .options = opts, .alloc_conf_text = opts->alloc_conf_text,
-                               .best_effort = left_out ? best_effort : NULL};
+                               .best_effort = incomplete ? best_effort : NULL};
     cs_phase_list_t phases;
     if (cs_phases_copy(&phases) != 0) cs_log_warn("no memory to copy the NVTX phases; the snapshot has none");
     meta.phases = &phases;
@@ -275,8 +284,8 @@ static int cs_dump_run(const cs_dump_how_t *how) {
       cs_dump_size_text(bytes, size, sizeof size);
       bool pickle = cs_dump_format(opts, out.final_path) == CS_EMIT_PICKLE;
       cs_log_info("wrote %s (%s, %zu events%s%s%s): %s", out.final_path, size, cs_snap_state_events(state),
-                  state->dropped ? ", oldest dropped" : "", left_out ? ", best effort: " : "",
-                  left_out ? best_effort : "",
+                  state->dropped ? ", oldest dropped" : "", incomplete ? ", best effort: " : "",
+                  incomplete ? best_effort : "",
                   pickle ? "open it at https://pytorch.org/memory_viz or with python -m torch.cuda._memory_viz"
                          : cs_viewer_json_advice(bytes));
       rc = 0;
