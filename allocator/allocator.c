@@ -255,6 +255,7 @@ void cs_allocator_reset_accumulated_stats(cs_allocator_t *a) {
 
 void cs_allocator_lock(cs_allocator_t *a) { cs_mutex_acquire(&a->lock); }
 void cs_allocator_unlock(cs_allocator_t *a) { pthread_mutex_unlock(&a->lock); }
+bool cs_allocator_trylock(cs_allocator_t *a) { return pthread_mutex_trylock(&a->lock) == 0; }
 
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out) { *out = a->stats; }
 

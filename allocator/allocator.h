@@ -146,6 +146,9 @@ void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ct
  * the lock already held, and cs_allocator_get_stats_locked likewise. */
 void cs_allocator_lock(cs_allocator_t *a);
 void cs_allocator_unlock(cs_allocator_t *a);
+/* The lock if it is free now: true when taken. For a caller that must not wait without bound (a
+ * snapshot as the process ends, when the lock's holder may never run again). */
+bool cs_allocator_trylock(cs_allocator_t *a);
 void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx);
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out);
 

@@ -24,6 +24,7 @@ static const char cs_summary_help[] =
     "\n"
     "  FILE: cudasnap VERSION snapshot, pid PID, trigger TRIGGER, N device(s)\n"
     "    (or: FILE: PyTorch snapshot, N device(s))\n"
+    "  FILE: best effort: WHAT  (a snapshot taken as the process ended, which left WHAT out)\n"
     "  then for each device with segments, allocator events or statistics other than 0:\n"
     "  <empty line>\n"
     "  device D\n"
@@ -98,6 +99,8 @@ static void cs_summary_header(const char *path, const cJSON *root, int devices) 
     if (!cs_view_int(cudasnap, "pid", &pid)) pid = 0;
     printf("%s: cudasnap %s snapshot, pid %lld, trigger %s, %d device%s\n", path, version ? version : "?",
            (long long)pid, trigger ? trigger : "?", devices, cs_plural((uint64_t)devices));
+    const char *best_effort = cs_view_str(cudasnap, "best_effort");
+    if (best_effort) printf("%s: best effort: %s\n", path, best_effort);
   } else {
     printf("%s: PyTorch snapshot, %d device%s\n", path, devices, cs_plural((uint64_t)devices));
   }

@@ -180,7 +180,8 @@ static void cs_option_show_max_entries(const cs_options_t *opts, char *buf, size
 /* -- CUDASNAP_DUMP_ON -- */
 
 static const cs_option_word_t cs_dump_on_words[] = {
-    {"exit", CS_DUMP_ON_EXIT}, {"signal", CS_DUMP_ON_SIGNAL}, {"oom", CS_DUMP_ON_OOM}};
+    {"exit", CS_DUMP_ON_EXIT},   {"signal", CS_DUMP_ON_SIGNAL}, {"oom", CS_DUMP_ON_OOM},
+    {"crash", CS_DUMP_ON_CRASH}, {"term", CS_DUMP_ON_TERM}};
 
 /* Every item of the list must be a trigger: "exit,,oom" and "exit," are rejected rather than read
  * as "exit,oom", because an empty item is more likely a mistake than a style. */

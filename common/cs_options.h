@@ -38,6 +38,8 @@ enum {
   CS_DUMP_ON_EXIT = 1u << 0,
   CS_DUMP_ON_SIGNAL = 1u << 1,
   CS_DUMP_ON_OOM = 1u << 2,
+  CS_DUMP_ON_CRASH = 1u << 3, /* SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL with their default action */
+  CS_DUMP_ON_TERM = 1u << 4,  /* SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU with their default action */
 };
 
 #define CS_OPTION_PATH_MAX 1024

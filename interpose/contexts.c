@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
+#include "common/cs_deadline.h"
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/backend_cuda.h"
@@ -254,6 +256,48 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
   for (int i = n - 1; i >= 0; i--)
     if (cs_contexts[i].allocator) cs_allocator_unlock(cs_contexts[i].allocator);
   pthread_mutex_unlock(&cs_contexts_lock);
+}
+
+static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns) {
+  for (;;) {
+    if (cs_allocator_trylock(a)) return true;
+    if (cs_deadline_now_ns() >= deadline_ns) return false;
+    cs_deadline_pause();
+  }
+}
+
+uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms,
+                                     bool *passthrough_left_out) {
+  uint64_t deadline = cs_deadline_in_ms(wait_ms);
+  /* The slots are read without this lock elsewhere too; without it, a context being set up is
+   * not counted yet, and one being retired is copied as it is when its allocator's lock is had. */
+  bool listed = cs_deadline_lock(&cs_contexts_lock, deadline);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  size_t history_room = 0;
+  for (int i = 0; with_history && i < n; i++)
+    if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
+  if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
+  (void)cs_snap_state_reserve_history(state, history_room);
+  bool locked[CS_MAX_CONTEXTS] = {false};
+  uint64_t left_out = 0;
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (!c->allocator) continue;
+    locked[i] = cs_contexts_allocator_lock_by(c->allocator, deadline);
+    if (!locked[i] && c->device >= 0 && c->device < 64) left_out |= UINT64_C(1) << c->device;
+  }
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (!locked[i]) continue;
+    if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
+    if (with_history) cs_snap_state_add_history(state, &c->history.ring);
+  }
+  /* under the same locks, as cs_contexts_snapshot copies it */
+  *passthrough_left_out = !cs_foreign_snapshot_by(state, with_history, deadline);
+  for (int i = n - 1; i >= 0; i--)
+    if (locked[i]) cs_allocator_unlock(cs_contexts[i].allocator);
+  if (listed) pthread_mutex_unlock(&cs_contexts_lock);
+  return left_out;
 }
 
 /* Calls f on every history, each under its allocator's lock. */

@@ -43,6 +43,13 @@ void cs_contexts_drop_primary(CUdevice device, bool context_alive);
  * contexts.c). */
 void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history);
 
+/* The same as the process ends, when a lock's holder may never run again (the thread that
+ * crashed, or one stuck in the driver): each allocator whose lock is not had within wait_ms is
+ * left out, state and history, and so is the memory passed through if its lock is not had.
+ * Returns the devices left out, a bit each; *passthrough_left_out says whether that was. */
+uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms,
+                                     bool *passthrough_left_out);
+
 /* After a snapshot: a `snapshot` entry in each device's history, as PyTorch records one. */
 void cs_contexts_mark_snapshot(const cs_snap_state_t *state);
 

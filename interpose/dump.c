@@ -9,14 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/ending.h"
+#include "interpose/guard.h"
 #include "interpose/reconcile.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
+#include "interpose/signals.h"
 #include "memviz/emit.h"
 #include "snapshot/leaks.h"
 #include "memviz/output.h"
@@ -24,11 +28,36 @@
 #include "snapshot/pools.h"
 #include "snapshot/snapshot.h"
 
-static const char *const cs_trigger_names[] = {"exit", "signal", "oom", "api"};
+static const char *const cs_trigger_names[] = {"exit", "signal", "oom", "api", "crash", "term"};
+
+const char *cs_dump_trigger_name(cs_trigger_t trigger) {
+  return (unsigned)trigger < CS_ARRAY_SIZE(cs_trigger_names) ? cs_trigger_names[trigger] : "unknown";
+}
 
 static pthread_mutex_t cs_dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cs_dump_number;          /* dumps attempted so far; %n of the next is this + 1 */
 static atomic_long cs_dump_owner;   /* the process whose snapshots these are */
+static CS_TLS bool cs_dump_here;    /* this thread is writing a dump */
+static atomic_ulong cs_dump_ticks;  /* progress of any dump (cs_dump_progress) */
+
+/* The final snapshot, at exit or as the process ends otherwise: written once. */
+enum { CS_FINAL_NONE = 0, CS_FINAL_STARTED = 1, CS_FINAL_FINISHED = 2 };
+static atomic_int cs_dump_final_state;
+
+/* The temporary file of the dump under way, for cs_dump_abandon. */
+static char cs_dump_temp[4096];
+static atomic_bool cs_dump_temp_open;
+
+static void cs_dump_tick(void) { atomic_fetch_add_explicit(&cs_dump_ticks, 1, memory_order_relaxed); }
+uint64_t cs_dump_progress(void) { return atomic_load_explicit(&cs_dump_ticks, memory_order_relaxed); }
+bool cs_dump_running_here(void) { return cs_dump_here; }
+bool cs_dump_owns_process(void) { return atomic_load(&cs_dump_owner) == (long)getpid(); }
+bool cs_dump_final_started(void) { return atomic_load(&cs_dump_final_state) != CS_FINAL_NONE; }
+bool cs_dump_final_finished(void) { return atomic_load(&cs_dump_final_state) == CS_FINAL_FINISHED; }
+
+void cs_dump_abandon(void) {
+  if (atomic_exchange(&cs_dump_temp_open, false)) unlink(cs_dump_temp);
+}
 
 /* ---- what the snapshot says about the process ---- */
 
@@ -76,6 +105,7 @@ static void cs_dump_size_text(uint64_t bytes, char *buf, size_t len) {
  * one line rewritten in place, ended when the dump is done. */
 typedef struct cs_dump_progress_s {
   struct timespec start;
+  bool terminal; /* shown only on a terminal; counted (cs_dump_tick) always */
   bool shown;
 } cs_dump_progress_t;
 
@@ -87,7 +117,8 @@ static double cs_dump_elapsed(const struct timespec *start) {
 
 static void cs_dump_show_progress(void *ctx, size_t done, size_t total) {
   cs_dump_progress_t *p = ctx;
-  if (cs_dump_elapsed(&p->start) < 1.0 || cs_log_get_level() == CS_LOG_QUIET) return;
+  cs_dump_tick();
+  if (!p->terminal || cs_dump_elapsed(&p->start) < 1.0 || cs_log_get_level() == CS_LOG_QUIET) return;
   char line[96];
   int n = snprintf(line, sizeof line, "\rcudasnap: writing snapshot: %3d%% (%zu of %zu items)",
                    total ? (int)(100.0 * (double)done / (double)total) : 100, done, total);
@@ -95,9 +126,9 @@ static void cs_dump_show_progress(void *ctx, size_t done, size_t total) {
   p->shown = true;
 }
 
-/* Serialize the state to path. Returns 0 or an errno. */
-static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_t *meta, const char *path,
-                           cs_output_t *out, uint64_t *bytes) {
+/* Serialize the state to path, naming frames through sym (NULL: stacks off). Returns 0 or an errno. */
+static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_t *meta, cs_symbolizer_t *sym,
+                           const char *path, cs_output_t *out, uint64_t *bytes) {
   int err = cs_output_open(out, path);
   if (err) return err;
   static cs_fd_sink_t sink; /* 64 KiB; dumps are serialized by cs_dump_lock */
@@ -107,74 +138,126 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
     cs_output_abort(out);
     return ENOMEM;
   }
-  cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-  cs_dump_progress_t progress = {.shown = false};
+  if (strlen(out->temp_path) < sizeof cs_dump_temp) {
+    memcpy(cs_dump_temp, out->temp_path, strlen(out->temp_path) + 1);
+    atomic_store(&cs_dump_temp_open, true);
+  }
+  cs_dump_progress_t progress = {.terminal = isatty(STDERR_FILENO), .shown = false};
   clock_gettime(CLOCK_MONOTONIC, &progress.start);
   cs_snapshot_meta_t with_progress = *meta;
-  if (isatty(STDERR_FILENO)) {
-    with_progress.progress = cs_dump_show_progress;
-    with_progress.progress_ctx = &progress;
-  }
+  with_progress.progress = cs_dump_show_progress;
+  with_progress.progress_ctx = &progress;
   err = cs_snapshot_write(state, cs_record_intern(), sym, &with_progress, e);
   if (progress.shown) (void)!write(STDERR_FILENO, "\n", 1);
-  if (sym) cs_symbolizer_destroy(sym);
   int flushed = cs_fd_sink_flush(&sink);
   if (!err) err = flushed;
   *bytes = sink.total;
   if (err) {
+    atomic_store(&cs_dump_temp_open, false);
     cs_output_abort(out);
     return err;
   }
-  return cs_output_commit(out, path);
+  err = cs_output_commit(out, path);
+  atomic_store(&cs_dump_temp_open, false);
+  return err;
 }
 
-/* The exit leak report, with frames named when stacks were recorded. */
-static void cs_dump_report_leaks(const cs_snap_state_t *state) {
-  cs_symbolizer_t *sym = cs_record_intern() ? cs_symbolizer_create() : NULL;
-  cs_leak_report(state, cs_record_intern(), sym);
-  if (sym) cs_symbolizer_destroy(sym);
+/* What one dump does. */
+typedef struct cs_dump_how_s {
+  cs_trigger_t trigger;
+  const char *path; /* NULL: named from CUDASNAP_OUTPUT */
+  bool snapshot;    /* write the file (else only the leak report) */
+  bool leaks;       /* the leak report after it */
+  bool bounded;     /* wait CS_ENDING_LOCK_WAIT_MS at most for each busy allocator */
+} cs_dump_how_t;
+
+/* The snapshot written as the process ends (exit, _exit, a crash, a termination signal). */
+static bool cs_dump_is_final(cs_trigger_t trigger) {
+  return trigger == CS_TRIGGER_EXIT || trigger == CS_TRIGGER_CRASH || trigger == CS_TRIGGER_TERM;
 }
 
-int cs_dump_write(cs_trigger_t trigger, const char *path) {
+/* Devices as "device 3" or "devices 0, 2", for the best-effort note. */
+static void cs_dump_devices_text(uint64_t devices, char *buf, size_t len) {
+  int count = __builtin_popcountll(devices);
+  size_t used = (size_t)snprintf(buf, len, "device%s", count > 1 ? "s" : "");
+  for (int d = 0, n = 0; d < 64 && used < len; d++)
+    if (devices & (UINT64_C(1) << d))
+      used += (size_t)snprintf(buf + used, len - used, "%s %d", n++ ? "," : "", d);
+}
+
+static int cs_dump_run(const cs_dump_how_t *how) {
   const cs_options_t *opts = cs_runtime_options();
+  const char *trigger_name = cs_dump_trigger_name(how->trigger);
   pthread_mutex_lock(&cs_dump_lock);
-  int number = ++cs_dump_number;
+  cs_dump_here = true;
+  cs_dump_tick();
+  int number = how->snapshot ? ++cs_dump_number : cs_dump_number;
   /* on the heap: 70 KB, and cudasnap_dump may run on a program's thread with a small stack */
   cs_snap_state_t *state = malloc(sizeof *state);
   if (!state) {
     cs_log_error("cannot take a snapshot: out of host memory");
+    cs_dump_here = false;
     pthread_mutex_unlock(&cs_dump_lock);
     return -1;
   }
   int rc = -1;
+  uint64_t left_out = 0;
+  bool passthrough_left_out = false;
   cs_pool_list_t pools;
   if (cs_pools_copy(&pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
-    cs_contexts_snapshot(state, true);
-    /* the driver's figures, right after the copy; never at exit, where cudasnap makes no CUDA
-     * call (the runtime may be torn down) */
-    if (trigger != CS_TRIGGER_EXIT) cs_reconcile_query(state);
-    cs_snap_state_finish(state);
-    size_t drawn = 0;
-    if (cs_snap_state_add_pools(state, &pools, &drawn) != 0)
-      cs_log_warn("no memory to draw the NVTX pools; the snapshot shows their blocks whole");
-    if (drawn < pools.heap_count)
-      cs_log_debug("%zu of %zu NVTX heaps lie in no allocated block: not drawn", pools.heap_count - drawn,
-                   pools.heap_count);
+    if (how->bounded)
+      left_out = cs_contexts_snapshot_within(state, how->snapshot, CS_ENDING_LOCK_WAIT_MS, &passthrough_left_out);
+    else cs_contexts_snapshot(state, how->snapshot);
+    /* the driver's figures, right after the copy; never as the process ends, where cudasnap makes
+     * no CUDA call (at exit the runtime may be torn down; at a crash the driver may be what
+     * crashed, or the ending thread may hold its locks) */
+    if (how->snapshot && !cs_dump_is_final(how->trigger)) cs_reconcile_query(state);
+    if (how->snapshot) {
+      cs_snap_state_finish(state);
+      size_t drawn = 0;
+      if (cs_snap_state_add_pools(state, &pools, &drawn) != 0)
+        cs_log_warn("no memory to draw the NVTX pools; the snapshot shows their blocks whole");
+      if (drawn < pools.heap_count)
+        cs_log_debug("%zu of %zu NVTX heaps lie in no allocated block: not drawn", pools.heap_count - drawn,
+                     pools.heap_count);
+    }
+  }
+  cs_dump_tick();
+  /* one symbolizer for the file and the leak report: each distinct frame is named once */
+  cs_symbolizer_t *sym = cs_record_intern() && !state->error ? cs_symbolizer_create() : NULL;
+  cs_dump_tick();
+  char best_effort[320] = "";
+  bool incomplete = left_out || passthrough_left_out;
+  if (left_out) {
+    char devices[160];
+    cs_dump_devices_text(left_out, devices, sizeof devices);
+    snprintf(best_effort, sizeof best_effort, "%s left out: %s allocator stayed locked for %d ms", devices,
+             __builtin_popcountll(left_out) > 1 ? "their" : "its", CS_ENDING_LOCK_WAIT_MS);
+  }
+  if (passthrough_left_out) {
+    size_t used = strlen(best_effort);
+    snprintf(best_effort + used, sizeof best_effort - used,
+             "%smemory passed through left out: its lock stayed held for %d ms", used ? "; " : "",
+             CS_ENDING_LOCK_WAIT_MS);
   }
   cs_dump_process_t proc;
   cs_dump_process(&proc);
   char name[4096];
   cs_output_fields_t fields = {.executable = proc.exe, .pid = (long)getpid(), .host = proc.host,
-                               .rank = cs_output_rank(), .dump_number = number,
-                               .trigger = cs_trigger_names[trigger]};
-  if (state->error) {
+                               .rank = cs_output_rank(), .dump_number = number, .trigger = trigger_name};
+  const char *path = how->path;
+  if (!how->snapshot) {
+    /* the leak report alone */
+    if (incomplete) cs_log_warn("the leak report is incomplete: %s", best_effort);
+  } else if (state->error) {
     cs_log_error("cannot take a snapshot: out of host memory");
   } else if (cs_snap_state_empty(state)) {
     /* the viewer cannot open an empty snapshot; at exit this is no news (the program used CUDA
      * without allocating), on request it is the answer */
-    if (trigger == CS_TRIGGER_EXIT) cs_log_debug("no device memory was allocated: no snapshot written");
-    else cs_log_info("no device memory allocated yet: no snapshot written (%s)", cs_trigger_names[trigger]);
+    if (incomplete) cs_log_error("no snapshot at %s: %s", trigger_name, best_effort);
+    else if (how->trigger == CS_TRIGGER_EXIT) cs_log_debug("no device memory was allocated: no snapshot written");
+    else cs_log_info("no device memory allocated yet: no snapshot written (%s)", trigger_name);
   } else if (!path && cs_output_expand(opts->output, &fields, name, sizeof name) != 0) {
     cs_log_error("cannot take a snapshot: the name from CUDASNAP_OUTPUT is too long");
   } else {
@@ -182,17 +265,17 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = proc.argv,
-                               .host = proc.host, .trigger = cs_trigger_names[trigger],
-                               .dump_number = number,
+                               .host = proc.host, .trigger = trigger_name, .dump_number = number,
                                .time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u,
-                               .options = opts, .alloc_conf_text = opts->alloc_conf_text};
+                               .options = opts, .alloc_conf_text = opts->alloc_conf_text,
+                               .best_effort = incomplete ? best_effort : NULL};
     cs_phase_list_t phases;
     if (cs_phases_copy(&phases) != 0) cs_log_warn("no memory to copy the NVTX phases; the snapshot has none");
     meta.phases = &phases;
     meta.pools = &pools;
     cs_output_t out;
     uint64_t bytes = 0;
-    int err = cs_dump_to_file(state, &meta, path, &out, &bytes);
+    int err = cs_dump_to_file(state, &meta, sym, path, &out, &bytes);
     cs_phase_list_free(&phases);
     if (err) {
       cs_log_error("cannot write snapshot %s: %s", path, strerror(err));
@@ -200,57 +283,90 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
       char size[32];
       cs_dump_size_text(bytes, size, sizeof size);
       bool pickle = cs_dump_format(opts, out.final_path) == CS_EMIT_PICKLE;
-      cs_log_info("wrote %s (%s, %zu events%s): %s", out.final_path, size, cs_snap_state_events(state),
-                  state->dropped ? ", oldest dropped" : "",
+      cs_log_info("wrote %s (%s, %zu events%s%s%s): %s", out.final_path, size, cs_snap_state_events(state),
+                  state->dropped ? ", oldest dropped" : "", incomplete ? ", best effort: " : "",
+                  incomplete ? best_effort : "",
                   pickle ? "open it at https://pytorch.org/memory_viz or with python -m torch.cuda._memory_viz"
                          : cs_viewer_json_advice(bytes));
       rc = 0;
     }
-    cs_contexts_mark_snapshot(state);
+    /* the `snapshot` entry, as PyTorch records one (not as the process ends: it would wait for the
+     * locks the bounded copy could not take, and no later snapshot shows it) */
+    if (!how->bounded) cs_contexts_mark_snapshot(state);
   }
-  if (trigger == CS_TRIGGER_EXIT && !state->error) cs_dump_report_leaks(state);
+  cs_dump_tick();
+  if (how->leaks && !state->error) cs_leak_report(state, cs_record_intern(), sym);
+  if (sym) cs_symbolizer_destroy(sym);
   cs_pool_list_free(&pools);
   cs_snap_state_free(state);
   free(state);
+  cs_dump_here = false;
   pthread_mutex_unlock(&cs_dump_lock);
   return rc;
+}
+
+int cs_dump_write(cs_trigger_t trigger, const char *path) {
+  cs_dump_how_t how = {.trigger = trigger, .path = path, .snapshot = true, .leaks = trigger == CS_TRIGGER_EXIT};
+  return cs_dump_run(&how);
 }
 
 void cs_dump_on_oom(void) {
   if (cs_runtime_options()->dump_on & CS_DUMP_ON_OOM) (void)cs_dump_write(CS_TRIGGER_OOM, NULL);
 }
 
-/* ---- exit ---- */
+/* ---- the final snapshot: at exit, or as the process ends otherwise ---- */
 
-/* Runs from exit(); the CUDA runtime may already be torn down, and nothing here calls CUDA. */
-static void cs_dump_at_exit(void) {
-  if (atomic_load(&cs_dump_owner) != (long)getpid()) return; /* a fork child's inherited handler */
-  bool snapshot = cs_runtime_options()->dump_on & CS_DUMP_ON_EXIT;
-  if (snapshot) {
-    (void)cs_dump_write(CS_TRIGGER_EXIT, NULL);
-    return;
+static uint32_t cs_dump_on_bit(cs_trigger_t trigger) {
+  switch (trigger) {
+  case CS_TRIGGER_CRASH: return CS_DUMP_ON_CRASH;
+  case CS_TRIGGER_TERM: return CS_DUMP_ON_TERM;
+  default: return CS_DUMP_ON_EXIT;
   }
-  /* no snapshot wanted, but the leak report still is */
-  cs_snap_state_t *state = malloc(sizeof *state);
-  if (!state) return;
-  if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
-    cs_contexts_snapshot(state, false);
-    cs_dump_report_leaks(state);
-  }
-  cs_snap_state_free(state);
-  free(state);
 }
 
-/* ---- the signal: the handler writes one byte; the control thread does the work ---- */
+/* The snapshot if CUDASNAP_DUMP_ON has the trigger, and the leak report in any case; once. */
+static void cs_dump_final(cs_trigger_t trigger, bool bounded) {
+  int none = CS_FINAL_NONE;
+  if (!atomic_compare_exchange_strong(&cs_dump_final_state, &none, CS_FINAL_STARTED)) return;
+  cs_dump_how_t how = {.trigger = trigger, .snapshot = (cs_runtime_options()->dump_on & cs_dump_on_bit(trigger)) != 0,
+                       .leaks = true, .bounded = bounded};
+  (void)cs_dump_run(&how);
+  atomic_store(&cs_dump_final_state, CS_FINAL_FINISHED);
+}
+
+/* Runs from exit() (and quick_exit()); the CUDA runtime may already be torn down, and nothing here
+ * calls CUDA. A thread that calls exit() from a signal handler that interrupted cudasnap may hold
+ * an allocator's lock: then the locks are waited for with a bound. */
+static void cs_dump_at_exit(void) {
+  if (!cs_dump_owns_process()) return; /* a fork child's inherited handler */
+  cs_ending_await_deferred();          /* a termination signal came first: it ends the process */
+  cs_dump_final(CS_TRIGGER_EXIT, cs_guard_depth > 0);
+}
+
+/* ---- the control thread: snapshots on signal, and endings; handlers write one byte ---- */
 
 static int cs_dump_pipe[2] = {-1, -1};
 static struct sigaction cs_dump_previous;
+static atomic_bool cs_dump_control_started; /* it reads the pipe once it runs */
+static atomic_long cs_dump_control_tid;      /* set by the thread itself */
 
-static void cs_dump_on_signal(int sig, siginfo_t *info, void *uctx) {
+bool cs_dump_control_running(void) { return atomic_load(&cs_dump_control_started); }
+bool cs_dump_is_control_thread(void) {
+  long tid = atomic_load(&cs_dump_control_tid);
+  return tid != 0 && tid == (long)syscall(SYS_gettid);
+}
+
+static void cs_dump_send(char token) {
   int saved = errno;
-  char token = 's';
   if (cs_dump_pipe[1] >= 0) (void)!write(cs_dump_pipe[1], &token, 1);
   errno = saved;
+}
+
+/* A full pipe drops the byte; the control thread looks for an ending at every byte it reads. */
+void cs_dump_wake_control(void) { cs_dump_send('e'); }
+
+static void cs_dump_on_signal(int sig, siginfo_t *info, void *uctx) {
+  cs_dump_send('s');
   /* a handler the program installed before cudasnap still runs */
   if (cs_dump_previous.sa_flags & SA_SIGINFO) {
     if (cs_dump_previous.sa_sigaction) cs_dump_previous.sa_sigaction(sig, info, uctx);
@@ -261,18 +377,44 @@ static void cs_dump_on_signal(int sig, siginfo_t *info, void *uctx) {
 
 static void *cs_dump_control_thread(void *arg) {
   (void)arg;
+  atomic_store(&cs_dump_control_tid, (long)syscall(SYS_gettid));
+  /* Every signal stays blocked here except the faults: one inside a dump must reach cudasnap's
+   * handler, which lets a waiting ending thread end the process of its own cause. */
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  sigaddset(&faults, SIGFPE);
+  sigaddset(&faults, SIGILL);
+  pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
   char token;
   for (;;) {
     ssize_t n = read(cs_dump_pipe[0], &token, 1);
-    if (n == 1) (void)cs_dump_write(CS_TRIGGER_SIGNAL, NULL);
-    else if (n == 0 || (n < 0 && errno != EINTR)) return NULL;
+    if (n == 1) {
+      cs_trigger_t ending;
+      if (cs_ending_take(&ending)) {
+        cs_dump_final(ending, true);
+        /* a final snapshot started elsewhere (exit() on another thread) is waited for */
+        while (!cs_dump_final_finished()) {
+          struct timespec ms = {.tv_sec = 0, .tv_nsec = 10000000};
+          nanosleep(&ms, NULL);
+        }
+        int deferred = cs_ending_deferred_signal();
+        cs_ending_served();
+        if (deferred) cs_signals_die_of(deferred);
+        return NULL; /* the process is ending */
+      }
+      if (token == 's') (void)cs_dump_write(CS_TRIGGER_SIGNAL, NULL);
+    } else if (n == 0 || (n < 0 && errno != EINTR)) {
+      return NULL;
+    }
   }
 }
 
-static void cs_dump_start_signal(int sig) {
+static void cs_dump_start_control(void) {
   if (cs_dump_pipe[0] >= 0) return;
   if (pipe2(cs_dump_pipe, O_CLOEXEC) != 0) {
-    cs_log_warn("cannot create the signal pipe (%s); snapshots on signal %d are off", strerror(errno), sig);
+    cs_log_warn("cannot create the snapshot pipe (%s); no snapshot on a signal, a crash or _exit", strerror(errno));
     return;
   }
   (void)fcntl(cs_dump_pipe[1], F_SETFL, O_NONBLOCK); /* a burst of signals never blocks a handler */
@@ -283,14 +425,18 @@ static void cs_dump_start_signal(int sig) {
   int err = pthread_create(&thread, NULL, cs_dump_control_thread, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (err) {
-    cs_log_warn("cannot start the snapshot thread (%s); snapshots on signal %d are off", strerror(err), sig);
+    cs_log_warn("cannot start the snapshot thread (%s); no snapshot on a signal, a crash or _exit", strerror(err));
     return;
   }
   pthread_detach(thread);
+  atomic_store(&cs_dump_control_started, true);
+}
+
+static void cs_dump_start_signal(int sig) {
   /* A fork child that activates again finds the handler it inherited: keep it, or it would chain
    * to itself. */
   struct sigaction current;
-  if (sigaction(sig, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+  if (cs_signals_real_sigaction(sig, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
       current.sa_sigaction == cs_dump_on_signal)
     return;
   struct sigaction sa;
@@ -298,7 +444,7 @@ static void cs_dump_start_signal(int sig) {
   sa.sa_sigaction = cs_dump_on_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(sig, &sa, &cs_dump_previous) != 0)
+  if (cs_signals_real_sigaction(sig, &sa, &cs_dump_previous) != 0)
     cs_log_warn("cannot install the handler for signal %d (%s)", sig, strerror(errno));
 }
 
@@ -306,13 +452,21 @@ void cs_dump_start(void) {
   static atomic_bool exit_handler_registered;
   const cs_options_t *opts = cs_runtime_options();
   atomic_store(&cs_dump_owner, (long)getpid());
-  if (!atomic_exchange(&exit_handler_registered, true)) atexit(cs_dump_at_exit);
+  if (!atomic_exchange(&exit_handler_registered, true)) {
+    atexit(cs_dump_at_exit);
+    at_quick_exit(cs_dump_at_exit);
+  }
+  cs_dump_start_control();
   if ((opts->dump_on & CS_DUMP_ON_SIGNAL) && opts->signal > 0) cs_dump_start_signal(opts->signal);
 }
 
 void cs_dump_postfork_child(void) {
   pthread_mutex_init(&cs_dump_lock, NULL);
   cs_dump_number = 0;
+  atomic_store(&cs_dump_final_state, CS_FINAL_NONE);
+  atomic_store(&cs_dump_temp_open, false);
+  atomic_store(&cs_dump_control_started, false);
+  atomic_store(&cs_dump_control_tid, 0);
   /* The parent's control thread is not here; its pipe must not carry the child's signals. */
   for (int i = 0; i < 2; i++) {
     if (cs_dump_pipe[i] >= 0) close(cs_dump_pipe[i]);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_deadline.h"
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "record/ring.h"
@@ -292,8 +293,7 @@ static void cs_foreign_draw(cs_snap_state_t *s, cs_foreign_t **drawn, size_t n) 
   }
 }
 
-void cs_foreign_snapshot(cs_snap_state_t *s, bool with_history) {
-  pthread_mutex_lock(&cs_foreign_lock);
+static void cs_foreign_snapshot_locked(cs_snap_state_t *s, bool with_history) {
   size_t total = 0;
   for (int k = 0; k < CS_FOREIGN_KINDS; k++) total += cs_foreign_count[k];
   cs_foreign_t **drawn = malloc((total ? total : 1) * sizeof *drawn);
@@ -313,7 +313,19 @@ void cs_foreign_snapshot(cs_snap_state_t *s, bool with_history) {
   memcpy(s->passthrough, cs_foreign_stat, sizeof cs_foreign_stat);
   s->has_passthrough = cs_foreign_ring_ready || cs_foreign_pool_count > 0;
   if (with_history) cs_snap_state_add_history(s, &cs_foreign_ring);
+}
+
+void cs_foreign_snapshot(cs_snap_state_t *s, bool with_history) {
+  pthread_mutex_lock(&cs_foreign_lock);
+  cs_foreign_snapshot_locked(s, with_history);
   pthread_mutex_unlock(&cs_foreign_lock);
+}
+
+bool cs_foreign_snapshot_by(cs_snap_state_t *s, bool with_history, uint64_t deadline_ns) {
+  if (!cs_deadline_lock(&cs_foreign_lock, deadline_ns)) return false;
+  cs_foreign_snapshot_locked(s, with_history);
+  pthread_mutex_unlock(&cs_foreign_lock);
+  return true;
 }
 
 void cs_foreign_set_history(bool enabled) {

@@ -58,6 +58,9 @@ bool cs_foreign_stats(int device, cs_foreign_stat_t out[CS_FOREIGN_KINDS]);
 /* Copy the drawn entries, the other entries and the history into a snapshot state. pre: every
  * allocator lock is held (cs_contexts_snapshot), so the copy agrees with theirs. */
 void cs_foreign_snapshot(struct cs_snap_state_s *state, bool with_history);
+/* The same with its lock taken before deadline_ns (CLOCK_MONOTONIC): false, and nothing copied,
+ * when it was not (as the process ends). */
+bool cs_foreign_snapshot_by(struct cs_snap_state_s *state, bool with_history, uint64_t deadline_ns);
 
 /* cudasnap_record_history for this history */
 void cs_foreign_set_history(bool enabled);

@@ -10,6 +10,8 @@
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
 #include "interpose/dump.h"
+#include "interpose/ending.h"
+#include "interpose/exit.h"
 #include "interpose/foreign.h"
 #include "interpose/libc_dlsym.h"
 #include "interpose/nvtx.h"
@@ -17,6 +19,7 @@
 #include "interpose/real.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
+#include "interpose/signals.h"
 
 atomic_bool cs_lifecycle_active;
 static pthread_mutex_t cs_lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,6 +43,8 @@ static void cs_lifecycle_postfork_child(void) {
   cs_record_postfork_child();
   cs_contexts_postfork(true);
   cs_dump_postfork_child();
+  cs_ending_postfork_child();
+  cs_signals_postfork_child();
   /* The child activates anew at its own first CUDA call: its snapshots are its own. */
   atomic_store(&cs_lifecycle_active, false);
 }
@@ -53,6 +58,7 @@ void cs_lifecycle_activate_slow(void) {
     fork_handlers = true;
     cs_record_start(opts);
     cs_dump_start();
+    cs_signals_arm(opts);
     cs_log_debug("active in pid %ld", (long)getpid());
     atomic_store_explicit(&cs_lifecycle_active, true, memory_order_release);
   }
@@ -112,6 +118,10 @@ static void cs_lifecycle_report_blindness(void) {
 __attribute__((constructor)) static void cs_lifecycle_constructor(void) {
   cs_lifecycle_follow_children();
   cs_lifecycle_note_dlsym_order();
+  /* _exit and the signal functions are interposed from the start; what they call next is found
+   * now, while calling the loader is safe */
+  cs_exit_resolve();
+  cs_signals_resolve();
 }
 
 __attribute__((destructor)) static void cs_lifecycle_destructor(void) { cs_lifecycle_report_blindness(); }

@@ -410,6 +410,7 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_kv_int(e, "dropped_events", (int64_t)s->dropped);
   cs_emit_key(e, "pools");
   cs_snap_write_pools(e, meta->pools);
+  if (meta->best_effort) cs_emit_kv_str(e, "best_effort", meta->best_effort);
   cs_emit_key(e, "memory_stats");
   cs_emit_list_begin(e);
   for (int d = 0; d < s->device_count; d++) {

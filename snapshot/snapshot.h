@@ -119,13 +119,14 @@ typedef struct cs_snapshot_meta_s {
   long pid;
   const char *const *argv;    /* NULL-terminated, may be NULL */
   const char *host;
-  const char *trigger;        /* exit, signal, oom, api */
+  const char *trigger;        /* exit, signal, oom, api, crash, term */
   int dump_number;
   uint64_t time_us;           /* wall clock, us since the epoch */
   const cs_options_t *options;
   const char *alloc_conf_text; /* CUDASNAP_ALLOC_CONF as given ("" if unset) */
   const cs_phase_list_t *phases; /* external_annotations (NULL: none) */
   const cs_pool_list_t *pools;    /* cudasnap.pools: NVTX-declared pools (NULL: none) */
+  const char *best_effort;    /* NULL, or what a snapshot taken as the process ended left out */
   /* Called now and then while writing (NULL: not), with the items written and their total. */
   void (*progress)(void *ctx, size_t done, size_t total);
   void *progress_ctx;

@@ -37,6 +37,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -838,7 +839,11 @@ static CUresult fc_mem_alloc(size_t size, fc_mem_kind_t kind, bool low32, uintpt
   return rc;
 }
 
+static _Atomic(fake_cuda_alloc_hook_t) fc_alloc_hook;
+
 FC_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  fake_cuda_alloc_hook_t hook = atomic_load(&fc_alloc_hook);
+  if (hook) hook(bytesize);
   uintptr_t p = 0;
   CUresult rc = dptr ? fc_mem_alloc(bytesize, FC_MEM_DEVICE, false, &p) : CUDA_ERROR_INVALID_VALUE;
   fc_lock();
@@ -2016,3 +2021,7 @@ FC_EXPORT void fake_cuda_set_capacity(size_t bytes) {
   g.capacity = bytes;
   fc_unlock();
 }
+
+/* fc_alloc_hook: called by cuMemAlloc_v2 first, outside the driver's lock, so that a test can stop
+ * or crash a thread inside the driver (and so inside whatever its caller holds). */
+FC_EXPORT void fake_cuda_set_alloc_hook(fake_cuda_alloc_hook_t hook) { atomic_store(&fc_alloc_hook, hook); }

@@ -59,6 +59,10 @@ FAKE_CUDA_API void fake_cuda_set_sticky_error(int status);
 /* Memory per device, in bytes, for every device. Lowering it below what is in use is allowed:
  * cuMemGetInfo then reports 0 free and every allocation fails until enough is freed. */
 FAKE_CUDA_API void fake_cuda_set_capacity(size_t bytes);
+/* hook(bytesize) is called first by every cuMemAlloc_v2 (NULL: none), on the caller's thread and
+ * outside the driver's lock: a test stops or crashes a thread there, inside the driver. */
+typedef void (*fake_cuda_alloc_hook_t)(size_t bytesize);
+FAKE_CUDA_API void fake_cuda_set_alloc_hook(fake_cuda_alloc_hook_t hook);
 
 /* What the fake cuIpcGetMemHandle writes at the start of CUipcMemHandle.reserved (64 bytes).
  * cuIpcOpenMemHandle in the exporting process fails with CUDA_ERROR_INVALID_CONTEXT, as on a real
@@ -83,6 +87,7 @@ typedef struct fake_cuda_control {
   void (*complete_events)(void);
   void (*set_sticky_error)(int status);
   void (*set_capacity)(size_t bytes);
+  void (*set_alloc_hook)(fake_cuda_alloc_hook_t hook);
 } fake_cuda_control_t;
 
 /* Fills *c from the loaded fake driver. Returns 0, or -1 when no fake libcuda.so.1 is loaded yet
@@ -90,14 +95,15 @@ typedef struct fake_cuda_control {
 static inline int fake_cuda_control_load(fake_cuda_control_t *c) {
   void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
   if (!h) return -1;
-  void *sym[6] = {
+  void *sym[7] = {
       dlsym(h, "fake_cuda_get_counters"),    dlsym(h, "fake_cuda_reset_counters"),
       dlsym(h, "fake_cuda_set_manual_events"), dlsym(h, "fake_cuda_complete_events"),
       dlsym(h, "fake_cuda_set_sticky_error"), dlsym(h, "fake_cuda_set_capacity"),
+      dlsym(h, "fake_cuda_set_alloc_hook"),
   };
   dlclose(h); /* drops only the reference RTLD_NOLOAD took; whoever loaded the driver keeps it */
   _Static_assert(sizeof *c == sizeof sym, "one object pointer per function pointer");
-  for (size_t i = 0; i < 6; i++) {
+  for (size_t i = 0; i < 7; i++) {
     if (!sym[i]) return -1;
   }
   /* memcpy, because ISO C has no cast between object and function pointers */

@@ -73,7 +73,8 @@ static void test_defaults(void **state) {
   assert_int_equal(opts.stacks, CS_STACKS_ALL);
   assert_int_equal(opts.stack_depth, 32);
   assert_int_equal(opts.max_entries, 100000);
-  assert_int_equal(opts.dump_on, CS_DUMP_ON_EXIT | CS_DUMP_ON_SIGNAL | CS_DUMP_ON_OOM);
+  assert_int_equal(opts.dump_on,
+                   CS_DUMP_ON_EXIT | CS_DUMP_ON_SIGNAL | CS_DUMP_ON_OOM | CS_DUMP_ON_CRASH | CS_DUMP_ON_TERM);
   assert_int_equal(opts.signal, SIGUSR1);
   assert_int_equal(opts.meminfo, CS_MEMINFO_ADJUSTED);
   assert_true(opts.children);
@@ -205,6 +206,8 @@ static void test_dump_on(void **state) {
   assert_int_equal(opts.dump_on, CS_DUMP_ON_EXIT | CS_DUMP_ON_OOM);
   assert_accepted("CUDASNAP_DUMP_ON=Signal", &opts);
   assert_int_equal(opts.dump_on, CS_DUMP_ON_SIGNAL);
+  assert_accepted("CUDASNAP_DUMP_ON=crash,term", &opts);
+  assert_int_equal(opts.dump_on, CS_DUMP_ON_CRASH | CS_DUMP_ON_TERM);
   assert_accepted("CUDASNAP_DUMP_ON=none", &opts);
   assert_int_equal(opts.dump_on, 0);
   assert_rejected("CUDASNAP_DUMP_ON=exit,,oom");
@@ -212,7 +215,7 @@ static void test_dump_on(void **state) {
   assert_rejected("CUDASNAP_DUMP_ON=,exit");
   assert_rejected("CUDASNAP_DUMP_ON=none,exit");
   assert_rejected("CUDASNAP_DUMP_ON=exit, oom");
-  assert_rejected("CUDASNAP_DUMP_ON=crash");
+  assert_rejected("CUDASNAP_DUMP_ON=crash,kill"); /* SIGKILL cannot be caught: CUDASNAP_RECORD is for it */
 }
 
 static void test_signal(void **state) {

@@ -1,0 +1,54 @@
+/* The signals whose default action ends the process, watched once CUDA is in use, so that the
+ * final snapshot and leak report are written before the process goes (DESIGN.md section 5,
+ * CUDASNAP_DUMP_ON crash and term):
+ *   crash  SIGSEGV SIGBUS SIGABRT SIGFPE SIGILL
+ *   term   SIGTERM SIGINT SIGHUP SIGQUIT SIGXCPU
+ * (CUDASNAP_SIGNAL, if it is one of them, is cudasnap's dump signal instead.)
+ *
+ * The program keeps the dispositions it sets. cudasnap interposes sigaction, signal, bsd_signal,
+ * sysv_signal and __sysv_signal for the watched signals and keeps the program's disposition in a
+ * table, answering queries from it, so the program sees exactly what it installed. What the kernel
+ * holds follows from it:
+ *   - the program's handler, or SIG_IGN: installed as given. cudasnap is not in the way; if the
+ *     handler ends the process with _exit, exit, or by restoring SIG_DFL and raising the signal
+ *     again (what faulthandler, glog and breakpad do), those paths are covered there.
+ *   - SIG_DFL: cudasnap's handler, which writes the snapshot (interpose/ending.h), restores
+ *     SIG_DFL and delivers the signal again, so the process dies of it (core dump included) as it
+ *     would have. (A termination signal that lands inside a CUDA call lets its thread run on with
+ *     the signal blocked; the control thread ends the process of it after the snapshot.)
+ *   - a handler with SA_RESETHAND (one-shot, as backward-cpp installs its own): cudasnap's handler,
+ *     which does the reset itself (the program's disposition becomes SIG_DFL) and calls the
+ *     program's handler; a second delivery then ends the process through cudasnap.
+ * A handler the program installed before cudasnap started is thus never replaced, and one it
+ * installs later replaces cudasnap's in the kernel, as it asked.
+ *
+ * Not seen: dispositions changed through the raw rt_sigaction system call (the Go runtime), sigset(),
+ * and signals the kernel sends that no handler can catch (SIGKILL). */
+#ifndef CS_SIGNALS_H
+#define CS_SIGNALS_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "common/cs_options.h"
+
+/* At activation: watch the signals CUDASNAP_DUMP_ON asks for, and give the activating thread an
+ * alternate signal stack if it has none (so a stack overflow still reaches the handler). */
+void cs_signals_arm(const cs_options_t *opts);
+
+/* Is sig one of the crash signals (else a termination signal)? */
+bool cs_signals_is_crash(int sig);
+
+/* libc's sigaction, past cudasnap's own (cudasnap's own handlers are installed with it). */
+int cs_signals_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* End the process of sig as its default action does (SIG_DFL, delivered to this thread now). */
+void cs_signals_die_of(int sig);
+
+/* Resolve the real functions early (the constructor): a handler must not look anything up. */
+void cs_signals_resolve(void);
+
+/* fork: the child's table is its own (a vfork child, which runs no fork handler, never writes it). */
+void cs_signals_postfork_child(void);
+
+#endif

@@ -1,0 +1,15 @@
+/* A preload for endings.sh (scenario dump_fault): renameat2 faults. In the program it is used with,
+ * cudasnap is the only caller (to give a written snapshot its name), so the fault happens inside
+ * cudasnap's own dump, after the temporary file was written. */
+#include <stdint.h>
+#include <stdio.h>
+
+__attribute__((visibility("default"))) int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
+  (void)olddirfd;
+  (void)oldpath;
+  (void)newdirfd;
+  (void)newpath;
+  (void)flags;
+  *(volatile int *)(uintptr_t)8 = 1;
+  return -1;
+}
