@@ -28,21 +28,17 @@ bool cs_device_used(const cJSON *root, int device) {
 int cs_device_blocks(const cJSON *root, int device, cs_device_blocks_t *out) {
   out->rounding = out->gaps = 0;
   cs_sites_init(&out->live);
-  const cJSON *segment;
-  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
-    if (cs_view_segment_device(segment) != device) continue;
-    cs_view_blocks_t it;
-    cs_view_block_t b;
-    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
-      if (b.state == CS_VIEW_INACTIVE) {
-        out->gaps += (uint64_t)b.size;
-        continue;
-      }
-      if (b.requested < b.size) out->rounding += (uint64_t)(b.size - b.requested);
-      if (b.state != CS_VIEW_ALLOCATED) continue;
-      cs_site_t site = cs_site_of(b.frames);
-      if (cs_sites_add(&out->live, &site, (uint64_t)b.requested) != 0) return -1;
+  cs_view_device_blocks_t it;
+  cs_view_block_t b;
+  for (cs_view_device_blocks_begin(&it, root, device); cs_view_device_blocks_next(&it, &b);) {
+    if (b.state == CS_VIEW_INACTIVE) {
+      out->gaps += (uint64_t)b.size;
+      continue;
     }
+    if (b.requested < b.size) out->rounding += (uint64_t)(b.size - b.requested);
+    if (b.state != CS_VIEW_ALLOCATED) continue;
+    cs_site_t site = cs_site_of(b.frames);
+    if (cs_sites_add(&out->live, &site, (uint64_t)b.requested) != 0) return -1;
   }
   return 0;
 }

@@ -50,15 +50,11 @@ static int cs_peak_start(const cJSON *root, int device, const cJSON *trace, cs_l
      * PyTorch's context="alloc", and in cudasnap's traces, that is the allocating one). */
     if (ev.kind != CS_PEAK_ALLOC && cs_live_map_put(live, ev.addr, ev.size, ev.frames) != 0) rc = -1;
   }
-  const cJSON *segment;
-  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
-    if (cs_view_segment_device(segment) != device) continue;
-    cs_view_blocks_t it;
-    cs_view_block_t b;
-    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
-      if (b.state == CS_VIEW_INACTIVE || cs_live_map_get(&seen, b.addr) != NULL) continue;
-      if (cs_live_map_put(live, b.addr, (uint64_t)b.requested, b.frames) != 0) rc = -1;
-    }
+  cs_view_device_blocks_t it;
+  cs_view_block_t b;
+  for (cs_view_device_blocks_begin(&it, root, device); cs_view_device_blocks_next(&it, &b);) {
+    if (b.state == CS_VIEW_INACTIVE || cs_live_map_get(&seen, b.addr) != NULL) continue;
+    if (cs_live_map_put(live, b.addr, (uint64_t)b.requested, b.frames) != 0) rc = -1;
   }
   cs_live_map_free(&seen);
   return rc;

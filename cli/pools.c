@@ -11,16 +11,12 @@ enum { CS_POOLS_TOP_SITES = 3 };
 
 /* The active blocks of the device's segments inside [lo, hi), by site. */
 static int cs_pools_sites(const cJSON *root, int device, int64_t lo, int64_t hi, cs_sites_t *sites) {
-  const cJSON *segment;
-  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
-    if (cs_view_segment_device(segment) != device) continue;
-    cs_view_blocks_t it;
-    cs_view_block_t b;
-    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
-      if (b.state != CS_VIEW_ALLOCATED || b.addr < lo || b.addr >= hi) continue;
-      cs_site_t site = cs_site_of(b.frames);
-      if (cs_sites_add(sites, &site, (uint64_t)b.requested) != 0) return -1;
-    }
+  cs_view_device_blocks_t it;
+  cs_view_block_t b;
+  for (cs_view_device_blocks_begin(&it, root, device); cs_view_device_blocks_next(&it, &b);) {
+    if (b.state != CS_VIEW_ALLOCATED || b.addr < lo || b.addr >= hi) continue;
+    cs_site_t site = cs_site_of(b.frames);
+    if (cs_sites_add(sites, &site, (uint64_t)b.requested) != 0) return -1;
   }
   return 0;
 }

@@ -80,3 +80,20 @@ bool cs_view_blocks_next(cs_view_blocks_t *it, cs_view_block_t *out) {
   }
   return false;
 }
+
+void cs_view_device_blocks_begin(cs_view_device_blocks_t *it, const cJSON *root, int device) {
+  const cJSON *segments = cs_view_segments(root);
+  it->next_segment = segments != NULL ? segments->child : NULL;
+  it->device = device;
+  it->blocks = (cs_view_blocks_t){.next = NULL, .addr = 0};
+}
+
+bool cs_view_device_blocks_next(cs_view_device_blocks_t *it, cs_view_block_t *out) {
+  while (!cs_view_blocks_next(&it->blocks, out)) {
+    const cJSON *segment = it->next_segment;
+    if (segment == NULL) return false;
+    it->next_segment = segment->next;
+    if (cs_view_segment_device(segment) == it->device) cs_view_blocks_begin(&it->blocks, segment);
+  }
+  return true;
+}

@@ -60,4 +60,14 @@ typedef struct cs_view_blocks_s {
 void cs_view_blocks_begin(cs_view_blocks_t *it, const cJSON *segment);
 bool cs_view_blocks_next(cs_view_blocks_t *it, cs_view_block_t *out);
 
+/* Walks the blocks of every segment of one device, segment after segment, the same way. */
+typedef struct cs_view_device_blocks_s {
+  const cJSON *next_segment;
+  int device;
+  cs_view_blocks_t blocks;
+} cs_view_device_blocks_t;
+
+void cs_view_device_blocks_begin(cs_view_device_blocks_t *it, const cJSON *root, int device);
+bool cs_view_device_blocks_next(cs_view_device_blocks_t *it, cs_view_block_t *out);
+
 #endif
