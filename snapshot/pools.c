@@ -7,6 +7,7 @@
 #include "common/cs_error.h"
 #include "record/phases.h"
 #include "record/ticks.h"
+#include "snapshot/snapshot.h"
 
 /* A tick reading as wall-clock microseconds (the conversion record/phases.c makes). */
 static uint64_t cs_pools_epoch_us(uint64_t ticks) {
@@ -33,19 +34,8 @@ typedef struct cs_pool_build_s {
   bool oom;
 } cs_pool_build_t;
 
-static bool cs_pool_grow(void **items, size_t *capacity, size_t need, size_t size) {
-  if (need <= *capacity) return true;
-  size_t grown = *capacity ? *capacity * 2 : 64;
-  while (grown < need) grown *= 2;
-  void *p = realloc(*items, grown * size);
-  if (!p) return false;
-  *items = p;
-  *capacity = grown;
-  return true;
-}
-
 static void cs_pool_block(cs_pool_build_t *b, cs_snap_block_t blk) {
-  if (!cs_pool_grow((void **)&b->blocks, &b->capacity, b->count + 1, sizeof *b->blocks)) {
+  if (!cs_snap_grow((void **)&b->blocks, &b->capacity, b->count + 1, sizeof *b->blocks)) {
     b->oom = true;
     return;
   }
@@ -54,7 +44,7 @@ static void cs_pool_block(cs_pool_build_t *b, cs_snap_block_t blk) {
 
 static void cs_pool_event(cs_pool_build_t *b, cs_action_t action, int device, uintptr_t addr, uint64_t size,
                           uint32_t stream, uint32_t stack, uint64_t us, size_t min_index) {
-  if (!cs_pool_grow((void **)&b->events, &b->event_capacity, b->nevents + 1, sizeof *b->events)) {
+  if (!cs_snap_grow((void **)&b->events, &b->event_capacity, b->nevents + 1, sizeof *b->events)) {
     b->oom = true;
     return;
   }

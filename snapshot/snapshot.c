@@ -29,7 +29,7 @@ void cs_snap_state_free(cs_snap_state_t *s) {
   memset(s, 0, sizeof *s);
 }
 
-static bool cs_snap_grow(void **items, size_t *capacity, size_t need, size_t item_size) {
+bool cs_snap_grow(void **items, size_t *capacity, size_t need, size_t item_size) {
   if (need <= *capacity) return true;
   size_t grown = *capacity ? *capacity * 2 : 256;
   while (grown < need) grown *= 2;

@@ -149,4 +149,8 @@ static inline bool cs_snap_state_empty(const cs_snap_state_t *s) {
   return s->segment_count == 0 && s->entry_count == 0;
 }
 
+/* Room for need items in a doubling array (items, capacity); false without host memory (the
+ * array is unchanged). For the snapshot state's arrays, here and in pools.c. */
+bool cs_snap_grow(void **items, size_t *capacity, size_t need, size_t item_size);
+
 #endif
