@@ -84,8 +84,9 @@ else
 fi
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [[ -z $prebuilt ]]; then
+  source "$root/scripts/cuda-home.sh"
   if [[ -x $nvcc ]]; then
-    cuda_include=$(cd "$(dirname "$nvcc")/../include" && pwd)
+    cuda_include=$(cuda_home_of "$nvcc")/include
   elif [[ $dry == 0 ]]; then
     die "nvcc not found (install the CUDA Toolkit or set NVCC)"
   else

@@ -83,7 +83,8 @@ fi
 command -v cmake >/dev/null || die "cmake not found (scripts/setup.sh installs it)"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [[ -x $nvcc ]] || die "nvcc not found (install the CUDA Toolkit or set NVCC)"
-cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
+source "$root/scripts/cuda-home.sh"
+cuda_home=$(cuda_home_of "$nvcc")
 nvcc_version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 cub_include=""
 for d in "$cuda_home/include/cccl" "$cuda_home/include"; do
@@ -196,7 +197,7 @@ package_of() {
   for try in 1 2 3 4 5; do
     ((try == 1)) || sleep 3
     # awk reads to the end: a reader that quits early can kill ldconfig with SIGPIPE (pipefail)
-    path=$(ldconfig -p | awk -v s="$1" '$1 == s && /x86-64/ && !found { print $NF; found = 1 }')
+    path=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p | awk -v s="$1" '$1 == s && /x86-64/ && !found { print $NF; found = 1 }')
     [[ -n $path ]] || { say "ldconfig -p does not list $1 (try $try)"; continue; }
     path=$(readlink -f "$path")
     owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null) ||
