@@ -225,6 +225,19 @@ bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack) {
   return e != NULL;
 }
 
+bool cs_foreign_find_drawn(uintptr_t addr, int *device) {
+  bool found = false;
+  pthread_mutex_lock(&cs_foreign_lock);
+  for (size_t b = 0; b < CS_FOREIGN_BUCKETS && !found; b++)
+    for (const cs_foreign_t *e = cs_foreign_table[b]; e && !found; e = e->next)
+      if (cs_foreign_drawn(e) && e->kind != CS_FOREIGN_ARRAY && addr - e->addr < e->size) {
+        found = true;
+        *device = e->device;
+      }
+  pthread_mutex_unlock(&cs_foreign_lock);
+  return found;
+}
+
 void cs_foreign_totals(cs_foreign_kind_t kind, size_t *count, size_t *bytes) {
   pthread_mutex_lock(&cs_foreign_lock);
   *count = cs_foreign_count[kind];

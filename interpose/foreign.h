@@ -41,6 +41,10 @@ void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack);
 /* Forget the entry of that kind and key; false if there was none. stack: the freeing call's. */
 bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack);
 
+/* Whether addr lies in a drawn entry with a device address (not an array), and that entry's
+ * device: NVTX heaps may be registered over such memory. A walk of the table: for rare calls. */
+bool cs_foreign_find_drawn(uintptr_t addr, int *device);
+
 /* Live entries and bytes of a kind, all devices. */
 void cs_foreign_totals(cs_foreign_kind_t kind, size_t *count, size_t *bytes);
 

@@ -18,6 +18,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/foreign.h"
 #include "interpose/lifecycle.h"
 #include "interpose/nvtx.h"
 #include "interpose/record.h"
@@ -55,12 +56,22 @@ static nvtxMemHeapHandle_t cs_nvtx_HeapRegister(nvtxDomainHandle_t domain, const
   }
   const nvtxMemVirtualRangeDesc_t *r = desc->typeSpecificDesc;
   uintptr_t base = (uintptr_t)r->ptr, seg = 0;
-  if (!atomic_load(&cs_lifecycle_active) || !cs_contexts_find_segment(base, &seg)) {
-    cs_nvtx_mem_warn("nvtxMemHeapRegister", "not inside memory cudasnap serves", base, r->size);
+  int device = -1;
+  /* a block of the cache, or memory passed through that the snapshot draws (a stream-ordered
+   * allocation, a VMM mapping, ...): the snapshot splits either */
+  bool active = atomic_load(&cs_lifecycle_active), known = false;
+  if (active && cs_contexts_find_segment(base, &seg)) {
+    known = true;
+    device = cs_contexts_thread_device();
+  } else if (active) {
+    known = cs_foreign_find_drawn(base, &device);
+  }
+  if (!known) {
+    cs_nvtx_mem_warn("nvtxMemHeapRegister", "not inside memory cudasnap draws", base, r->size);
     return NULL;
   }
   uintptr_t heap = 0;
-  cs_pools_status_t st = cs_pools_heap_register(base, r->size, cs_contexts_thread_device(), &heap);
+  cs_pools_status_t st = cs_pools_heap_register(base, r->size, device, &heap);
   if (st != CS_POOLS_OK) {
     cs_nvtx_mem_warn("nvtxMemHeapRegister", cs_pools_status_text(st), base, r->size);
     return NULL;

@@ -163,23 +163,30 @@ pools)
   python3 - "$dir/pool-1.json" "$dir/pool-2.json" <<'PY' || fail "pool regions not drawn as expected"
 import json, sys
 MIB = 1 << 20
-def pool_blocks(path):
+def pool_blocks(path, size=8 * MIB, pools_expected=1):
     s = json.load(open(path))
     pools = s["cudasnap"]["pools"]
-    assert len(pools) == 1 and pools[0]["size"] == 8 * MIB, pools
-    base = pools[0]["address"]
+    assert len(pools) == pools_expected, pools
+    pool = [p for p in pools if p["size"] == size][0]
+    base = pool["address"]
     for seg in s["segments"]:
         addr = seg["address"]
         out = []
         for b in seg["blocks"]:
-            if base <= addr < base + 8 * MIB:
+            if base <= addr < base + size:
                 out.append(((addr - base) // MIB, b["size"] // MIB, b["state"], b.get("user_metadata", ""),
-                            [f["name"] for f in b["frames"]]))
+                            [f["name"] for f in b["frames"]], seg["cudasnap"]["kind"]))
             addr += b["size"]
         if out:
-            return pools[0], out, s
+            return pool, out, s
     raise AssertionError("no pool block")
-pool, blocks, s = pool_blocks(sys.argv[1])
+# a heap over memory passed through (a stream-ordered allocation) is drawn as the cache's are
+pool, blocks, s = pool_blocks(sys.argv[1], 4 * MIB, 2)
+assert [b[:4] for b in blocks] == [(0, 1, "inactive", ""), (1, 1, "active_allocated", ""),
+                                   (2, 2, "inactive", "")], blocks
+assert all(b[5] == "async" for b in blocks), blocks
+assert any(f.startswith("stream_ordered_pool") for f in blocks[1][4]), blocks
+pool, blocks, s = pool_blocks(sys.argv[1], 8 * MIB, 2)
 assert [b[:4] for b in blocks] == [(0, 1, "active_allocated", ""), (1, 3, "active_allocated", ""),
                                    (4, 4, "active_allocated", "kv_cache")], blocks
 assert pool["regions"] == 3 and pool["registered_bytes"] == 8 * MIB, pool

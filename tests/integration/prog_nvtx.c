@@ -8,7 +8,8 @@
  *   none    the same allocations, with no NVTX call at all.
  * In "phases", a pool also declares its sub-allocations through NVTX's memory API (a heap over one
  * cuMemAlloc, regions registered, named, resized and unregistered out of order, the heap reset and
- * unregistered), as Umpire does, plus three mistakes (a region over another, one outside the heap,
+ * unregistered), as Umpire does, and a second pool over a stream-ordered allocation (drawn as
+ * memory passed through) lives until the first snapshot; plus three mistakes (a region over another, one outside the heap,
  * an unknown one unregistered) that cudasnap must report and ignore. With IT_NVTX_POOL_SNAPSHOT=P
  * under cudasnap it writes P-1.json after the resize and P-2.json after two regions are gone.
  * A second argument "bigger" doubles the backward allocations (for `cudasnap diff --phase`).
@@ -74,10 +75,8 @@ static nvtxMemRegionRef_t region_ref(const void *p) {
   return r;
 }
 
-/* A pool whose regions are declared through NVTX (the calls Umpire makes). */
-static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domain) {
-  CUdeviceptr base = alloc_filled(8 * IT_MIB, 42);
-  nvtxMemVirtualRangeDesc_t heap_range = {.size = 8 * IT_MIB, .ptr = (const void *)(uintptr_t)base};
+static nvtxMemHeapHandle_t heap_over(nvtxDomainHandle_t domain, CUdeviceptr base, size_t size) {
+  nvtxMemVirtualRangeDesc_t heap_range = {.size = size, .ptr = (const void *)(uintptr_t)base};
   nvtxMemHeapDesc_t heap_desc;
   memset(&heap_desc, 0, sizeof heap_desc);
   heap_desc.extCompatID = NVTX_EXT_COMPATID_MEM;
@@ -86,7 +85,43 @@ static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domai
   heap_desc.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
   heap_desc.typeSpecificDescSize = sizeof heap_range;
   heap_desc.typeSpecificDesc = &heap_range;
-  nvtxMemHeapHandle_t heap = nvtxMemHeapRegister(domain, &heap_desc);
+  return nvtxMemHeapRegister(domain, &heap_desc);
+}
+
+/* A pool over memory that bypasses the cache (a stream-ordered allocation), with one region:
+ * drawn as the cache's are. Returns its base; stream_ordered_pool_end takes it down. */
+static __attribute__((noinline)) CUdeviceptr stream_ordered_pool(nvtxDomainHandle_t domain,
+                                                                 nvtxMemHeapHandle_t *heap) {
+  CUdeviceptr base = 0;
+  IT_CHECK(cuMemAllocAsync(&base, 4 * IT_MIB, NULL) == CUDA_SUCCESS, "cuMemAllocAsync");
+  IT_CHECK(cuStreamSynchronize(NULL) == CUDA_SUCCESS, "sync");
+  *heap = heap_over(domain, base, 4 * IT_MIB);
+  nvtxMemVirtualRangeDesc_t region = {.size = IT_MIB, .ptr = (const void *)(uintptr_t)(base + IT_MIB)};
+  nvtxMemRegionHandle_t handle = 0;
+  nvtxMemRegionsRegisterBatch_t reg;
+  memset(&reg, 0, sizeof reg);
+  reg.extCompatID = NVTX_EXT_COMPATID_MEM;
+  reg.structSize = sizeof reg;
+  reg.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  reg.heap = *heap;
+  reg.regionCount = 1;
+  reg.regionDescElementSize = sizeof region;
+  reg.regionDescElements = &region;
+  reg.regionHandleElementsOut = &handle;
+  nvtxMemRegionsRegister(domain, &reg);
+  return base;
+}
+
+static void stream_ordered_pool_end(nvtxDomainHandle_t domain, nvtxMemHeapHandle_t heap, CUdeviceptr base) {
+  nvtxMemHeapUnregister(domain, heap);
+  IT_CHECK(cuMemFreeAsync(base, NULL) == CUDA_SUCCESS && cuStreamSynchronize(NULL) == CUDA_SUCCESS,
+           "cuMemFreeAsync");
+}
+
+/* A pool whose regions are declared through NVTX (the calls Umpire makes). */
+static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domain) {
+  CUdeviceptr base = alloc_filled(8 * IT_MIB, 42);
+  nvtxMemHeapHandle_t heap = heap_over(domain, base, 8 * IT_MIB);
   nvtxMemVirtualRangeDesc_t regions[3] = {
       {.size = IT_MIB, .ptr = (const void *)(uintptr_t)base},
       {.size = 2 * IT_MIB, .ptr = (const void *)(uintptr_t)(base + IT_MIB)},
@@ -136,7 +171,10 @@ static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domai
   reg.regionCount = 2;
   reg.regionDescElements = bad;
   nvtxMemRegionsRegister(domain, &reg);
+  nvtxMemHeapHandle_t async_heap = NULL;
+  CUdeviceptr async_base = stream_ordered_pool(domain, &async_heap);
   pool_snapshot(1);
+  stream_ordered_pool_end(domain, async_heap, async_base);
   nvtxMemRegionRef_t refs[2] = {region_ref(regions[1].ptr), region_ref(regions[0].ptr)}; /* out of order */
   nvtxMemRegionsUnregisterBatch_t unreg;
   memset(&unreg, 0, sizeof unreg);
