@@ -8,7 +8,8 @@
  * region: nvtxMemRegionsRegister + nvtxMemRegionsUnregister of one 1 MiB region inside a heap
  * registered over a 64 MiB cuMemAlloc (the fake driver of tests/fakes: LD_LIBRARY_PATH), each
  * thread its own region; with cudasnap, the pool registry and the registering call's stack
- * (CUDASNAP_STACKS decides its depth) are what it costs.
+ * (CUDASNAP_STACKS decides its depth) are what it costs. BENCH_LIVE_REGIONS=N keeps N other 1 KiB
+ * regions registered above them (a pool with N sub-allocations live).
  *
  * Prints the median over SAMPLES of ns per operation (a push+pop pair counts as one operation, so
  * it holds two recorded annotations), each thread running OPS operations per sample at once; with
@@ -36,7 +37,7 @@ static pthread_barrier_t start, done;
 static CUdeviceptr pool_base;
 static CUcontext pool_ctx;
 
-enum { REGION_BYTES = 1 << 20, POOL_BYTES = 64 << 20 };
+enum { REGION_BYTES = 1 << 20, POOL_BYTES = 64 << 20, LIVE_REGION_BYTES = 1 << 10 };
 
 /* A heap over a 64 MiB allocation, as a pool registers its memory. */
 static int pool_setup(void) {
@@ -55,6 +56,28 @@ static int pool_setup(void) {
   desc.typeSpecificDescSize = sizeof range;
   desc.typeSpecificDesc = &range;
   registered_heap = nvtxMemHeapRegister(domain, &desc);
+  return 0;
+}
+
+/* BENCH_LIVE_REGIONS=N: N regions of LIVE_REGION_BYTES stay registered in the heap's upper half
+ * while the timed pairs run below them, as in a pool with many sub-allocations live. */
+static int live_regions_setup(long count) {
+  if (count < 0 || count > (POOL_BYTES / 2) / LIVE_REGION_BYTES) return -1;
+  for (long i = 0; i < count; i++) {
+    nvtxMemVirtualRangeDesc_t r = {
+        .size = LIVE_REGION_BYTES,
+        .ptr = (const void *)(uintptr_t)(pool_base + POOL_BYTES / 2 + (CUdeviceptr)i * LIVE_REGION_BYTES)};
+    nvtxMemRegionsRegisterBatch_t reg;
+    memset(&reg, 0, sizeof reg);
+    reg.extCompatID = NVTX_EXT_COMPATID_MEM;
+    reg.structSize = sizeof reg;
+    reg.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    reg.heap = registered_heap;
+    reg.regionCount = 1;
+    reg.regionDescElementSize = sizeof r;
+    reg.regionDescElements = &r;
+    nvtxMemRegionsRegister(domain, &reg);
+  }
   return 0;
 }
 
@@ -148,6 +171,11 @@ int main(int argc, char **argv) {
   if (op == OP_REGION && pool_setup() != 0) {
     fprintf(stderr, "bench_nvtx: no device memory for the pool (run with the fake driver on LD_LIBRARY_PATH)\n");
     return 1;
+  }
+  const char *live = getenv("BENCH_LIVE_REGIONS");
+  if (op == OP_REGION && live && *live && live_regions_setup(atol(live)) != 0) {
+    fprintf(stderr, "bench_nvtx: BENCH_LIVE_REGIONS takes 0 to %d\n", (POOL_BYTES / 2) / LIVE_REGION_BYTES);
+    return 2;
   }
   /* Injected, a push returns the level (0); without a tool NVTX returns a negative code. */
   int level = nvtxRangePushA("bench_probe");

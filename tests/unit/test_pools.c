@@ -53,7 +53,55 @@ static void test_regions(void **state) {
   cs_pool_list_free(&list);
 }
 
+/* A pool with many live regions, registered and unregistered in scrambled order (a KV cache's
+ * pages): every neighbour's overlap is refused, the copy is in address order, and a region grows
+ * only up to the next one. */
+static void test_many_regions(void **state) {
+  (void)state;
+  cs_pools_clear();
+  enum { N = 4096, PAGE = 4096 };
+  const uintptr_t base = 0x7f0000000000;
+  uintptr_t heap = 0;
+  assert_int_equal(cs_pools_heap_register(base, (size_t)N * PAGE, 1, &heap), CS_POOLS_OK);
+  /* every other page, in an order that is neither rising nor falling (2777 is prime to N) */
+  for (size_t i = 0; i < N; i++) {
+    size_t page = (i * 2777) % N;
+    if (page % 2 == 0) assert_int_equal(cs_pools_region_register(heap, base + page * PAGE, PAGE, 0, i), CS_POOLS_OK);
+  }
+  for (size_t page = 0; page < N; page += 2) {
+    /* straddling the region's start or its end, or inside it: refused */
+    if (page > 0) assert_int_equal(cs_pools_region_register(heap, base + page * PAGE - 1, 2, 0, 0), CS_POOLS_OVERLAP);
+    assert_int_equal(cs_pools_region_register(heap, base + page * PAGE + PAGE - 1, 2, 0, 0), CS_POOLS_OVERLAP);
+    assert_int_equal(cs_pools_region_register(heap, base + page * PAGE + 7, 1, 0, 0), CS_POOLS_OVERLAP);
+  }
+  /* grow into the free page above: fine; one byte further: the next region */
+  assert_int_equal(cs_pools_region_resize(base + 10 * PAGE, 2 * PAGE), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_resize(base + 10 * PAGE, 2 * PAGE + 1), CS_POOLS_OVERLAP);
+  assert_int_equal(cs_pools_region_register(heap, base + 11 * PAGE, 1, 0, 0), CS_POOLS_OVERLAP);
+  assert_int_equal(cs_pools_region_resize(base + 10 * PAGE, PAGE), CS_POOLS_OK); /* shrink back */
+  assert_int_equal(cs_pools_region_resize(base + 11 * PAGE, PAGE), CS_POOLS_UNKNOWN_REGION);
+  /* drop every fourth page, scrambled too */
+  for (size_t i = 0; i < N; i++) {
+    size_t page = (i * 2777) % N;
+    if (page % 4 == 0) assert_int_equal(cs_pools_region_unregister(base + page * PAGE), CS_POOLS_OK);
+  }
+  assert_int_equal(cs_pools_region_name(base + 6 * PAGE, 9), CS_POOLS_OK);
+  cs_pool_list_t list;
+  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(list.heap_count, 1);
+  assert_int_equal(list.heaps[0].region_count, N / 4);
+  assert_int_equal(list.region_count, N / 4);
+  for (size_t i = 0; i < list.region_count; i++) {
+    assert_int_equal(list.regions[i].addr, base + (4 * i + 2) * PAGE);
+    assert_int_equal(list.regions[i].size, PAGE);
+  }
+  assert_int_equal(list.regions[1].name_id, 9);
+  cs_pool_list_free(&list);
+  assert_int_equal(cs_pools_heap_unregister(heap), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_unregister(base + 2 * PAGE), CS_POOLS_UNKNOWN_REGION);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_regions)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_regions), cmocka_unit_test(test_many_regions)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
