@@ -24,13 +24,14 @@ typedef struct cs_pool_event_s {
   cs_ring_entry_t entry;
   size_t min_index;
   size_t order; /* creation order, for a stable sort */
+  const char *user_metadata; /* a named region's alloc: its name */
 } cs_pool_event_t;
 
 typedef struct cs_pool_build_s {
   cs_snap_block_t *blocks;
   size_t count, capacity;
   cs_pool_event_t *events;
-  size_t nevents, event_capacity;
+  size_t nevents, event_capacity, named_events;
   bool oom;
 } cs_pool_build_t;
 
@@ -43,7 +44,7 @@ static void cs_pool_block(cs_pool_build_t *b, cs_snap_block_t blk) {
 }
 
 static void cs_pool_event(cs_pool_build_t *b, cs_action_t action, int device, uintptr_t addr, uint64_t size,
-                          uint32_t stream, uint32_t stack, uint64_t us, size_t min_index) {
+                          uint32_t stream, uint32_t stack, uint64_t us, size_t min_index, const char *user_metadata) {
   if (!cs_snap_grow((void **)&b->events, &b->event_capacity, b->nevents + 1, sizeof *b->events)) {
     b->oom = true;
     return;
@@ -51,8 +52,10 @@ static void cs_pool_event(cs_pool_build_t *b, cs_action_t action, int device, ui
   uint64_t device_bits = (unsigned)device & ((1u << CS_RING_DEVICE_BITS) - 1);
   cs_ring_entry_t e = {.addr = addr, .size = size, .stack_id = stack, .stream = stream,
                        .when = us << CS_RING_TIME_SHIFT | device_bits << CS_RING_ACTION_BITS | (uint64_t)action};
-  b->events[b->nevents] = (cs_pool_event_t){.entry = e, .min_index = min_index, .order = b->nevents};
+  b->events[b->nevents] =
+      (cs_pool_event_t){.entry = e, .min_index = min_index, .order = b->nevents, .user_metadata = user_metadata};
   b->nevents++;
+  b->named_events += user_metadata != NULL;
 }
 
 /* The index after the last history entry of `device` that touches [lo, hi): synthetic events about
@@ -79,9 +82,9 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
   uint64_t first_us = cs_pools_epoch_us(pools->heaps[first].ticks);
   /* the block as the program allocated it ends where the first heap is registered */
   cs_pool_event(b, CS_ACTION_FREE_REQUESTED, seg->device, addr, blk->requested, stream, blk->stack_id, first_us,
-                min_index);
+                min_index, NULL);
   cs_pool_event(b, CS_ACTION_FREE_COMPLETED, seg->device, addr, blk->requested, stream, blk->stack_id, first_us,
-                min_index);
+                min_index, NULL);
   uintptr_t at = addr;
   for (size_t h = first; h < last; h++) {
     const cs_pool_heap_t *heap = &pools->heaps[h];
@@ -89,18 +92,19 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
     if (heap->base > at) { /* the block's own bytes before the heap */
       size_t n = heap->base - at;
       cs_pool_block(b, (cs_snap_block_t){.size = n, .requested = n, .state = CS_BLOCK_ALLOCATED, .stack_id = blk->stack_id});
-      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, blk->stack_id, heap_us, min_index);
+      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, blk->stack_id, heap_us, min_index, NULL);
     }
     at = heap->base;
     for (size_t r = heap->first_region; r < heap->first_region + heap->region_count; r++) {
       const cs_pool_region_t *reg = &pools->regions[r];
       if (reg->addr > at)
         cs_pool_block(b, (cs_snap_block_t){.size = reg->addr - at, .state = CS_BLOCK_FREE});
+      const char *name = reg->name_id ? cs_phases_name_text(reg->name_id) : NULL;
       cs_pool_block(b, (cs_snap_block_t){.size = reg->size, .requested = reg->size, .state = CS_BLOCK_ALLOCATED,
-                                         .stack_id = reg->stack_id,
-                                         .user_metadata = reg->name_id ? cs_phases_name_text(reg->name_id) : NULL});
+                                         .stack_id = reg->stack_id, .user_metadata = name});
+      /* the name on the alloc too: the timelines' hover text reads the trace, not the blocks */
       cs_pool_event(b, CS_ACTION_ALLOC, seg->device, reg->addr, reg->size, stream, reg->stack_id,
-                    cs_pools_epoch_us(reg->ticks), min_index);
+                    cs_pools_epoch_us(reg->ticks), min_index, name);
       at = reg->addr + reg->size;
     }
     if (heap->base + heap->size > at)
@@ -111,7 +115,7 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
     if (at < requested_end) {
       size_t n = requested_end - at;
       cs_pool_block(b, (cs_snap_block_t){.size = n, .requested = n, .state = CS_BLOCK_ALLOCATED, .stack_id = blk->stack_id});
-      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, blk->stack_id, first_us, min_index);
+      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, blk->stack_id, first_us, min_index, NULL);
       at = requested_end;
     }
     if (at < end) cs_pool_block(b, (cs_snap_block_t){.size = end - at, .state = CS_BLOCK_FREE});
@@ -133,7 +137,13 @@ static int cs_pool_merge_events(cs_snap_state_t *s, cs_pool_build_t *b) {
   qsort(b->events, b->nevents, sizeof *b->events, cs_pool_event_cmp);
   size_t total = s->entry_count + b->nevents;
   cs_ring_entry_t *out = malloc(total * sizeof *out);
-  if (!out) return -CS_EHOSTMEM;
+  cs_snap_entry_note_t *notes = b->named_events ? malloc(b->named_events * sizeof *notes) : NULL;
+  if (!out || (b->named_events && !notes)) {
+    free(out);
+    free(notes);
+    return -CS_EHOSTMEM;
+  }
+  size_t nnotes = 0;
   size_t i = 0, k = 0, n = 0;
   uint64_t last_us = 0;
   while (i < s->entry_count || k < b->nevents) {
@@ -143,6 +153,8 @@ static int cs_pool_merge_events(cs_snap_state_t *s, cs_pool_build_t *b) {
       take_event = i == s->entry_count ||
                    (i >= ev->min_index && cs_ring_entry_epoch_us(&s->entries[i]) > cs_ring_entry_epoch_us(&ev->entry));
     }
+    if (take_event && b->events[k].user_metadata)
+      notes[nnotes++] = (cs_snap_entry_note_t){.index = n, .user_metadata = b->events[k].user_metadata};
     cs_ring_entry_t e = take_event ? b->events[k++].entry : s->entries[i++];
     uint64_t us = cs_ring_entry_epoch_us(&e);
     if (take_event && us < last_us) /* placed after an entry stamped later: take its time */
@@ -154,6 +166,9 @@ static int cs_pool_merge_events(cs_snap_state_t *s, cs_pool_build_t *b) {
   free(s->entries);
   s->entries = out;
   s->entry_count = s->entry_capacity = total;
+  free(s->entry_notes);
+  s->entry_notes = notes;
+  s->entry_note_count = nnotes;
   return 0;
 }
 

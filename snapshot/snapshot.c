@@ -25,6 +25,7 @@ void cs_snap_state_free(cs_snap_state_t *s) {
   free(s->segments);
   free(s->blocks);
   free(s->entries);
+  free(s->entry_notes);
   free(s->others);
   memset(s, 0, sizeof *s);
 }
@@ -341,8 +342,10 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
  *     drops the free_completed (annotate_snapshot); in cudasnap's traces both carry the same
  *     stack, the allocating one, so a reader that wants it finds it one entry earlier;
  *   - compile_context and user_metadata, which PyTorch writes as "" when it has none, are left
- *     out: cudasnap never has any, and the viewer shows nothing for "" or for no key at all. */
-static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entry, const cs_ring_entry_t *prev) {
+ *     out: the viewer shows nothing for "" or for no key at all. user_metadata is written where
+ *     cudasnap has one: an NVTX region's name, on the region's alloc. */
+static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entry, const cs_ring_entry_t *prev,
+                                const char *user_metadata) {
   cs_emitter_t *e = w->e;
   cs_action_t action = cs_ring_entry_action(entry);
   bool merged_free = action == CS_ACTION_FREE_COMPLETED && prev != NULL &&
@@ -357,6 +360,7 @@ static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entr
     cs_emit_key(e, "frames");
     cs_snap_write_frames(w, entry->stack_id);
   }
+  if (user_metadata) cs_emit_kv_str(e, "user_metadata", user_metadata);
   cs_emit_dict_end(e);
 }
 
@@ -524,9 +528,12 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
   for (int d = 0; d < s->device_count; d++) {
     cs_emit_list_begin(e);
     const cs_ring_entry_t *prev = NULL;
+    size_t note = 0;
     for (size_t i = 0; i < s->entry_count; i++) {
+      while (note < s->entry_note_count && s->entry_notes[note].index < i) note++;
       if (cs_ring_entry_device(&s->entries[i]) == d) {
-        cs_snap_write_entry(&w, &s->entries[i], prev);
+        bool noted = note < s->entry_note_count && s->entry_notes[note].index == i;
+        cs_snap_write_entry(&w, &s->entries[i], prev, noted ? s->entry_notes[note].user_metadata : NULL);
         prev = &s->entries[i];
       }
       cs_snap_progress(meta, ++done, total);

@@ -67,6 +67,12 @@ typedef struct cs_snap_device_memory_s {
   uint64_t kind_count[CS_FOREIGN_KINDS];
 } cs_snap_device_memory_t;
 
+/* A history entry's user_metadata (an NVTX region's name on its alloc), by the entry's index. */
+typedef struct cs_snap_entry_note_s {
+  size_t index;
+  const char *user_metadata;
+} cs_snap_entry_note_t;
+
 typedef struct cs_snap_state_s {
   cs_snap_segment_t *segments;
   size_t segment_count, segment_capacity;
@@ -74,6 +80,8 @@ typedef struct cs_snap_state_s {
   size_t block_count, block_capacity;
   cs_ring_entry_t *entries;   /* the history, oldest first; times in wall-clock us */
   size_t entry_count, entry_capacity;
+  cs_snap_entry_note_t *entry_notes; /* by index, ascending; the strings outlive the state */
+  size_t entry_note_count;
   uint64_t dropped;           /* history entries the rings had to drop */
   size_t history_start[CS_SNAP_MAX_HISTORIES]; /* where each ring's copy starts in entries */
   int history_count;          /* rings copied; more than one are merged by time */

@@ -191,6 +191,10 @@ assert [b[:4] for b in blocks] == [(0, 1, "active_allocated", ""), (1, 3, "activ
                                    (4, 4, "active_allocated", "kv_cache")], blocks
 assert pool["regions"] == 3 and pool["registered_bytes"] == 8 * MIB, pool
 assert all("pool_with_regions" in b[4] for b in blocks), blocks   # the registering call's stack
+# the region's alloc in the trace carries its name too (the timelines' hover text reads the trace)
+named = [(t["action"], t["size"]) for t in s["device_traces"][0] if t.get("user_metadata")]
+assert named == [("alloc", 4 * MIB)], named
+assert [t["user_metadata"] for t in s["device_traces"][0] if t.get("user_metadata")] == ["kv_cache"]
 pool, blocks, s = pool_blocks(sys.argv[2])
 assert [b[:4] for b in blocks] == [(0, 4, "inactive", ""), (4, 4, "active_allocated", "kv_cache")], blocks
 assert pool["regions"] == 1 and pool["registered_bytes"] == 4 * MIB, pool
