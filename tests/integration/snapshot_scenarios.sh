@@ -114,6 +114,20 @@ PY
     fail "device 0's physical VMM bytes: $(cat "$dir/summary")"
   grep -qE '^host memory \(not device memory\): pinned 1048576 B \(1\.0 MiB\), registered 0 B$' "$dir/summary" ||
     fail "no host memory line: $(cat "$dir/summary")"
+  # cudasnap report: the same table per device, as summary prints it
+  "$bin/../../cli/cudasnap" report -o "$dir/dump.html" "$dir/dump.pickle" >/dev/null || fail "cudasnap report"
+  python3 - "$dir/dump.html" "$dir/summary" <<'PY' || fail "the report's driver tables differ from summary's"
+import json, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+start = html.index('<script type="application/json"')
+start = html.index(">", start) + 1
+data = json.loads(html[start:html.index("</script>", start)])
+tables = [d["driver_table"] for d in data["devices"]]
+summary = open(sys.argv[2]).read()
+assert len(tables) == 2 and all(t.startswith("device memory, reconciled with the driver:\n") for t in tables), tables
+assert all(t in summary for t in tables), (tables, summary)
+assert "remainder (context, modules, others)" in tables[0] and tables[0] != tables[1], tables
+PY
   # the exit leak report: every kind left live, with its site
   while read -r kind function; do
     grep -qE "^cudasnap: passed through, $kind: [0-9]+ allocations? \(.*\) never freed; top allocation sites by bytes:$" "$dir/err" ||
