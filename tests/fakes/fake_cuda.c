@@ -433,6 +433,8 @@ static bool fc_stream_ok(uintptr_t key) {
   return fc_stream_special(key) || fc_set_has(&g.streams, key);
 }
 
+bool fc_stream_valid_locked(CUstream stream) { return fc_stream_ok(fc_stream_key(stream, false)); }
+
 static bool fc_stream_capturing(uintptr_t key) {
   return !fc_stream_special(key) && fc_set_has(&g.streams, key) &&
          ((struct CUstream_st *)key)->capture != FC_CAPTURE_NONE;
@@ -994,7 +996,10 @@ static CUresult fc_mem_free(uintptr_t p, fc_free_what_t what, bool *freed) {
   fc_lock();
   CUresult rc = CUDA_ERROR_INVALID_VALUE;
   size_t i = fc_alloc_at(p);
-  if (i != SIZE_MAX) {
+  if (i == SIZE_MAX && what == FC_FREE_DEVICE && fc_graph_free_locked(p)) {
+    *freed = true;
+    rc = CUDA_SUCCESS;
+  } else if (i != SIZE_MAX) {
     fc_mem_kind_t k = g.allocs[i].kind;
     bool match = what == FC_FREE_HOST  ? k == FC_MEM_HOST
                  : what == FC_FREE_IPC ? k == FC_MEM_IPC

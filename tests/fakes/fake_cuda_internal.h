@@ -7,8 +7,24 @@
 #include <cuda.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FC_EXPORT __attribute__((visibility("default")))
+
+enum { FC_MEM_MAX_DEVICES = 16 };
+
+/* The granularity of VMM, pools and graph memory: what they reserve and charge comes in these. */
+#define FC_GRANULE ((size_t)2 << 20)
+static inline size_t fc_round_up(size_t n) { return (n + FC_GRANULE - 1) / FC_GRANULE * FC_GRANULE; }
+
+/* A small registry of live objects, so stale or foreign handles are rejected, not dereferenced. */
+typedef struct fc_list_s {
+  void **v;
+  size_t n, cap;
+} fc_list_t;
+bool fc_list_add(fc_list_t *l, void *p); /* false: no host memory */
+bool fc_list_has(const fc_list_t *l, const void *p);
+void fc_list_del(fc_list_t *l, const void *p);
 
 /* The one lock of all the driver's state. */
 void fc_lock(void);
@@ -37,5 +53,12 @@ void fc_pool_give_back_locked(struct CUmemPoolHandle_st *pool, size_t bytes);
 void fc_pools_trim_device_locked(int device);
 /* A synchronization: each pool of the device gives back what exceeds its release threshold. */
 void fc_pools_release_locked(int device);
+
+/* A stream handle the driver knows (cuStreamCreate'd and live, or a special one). */
+bool fc_stream_valid_locked(CUstream stream);
+
+/* Graph memory (fake_cuda_graph.c): frees the live graph allocation at p (cuMemFree, cuMemFreeAsync);
+ * false if p is none. */
+bool fc_graph_free_locked(uintptr_t p);
 
 #endif

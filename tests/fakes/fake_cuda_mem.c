@@ -19,18 +19,7 @@
 
 #include "tests/fakes/fake_cuda_internal.h"
 
-enum { FC_MEM_MAX_DEVICES = 16 };
-#define FC_GRANULE ((size_t)2 << 20)
-
-static size_t fc_round_up(size_t n) { return (n + FC_GRANULE - 1) / FC_GRANULE * FC_GRANULE; }
-
-/* A small registry of live objects, so stale or foreign handles are rejected, not dereferenced. */
-typedef struct fc_list_s {
-  void **v;
-  size_t n, cap;
-} fc_list_t;
-
-static bool fc_list_add(fc_list_t *l, void *p) {
+bool fc_list_add(fc_list_t *l, void *p) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 16;
     void **v = realloc(l->v, cap * sizeof *v);
@@ -42,13 +31,13 @@ static bool fc_list_add(fc_list_t *l, void *p) {
   return true;
 }
 
-static bool fc_list_has(const fc_list_t *l, const void *p) {
+bool fc_list_has(const fc_list_t *l, const void *p) {
   for (size_t i = 0; i < l->n; i++)
     if (l->v[i] == p) return true;
   return false;
 }
 
-static void fc_list_del(fc_list_t *l, const void *p) {
+void fc_list_del(fc_list_t *l, const void *p) {
   for (size_t i = 0; i < l->n; i++)
     if (l->v[i] == p) {
       l->v[i] = l->v[--l->n];

@@ -1,6 +1,6 @@
-/* The fake driver's VMM, stream-ordered pools and arrays (tests/fakes/fake_cuda_mem.c), with no
- * preload: the used bytes cuMemGetInfo reports follow each call, and bad use gets the driver's
- * status codes. Prints one "ok" line per group; exits 1 at the first failure. */
+/* The fake driver's VMM, stream-ordered pools, arrays (tests/fakes/fake_cuda_mem.c) and graph
+ * memory nodes (fake_cuda_graph.c), with no preload: the used bytes cuMemGetInfo reports follow
+ * each call, and bad use gets the driver's status codes. Prints one "ok" line per group; exits 1 at the first failure. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +128,80 @@ static void check_arrays(void) {
   if (failures == before) printf("ok   arrays: sizes from descriptors, mipmapped levels, bad descriptors and handles\n");
 }
 
+static cuuint64_t graph_attr(CUgraphMem_attribute attr) {
+  cuuint64_t v = UINT64_MAX;
+  return cuDeviceGetGraphMemAttribute(0, attr, &v) == CUDA_SUCCESS ? v : UINT64_MAX;
+}
+
+static void check_graphs(void) {
+  int before = failures;
+  size_t base = used();
+  CUgraph graph = NULL, other = NULL;
+  EXPECT(cuGraphCreate(&graph, 0) == CUDA_SUCCESS && cuGraphCreate(&other, 0) == CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.bytesize = 3 * MIB;
+  CUgraphNode alloc = NULL, freed = NULL, kept = NULL;
+  EXPECT(cuGraphAddMemAllocNode(&alloc, graph, NULL, 0, &p) == CUDA_SUCCESS && p.dptr != 0);
+  CUdeviceptr scratch = p.dptr;
+  p.bytesize = 0;
+  EXPECT(cuGraphAddMemAllocNode(&kept, graph, &alloc, 1, &p) == CUDA_ERROR_INVALID_VALUE);
+  p.bytesize = MIB;
+  p.poolProps.location.id = 7;
+  EXPECT(cuGraphAddMemAllocNode(&kept, graph, &alloc, 1, &p) == CUDA_ERROR_INVALID_DEVICE);
+  p.poolProps.location.id = 0;
+  EXPECT(cuGraphAddMemAllocNode(&kept, graph, &alloc, 1, &p) == CUDA_SUCCESS);
+  CUdeviceptr result = p.dptr;
+  EXPECT(cuGraphAddMemFreeNode(&freed, graph, &kept, 1, scratch) == CUDA_SUCCESS);
+  EXPECT(cuGraphAddMemFreeNode(&freed, graph, &kept, 1, scratch) == CUDA_ERROR_INVALID_VALUE); /* freed once */
+  EXPECT(cuGraphAddMemFreeNode(&freed, graph, NULL, 0, scratch + 1) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(used() == base && graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 0); /* no memory until a launch */
+  CUgraphExec exec = NULL, second = NULL;
+  EXPECT(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS);
+  EXPECT(cuGraphInstantiateWithFlags(&second, graph, 0) == CUDA_ERROR_INVALID_VALUE); /* one at a time */
+  EXPECT(cuGraphLaunch(exec, (CUstream)&base) == CUDA_ERROR_INVALID_HANDLE);
+  EXPECT(cuGraphLaunch(exec, NULL) == CUDA_SUCCESS);
+  /* the scratch allocation came and went inside the launch; the result is live */
+  EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == MIB);
+  EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH) == 4 * MIB);
+  EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 4 * MIB && used() == base + 4 * MIB);
+  memset((void *)(uintptr_t)result, 5, MIB); /* live: usable */
+  EXPECT(cuGraphLaunch(exec, NULL) == CUDA_ERROR_INVALID_VALUE); /* the result is still live */
+  EXPECT(cuMemFreeAsync(result, NULL) == CUDA_SUCCESS && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0);
+  EXPECT(cuMemFreeAsync(result, NULL) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(used() == base + 4 * MIB); /* freed bytes stay in the pool */
+  EXPECT(cuGraphLaunch(exec, NULL) == CUDA_SUCCESS && used() == base + 4 * MIB); /* reused */
+  /* another graph frees the result; then the trim gives back what no allocation uses */
+  CUgraphNode other_free = NULL;
+  EXPECT(cuGraphAddMemFreeNode(&other_free, other, NULL, 0, result) == CUDA_SUCCESS);
+  CUgraphExec other_exec = NULL;
+  EXPECT(cuGraphInstantiateWithFlags(&other_exec, other, 0) == CUDA_SUCCESS);
+  EXPECT(cuGraphLaunch(other_exec, NULL) == CUDA_SUCCESS && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0);
+  EXPECT(cuGraphLaunch(other_exec, NULL) == CUDA_ERROR_INVALID_VALUE); /* nothing live to free */
+  EXPECT(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && used() == base);
+  EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 0 && graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH) == 4 * MIB);
+  cuuint64_t zero = 0, one = 1;
+  EXPECT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &one) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &zero) == CUDA_SUCCESS &&
+         graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH) == 0);
+  /* auto-free on launch: a relaunch frees the live result first; a launch past the device fails */
+  EXPECT(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphExecDestroy(exec) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuGraphInstantiateWithFlags(&exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) == CUDA_SUCCESS);
+  EXPECT(cuGraphLaunch(exec, NULL) == CUDA_SUCCESS && cuGraphLaunch(exec, NULL) == CUDA_SUCCESS);
+  EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == MIB && used() == base + 4 * MIB);
+  /* the graphs go; the live result stays the program's until it frees it */
+  EXPECT(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphExecDestroy(other_exec) == CUDA_SUCCESS);
+  EXPECT(cuGraphDestroy(graph) == CUDA_SUCCESS && cuGraphDestroy(other) == CUDA_SUCCESS);
+  EXPECT(cuGraphDestroy(graph) == CUDA_ERROR_INVALID_VALUE);
+  memset((void *)(uintptr_t)result, 6, MIB);
+  EXPECT(cuMemFree(result) == CUDA_SUCCESS && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0);
+  EXPECT(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && used() == base);
+  if (failures == before) printf("ok   graphs: memory nodes, launches, frees inside and outside, trim, attributes\n");
+}
+
 int main(void) {
   CUcontext ctx = NULL;
   if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
@@ -138,5 +212,6 @@ int main(void) {
   check_vmm();
   check_pools();
   check_arrays();
+  check_graphs();
   return failures ? 1 : 0;
 }
