@@ -56,6 +56,9 @@ void cs_reconcile_write(FILE *out, const cJSON *root, int device) {
   cs_format_bytes((uint64_t)cs_reconcile_get(m, "pool_used"), bytes, sizeof bytes);
   snprintf(note, sizeof note, "; used %s", bytes);
   cs_reconcile_row(out, "stream-ordered pools reserved", cs_reconcile_get(m, "pool_reserved"), note);
+  cs_format_bytes((uint64_t)cs_reconcile_get(m, "graph_used"), bytes, sizeof bytes);
+  snprintf(note, sizeof note, "; used %s", bytes);
+  cs_reconcile_row(out, "graph memory pool reserved", cs_reconcile_get(m, "graph_reserved"), note);
   if (known)
     cs_reconcile_row(out, "remainder (context, modules, others)", cs_reconcile_get(m, "remainder"), NULL);
   /* drawn, but not more bytes of this process's: inside the lines above, or another process's */

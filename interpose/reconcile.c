@@ -37,6 +37,16 @@ static void cs_reconcile_device(int device, void *arg) {
   CUmemoryPool current = NULL;
   if (m->pools_known && get_current && get_current(&current, device) == CUDA_SUCCESS && current != pool)
     m->pools_known = cs_reconcile_pool(current, m);
+  /* graph memory nodes' allocations: the device's graph memory pool (CUDA 11.4 on) */
+  PFN_cuDeviceGetGraphMemAttribute_v11040 graph_attr =
+      CS_REAL_FN(cuDeviceGetGraphMemAttribute, PFN_cuDeviceGetGraphMemAttribute_v11040);
+  cuuint64_t graph_reserved = 0, graph_used = 0;
+  m->graph_known = graph_attr && graph_attr(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &graph_reserved) == CUDA_SUCCESS &&
+                   graph_attr(device, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &graph_used) == CUDA_SUCCESS;
+  if (m->graph_known) {
+    m->graph_reserved = graph_reserved;
+    m->graph_used = graph_used;
+  }
   uintptr_t pools[CS_RECONCILE_MAX_POOLS];
   size_t n = cs_foreign_pools(device, pools, CS_RECONCILE_MAX_POOLS);
   for (size_t i = 0; i < n; i++)

@@ -461,6 +461,10 @@ static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
   cs_emit_kv_int(e, "pool_reserved", (int64_t)m->pool_reserved);
   cs_emit_kv_int(e, "pool_used", (int64_t)m->pool_used);
   accounted += (int64_t)m->pool_reserved;
+  cs_emit_kv_bool(e, "graph_known", m->graph_known);
+  cs_emit_kv_int(e, "graph_reserved", (int64_t)m->graph_reserved);
+  cs_emit_kv_int(e, "graph_used", (int64_t)m->graph_used);
+  accounted += (int64_t)m->graph_reserved;
   cs_emit_kv_int(e, "accounted", accounted);
   /* context, modules, other processes; negative where cudasnap counts what the driver does not
    * (managed memory not resident yet) */

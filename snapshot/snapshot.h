@@ -63,6 +63,8 @@ typedef struct cs_snap_device_memory_s {
   uint64_t driver_total, driver_free;
   bool pools_known;        /* stream-ordered pools' attributes answered */
   uint64_t pool_reserved, pool_used;
+  bool graph_known;        /* the graph memory pool's attributes answered */
+  uint64_t graph_reserved, graph_used;
   uint64_t kind_bytes[CS_FOREIGN_KINDS];
   uint64_t kind_count[CS_FOREIGN_KINDS];
 } cs_snap_device_memory_t;

@@ -5,6 +5,8 @@
  *     the default pool and from a created pool that is trimmed mid-run;
  *   - a VMM range mapped in three pieces from one handle and a fourth from another, one piece
  *     unmapped first, the handle released while still mapped;
+ *   - a graph whose memory nodes leave 1 MiB live after its launch (3 MiB more used inside it),
+ *     freed and trimmed after the dumps;
  *   - the cache's own allocations next to them.
  * Every allocation is made in a function of its own, named on stdout as "site KIND FUNCTION". The
  * program dumps argv[1] (JSON) and argv[2] (pickle) with everything live, printing the fake
@@ -154,6 +156,32 @@ static __attribute__((noipa)) CUdeviceptr alloc_cached(size_t bytes) {
   return p;
 }
 
+/* A graph whose launch leaves `kept` bytes of graph memory live and used `scratch` more inside
+ * it: the device's graph memory pool reserves both (the reconciliation names it). *result gets
+ * the live allocation, *exec the graph's instantiation. */
+static __attribute__((noipa)) CUgraph launch_graph_memory(size_t kept, size_t scratch, CUstream stream,
+                                                          CUdeviceptr *result, CUgraphExec *exec) {
+  CUgraph graph = NULL;
+  OK(cuGraphCreate(&graph, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.bytesize = scratch;
+  CUgraphNode nodes[3];
+  OK(cuGraphAddMemAllocNode(&nodes[0], graph, NULL, 0, &p));
+  CUdeviceptr scratch_ptr = p.dptr;
+  p.bytesize = kept;
+  OK(cuGraphAddMemAllocNode(&nodes[1], graph, &nodes[0], 1, &p));
+  *result = p.dptr;
+  OK(cuGraphAddMemFreeNode(&nodes[2], graph, &nodes[1], 1, scratch_ptr));
+  OK(cuGraphInstantiateWithFlags(exec, graph, 0));
+  OK(cuGraphLaunch(*exec, stream));
+  OK(cuStreamSynchronize(stream));
+  SITE("graph");
+  return graph;
+}
+
 /* One of cudasnap's pass-through statistics, through include/cudasnap.h. */
 static int64_t passthrough_stat(int device, const char *key) {
   cudasnap_stat_t kv[CUDASNAP_PASSTHROUGH_KEYS];
@@ -255,6 +283,11 @@ int main(int argc, char **argv) {
   OK(cuMemUnmap(range + 2 * MIB, 4 * MIB));
   OK(cuMemRelease(h)); /* still mapped: its memory stays until the last piece goes */
 
+  /* graph memory nodes: 1 MiB left live by a launch that used 3 MiB more inside it */
+  CUdeviceptr graph_result = 0;
+  CUgraphExec graph_exec = NULL;
+  CUgraph graph = launch_graph_memory(MIB, 3 * MIB, s[0], &graph_result, &graph_exec);
+
   void *pinned = alloc_pinned(MIB);
   void *small_pinned = NULL;
   OK(cuMemAllocHost(&small_pinned, 64 << 10));
@@ -286,6 +319,10 @@ int main(int argc, char **argv) {
            "the IPC child failed (status %d)", status);
 
   /* free part of it, leave one of every kind */
+  OK(cuMemFreeAsync(graph_result, s[0]));
+  OK(cuGraphExecDestroy(graph_exec));
+  OK(cuGraphDestroy(graph));
+  OK(cuDeviceGraphMemTrim(0));
   OK(cuMemFree(cached0));
   OK(cuMemFreeAsync(a3, s[1]));
   OK(cuMemUnmap(range, 2 * MIB));

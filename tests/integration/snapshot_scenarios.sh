@@ -98,9 +98,9 @@ assert len(ipc) == 1 and ipc[0]["total_size"] == 4 << 20, ipc
 assert any(f["name"] == "open_ipc" for f in ipc[0]["blocks"][0]["frames"]), ipc[0]["blocks"][0]["frames"]
 m = s["cudasnap"]["memory"][0]
 assert m["passthrough"]["ipc_imported"] == 4 << 20 and m["driver_known"], m
-# another process's memory: not in what this process accounts for (the pools are the fake
-# driver's state the child inherited; the child allocated nothing itself)
-assert m["accounted"] == m["pool_reserved"], m
+# another process's memory: not in what this process accounts for (the stream-ordered and graph
+# pools are the fake driver's state the child inherited; the child allocated nothing itself)
+assert m["accounted"] == m["pool_reserved"] + m["graph_reserved"], m
 PY
   python3 "$(dirname "$0")/passthrough_check.py" "$exit_json" "$dir/out" exit >/dev/null || fail "passthrough_check exit"
   python3 "$(dirname "$0")/pickle_check.py" "$dir/dump.pickle" "$dir/dump.json" >/dev/null || fail "pickle_check"
@@ -110,6 +110,8 @@ PY
     fail "no reconciliation table per device: $(cat "$dir/summary")"
   [[ $(grep -cE '^  remainder \(context, modules, others\) +0 B$' "$dir/summary") -eq 2 ]] ||
     fail "the remainder is not 0 on both devices: $(cat "$dir/summary")"
+  grep -qE '^  graph memory pool reserved +4194304 B \(4\.0 MiB\); used 1048576 B \(1\.0 MiB\)$' "$dir/summary" ||
+    fail "device 0's graph memory pool: $(cat "$dir/summary")"
   grep -qE '^  passed through: vmm_physical +12582912 B \(12\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's physical VMM bytes: $(cat "$dir/summary")"
   grep -qE '^host memory \(not device memory\): pinned 1048576 B \(1\.0 MiB\), registered 0 B$' "$dir/summary" ||
