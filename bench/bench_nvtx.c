@@ -59,31 +59,9 @@ static int pool_setup(void) {
   return 0;
 }
 
-/* BENCH_LIVE_REGIONS=N: N regions of LIVE_REGION_BYTES stay registered in the heap's upper half
- * while the timed pairs run below them, as in a pool with many sub-allocations live. */
-static int live_regions_setup(long count) {
-  if (count < 0 || count > (POOL_BYTES / 2) / LIVE_REGION_BYTES) return -1;
-  for (long i = 0; i < count; i++) {
-    nvtxMemVirtualRangeDesc_t r = {
-        .size = LIVE_REGION_BYTES,
-        .ptr = (const void *)(uintptr_t)(pool_base + POOL_BYTES / 2 + (CUdeviceptr)i * LIVE_REGION_BYTES)};
-    nvtxMemRegionsRegisterBatch_t reg;
-    memset(&reg, 0, sizeof reg);
-    reg.extCompatID = NVTX_EXT_COMPATID_MEM;
-    reg.structSize = sizeof reg;
-    reg.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    reg.heap = registered_heap;
-    reg.regionCount = 1;
-    reg.regionDescElementSize = sizeof r;
-    reg.regionDescElements = &r;
-    nvtxMemRegionsRegister(domain, &reg);
-  }
-  return 0;
-}
-
-static void region_pair(int slot) {
-  nvtxMemVirtualRangeDesc_t r = {.size = REGION_BYTES,
-                                 .ptr = (const void *)(uintptr_t)(pool_base + (CUdeviceptr)slot * REGION_BYTES)};
+/* One region of the heap at pool_base + offset, as a pool declares a sub-allocation. */
+static const void *region_register(CUdeviceptr offset, size_t size) {
+  nvtxMemVirtualRangeDesc_t r = {.size = size, .ptr = (const void *)(uintptr_t)(pool_base + offset)};
   nvtxMemRegionsRegisterBatch_t reg;
   memset(&reg, 0, sizeof reg);
   reg.extCompatID = NVTX_EXT_COMPATID_MEM;
@@ -94,9 +72,22 @@ static void region_pair(int slot) {
   reg.regionDescElementSize = sizeof r;
   reg.regionDescElements = &r;
   nvtxMemRegionsRegister(domain, &reg);
+  return r.ptr;
+}
+
+/* BENCH_LIVE_REGIONS=N: N regions of LIVE_REGION_BYTES stay registered in the heap's upper half
+ * while the timed pairs run below them, as in a pool with many sub-allocations live. */
+static int live_regions_setup(long count) {
+  if (count < 0 || count > (POOL_BYTES / 2) / LIVE_REGION_BYTES) return -1;
+  for (long i = 0; i < count; i++) region_register(POOL_BYTES / 2 + (CUdeviceptr)i * LIVE_REGION_BYTES, LIVE_REGION_BYTES);
+  return 0;
+}
+
+static void region_pair(int slot) {
+  const void *region = region_register((CUdeviceptr)slot * REGION_BYTES, REGION_BYTES);
   nvtxMemRegionRef_t ref;
   memset(&ref, 0, sizeof ref);
-  ref.pointer = r.ptr;
+  ref.pointer = region;
   nvtxMemRegionsUnregisterBatch_t unreg;
   memset(&unreg, 0, sizeof unreg);
   unreg.extCompatID = NVTX_EXT_COMPATID_MEM;

@@ -58,6 +58,12 @@ typedef struct fc_graph_pool_s {
 static fc_list_t fc_graphs, fc_execs, fc_graph_allocs;
 static fc_graph_pool_t fc_graph_pools[FC_MEM_MAX_DEVICES];
 
+/* A device the fake has, with a graph memory pool. */
+static CUresult fc_graph_device_check(CUdevice device) {
+  CUresult rc = fc_device_check(device);
+  return rc == CUDA_SUCCESS && device >= FC_MEM_MAX_DEVICES ? CUDA_ERROR_INVALID_DEVICE : rc;
+}
+
 /* A reference less; the address range goes with the last one, unless the allocation is live
  * (a live one is the program's until it frees it). */
 static void fc_graph_alloc_unref_locked(fc_graph_alloc_t *a) {
@@ -134,8 +140,7 @@ FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, cons
       params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     rc = CUDA_ERROR_INVALID_VALUE;
   int device = rc == CUDA_SUCCESS ? params->poolProps.location.id : 0;
-  if (rc == CUDA_SUCCESS) rc = fc_device_check(device);
-  if (rc == CUDA_SUCCESS && device >= FC_MEM_MAX_DEVICES) rc = CUDA_ERROR_INVALID_DEVICE;
+  if (rc == CUDA_SUCCESS) rc = fc_graph_device_check(device);
   fc_graph_alloc_t *a = NULL;
   if (rc == CUDA_SUCCESS) {
     size_t mapped = fc_round_up(params->bytesize);
@@ -326,8 +331,7 @@ bool fc_graph_free_locked(uintptr_t p) {
 
 FC_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
   fc_lock();
-  CUresult rc = fc_device_check(device);
-  if (rc == CUDA_SUCCESS && device >= FC_MEM_MAX_DEVICES) rc = CUDA_ERROR_INVALID_DEVICE;
+  CUresult rc = fc_graph_device_check(device);
   if (rc == CUDA_SUCCESS) {
     fc_graph_pool_t *p = &fc_graph_pools[device];
     size_t keep = fc_round_up(p->used);
@@ -342,8 +346,7 @@ FC_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
 }
 
 static CUresult fc_graph_attr_check(CUdevice device, CUgraphMem_attribute attr, void *value) {
-  CUresult rc = fc_device_check(device);
-  if (rc == CUDA_SUCCESS && device >= FC_MEM_MAX_DEVICES) rc = CUDA_ERROR_INVALID_DEVICE;
+  CUresult rc = fc_graph_device_check(device);
   if (rc == CUDA_SUCCESS && (!value || attr < CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT || attr > CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
     rc = CUDA_ERROR_INVALID_VALUE;
   return rc;
