@@ -30,6 +30,8 @@ static cs_heap_t cs_heaps[CS_POOLS_MAX_HEAPS];
 static uintptr_t cs_heap_next_handle = 1;
 static size_t cs_heaps_used; /* slots [0, used) have held a heap: searches stop there */
 static size_t cs_pools_live_regions;
+/* a fork child's copy of the parent's trees; volatile, as nothing reads it (it only keeps them reachable) */
+static void *volatile cs_pools_forked_away[CS_POOLS_MAX_HEAPS];
 
 const char *cs_pools_status_text(cs_pools_status_t status) {
   switch (status) {
@@ -81,31 +83,31 @@ cs_pools_status_t cs_pools_heap_register(uintptr_t base, size_t size, int device
   return st;
 }
 
-static void cs_heap_drop_regions(cs_heap_t *h) {
+/* Detach h's regions: the caller frees the returned tree (cs_regions_free) after the lock, so that
+ * a heap of many regions never holds the other threads' NVTX calls for its whole walk. */
+static void *cs_heap_take_regions(cs_heap_t *h) {
+  void *tree = h->regions;
   cs_pools_live_regions -= h->count;
-  tdestroy(h->regions, free);
   h->regions = NULL;
   h->count = 0;
+  return tree;
 }
 
-cs_pools_status_t cs_pools_heap_unregister(uintptr_t heap) {
+static void cs_regions_free(void *tree) { tdestroy(tree, free); }
+
+static cs_pools_status_t cs_pools_heap_drop(uintptr_t heap, bool unregister) {
   pthread_mutex_lock(&cs_pools_lock);
   cs_heap_t *h = cs_heap_by_handle(heap);
-  if (h) {
-    cs_heap_drop_regions(h);
-    h->handle = 0;
-  }
+  void *tree = h ? cs_heap_take_regions(h) : NULL;
+  if (h && unregister) h->handle = 0;
   pthread_mutex_unlock(&cs_pools_lock);
+  cs_regions_free(tree);
   return h ? CS_POOLS_OK : CS_POOLS_UNKNOWN_HEAP;
 }
 
-cs_pools_status_t cs_pools_heap_reset(uintptr_t heap) {
-  pthread_mutex_lock(&cs_pools_lock);
-  cs_heap_t *h = cs_heap_by_handle(heap);
-  if (h) cs_heap_drop_regions(h);
-  pthread_mutex_unlock(&cs_pools_lock);
-  return h ? CS_POOLS_OK : CS_POOLS_UNKNOWN_HEAP;
-}
+cs_pools_status_t cs_pools_heap_unregister(uintptr_t heap) { return cs_pools_heap_drop(heap, true); }
+
+cs_pools_status_t cs_pools_heap_reset(uintptr_t heap) { return cs_pools_heap_drop(heap, false); }
 
 /* Regions as intervals: before, after, or overlapping (equal). */
 static int cs_region_cmp(const void *x, const void *y) {
@@ -241,15 +243,25 @@ void cs_pool_list_free(cs_pool_list_t *list) {
 }
 
 void cs_pools_clear(void) {
-  pthread_mutex_lock(&cs_pools_lock);
   for (size_t i = 0; i < CS_POOLS_MAX_HEAPS; i++) {
-    cs_heap_drop_regions(&cs_heaps[i]);
+    pthread_mutex_lock(&cs_pools_lock);
+    void *tree = cs_heap_take_regions(&cs_heaps[i]);
     cs_heaps[i].handle = 0;
+    pthread_mutex_unlock(&cs_pools_lock);
+    cs_regions_free(tree);
   }
-  pthread_mutex_unlock(&cs_pools_lock);
 }
 
 void cs_pools_postfork_child(void) {
   pthread_mutex_init(&cs_pools_lock, NULL);
-  cs_pools_clear();
+  /* The parent's trees are kept, never walked: another thread may have been rebalancing or
+   * freeing one at the fork, and freeing it again could abort the child. Their pages stay shared
+   * with the parent until written, and nothing writes them; the pointers stay reachable here, so
+   * leak checkers do not count them. */
+  for (size_t i = 0; i < CS_POOLS_MAX_HEAPS; i++) {
+    void *tree = cs_heap_take_regions(&cs_heaps[i]);
+    if (tree) cs_pools_forked_away[i] = tree;
+    cs_heaps[i].handle = 0;
+  }
+  cs_heaps_used = 0;
 }

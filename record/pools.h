@@ -6,7 +6,8 @@
  * Process-wide, behind one mutex of its own (never an allocator's): registrations come from the
  * program's threads, snapshots read a copy. Bad input (a region outside its heap, overlapping
  * another, an unknown handle) is refused with a reason, never stored. Bounded: at most
- * CS_POOLS_MAX_HEAPS heaps and CS_POOLS_MAX_REGIONS live regions. */
+ * CS_POOLS_MAX_HEAPS heaps and CS_POOLS_MAX_REGIONS live regions, each region about 80 bytes of
+ * host memory (its record and its tree node: 80 MiB at the bound). */
 #ifndef CS_POOLS_H
 #define CS_POOLS_H
 

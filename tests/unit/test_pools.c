@@ -101,7 +101,30 @@ static void test_many_regions(void **state) {
   assert_int_equal(cs_pools_region_unregister(base + 2 * PAGE), CS_POOLS_UNKNOWN_REGION);
 }
 
+/* A fork child starts with no pools and can register its own (the parent's trees are left alone,
+ * unwalked: the child never frees what another thread may have been changing at the fork). */
+static void test_postfork_child(void **state) {
+  (void)state;
+  cs_pools_clear();
+  uintptr_t heap = 0;
+  assert_int_equal(cs_pools_heap_register(0x100000, 8 * MIB, 0, &heap), CS_POOLS_OK);
+  for (uintptr_t i = 0; i < 8; i++) assert_int_equal(cs_pools_region_register(heap, 0x100000 + i * MIB, MIB, 0, i), CS_POOLS_OK);
+  cs_pools_postfork_child();
+  cs_pool_list_t list;
+  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(list.heap_count, 0);
+  cs_pool_list_free(&list);
+  assert_int_equal(cs_pools_region_register(heap, 0x100000, MIB, 0, 0), CS_POOLS_UNKNOWN_HEAP);
+  assert_int_equal(cs_pools_heap_register(0x100000, 8 * MIB, 0, &heap), CS_POOLS_OK);
+  assert_int_equal(cs_pools_region_register(heap, 0x100000, MIB, 0, 0), CS_POOLS_OK);
+  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(list.region_count, 1);
+  cs_pool_list_free(&list);
+  cs_pools_clear();
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_regions), cmocka_unit_test(test_many_regions)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_regions), cmocka_unit_test(test_many_regions),
+                                     cmocka_unit_test(test_postfork_child)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
