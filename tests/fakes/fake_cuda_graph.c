@@ -27,8 +27,9 @@ typedef struct fc_graph_alloc_s {
   size_t size;   /* as asked */
   size_t mapped; /* the address range held, whole granules */
   int device;
-  unsigned refs; /* its graph and that graph's instantiation */
+  unsigned refs; /* the graphs' nodes and the instantiations' copies that name it */
   bool live;     /* launched and not freed */
+  const struct CUgraph_st *owner, *freed_in; /* the graph of its allocation node, of its free node */
 } fc_graph_alloc_t;
 
 typedef enum fc_node_kind_e { FC_NODE_ALLOC, FC_NODE_FREE } fc_node_kind_t;
@@ -40,7 +41,7 @@ struct CUgraphNode_st {
 
 struct CUgraph_st {
   fc_list_t nodes; /* struct CUgraphNode_st *, in the order they were added */
-  bool instantiated;
+  unsigned instantiations; /* live ones; at most one once it has memory nodes */
   bool has_memory_nodes;
 };
 
@@ -153,7 +154,7 @@ FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, cons
       rc = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
       *a = (fc_graph_alloc_t){.addr = (uintptr_t)m, .size = params->bytesize, .mapped = mapped, .device = device,
-                              .refs = 1};
+                              .refs = 1, .owner = graph};
       rc = fc_graph_add_node_locked(graph, FC_NODE_ALLOC, a, node);
       if (rc != CUDA_SUCCESS) {
         a->refs = 0;
@@ -184,13 +185,15 @@ FC_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const
   CUresult rc = CUDA_SUCCESS;
   fc_graph_alloc_t *a = fc_graph_alloc_at_locked(dptr);
   if (!node || !fc_list_has(&fc_graphs, graph) || !fc_graph_deps_ok(graph, deps, n) || !a) rc = CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; rc == CUDA_SUCCESS && i < graph->nodes.n; i++) {
-    const struct CUgraphNode_st *other = graph->nodes.v[i];
-    if (other->kind == FC_NODE_FREE && other->alloc == a) rc = CUDA_ERROR_INVALID_VALUE; /* freed once */
-  }
+  /* freed once in its own graph, and then in no other; or in other graphs, and then not in its own */
+  else if ((a->freed_in && a->freed_in == a->owner) || (a->freed_in && graph == a->owner) || a->freed_in == graph)
+    rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) {
     rc = fc_graph_add_node_locked(graph, FC_NODE_FREE, a, node);
-    if (rc == CUDA_SUCCESS) a->refs++;
+    if (rc == CUDA_SUCCESS) {
+      a->refs++;
+      a->freed_in = graph;
+    }
   }
   fc_unlock();
   fc_log("cuGraphAddMemFreeNode ptr=0x%llx status=%d", (unsigned long long)dptr, (int)rc);
@@ -202,7 +205,7 @@ FC_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
   CUresult rc = CUDA_SUCCESS;
   if (!exec || !fc_list_has(&fc_graphs, graph) || (flags & ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
     rc = CUDA_ERROR_INVALID_VALUE;
-  else if (graph->has_memory_nodes && graph->instantiated)
+  else if (graph->has_memory_nodes && graph->instantiations > 0)
     rc = CUDA_ERROR_INVALID_VALUE; /* one instantiation at a time */
   struct CUgraphExec_st *x = NULL;
   if (rc == CUDA_SUCCESS) {
@@ -220,7 +223,7 @@ FC_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
       }
       *x = (struct CUgraphExec_st){.graph = graph, .nodes = nodes, .count = graph->nodes.n,
                                    .auto_free = flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH};
-      graph->instantiated = true;
+      graph->instantiations++;
       *exec = x;
     }
   }
@@ -286,7 +289,7 @@ FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   CUresult rc = fc_list_has(&fc_execs, exec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) {
     fc_list_del(&fc_execs, exec);
-    if (exec->graph) exec->graph->instantiated = false;
+    if (exec->graph) exec->graph->instantiations--;
     for (size_t i = 0; i < exec->count; i++) fc_graph_alloc_unref_locked(exec->nodes[i].alloc);
     free(exec->nodes);
     free(exec);
@@ -307,6 +310,9 @@ FC_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
     }
     for (size_t i = 0; i < graph->nodes.n; i++) {
       struct CUgraphNode_st *n = graph->nodes.v[i];
+      /* compared, never followed: forgotten, as a later graph may get the same address */
+      if (n->alloc->owner == graph) n->alloc->owner = NULL;
+      if (n->alloc->freed_in == graph) n->alloc->freed_in = NULL;
       fc_graph_alloc_unref_locked(n->alloc);
       free(n);
     }

@@ -175,7 +175,9 @@ static void check_graphs(void) {
   EXPECT(cuGraphLaunch(exec, NULL) == CUDA_SUCCESS && used() == base + 4 * MIB); /* reused */
   /* another graph frees the result; then the trim gives back what no allocation uses */
   CUgraphNode other_free = NULL;
+  EXPECT(cuGraphAddMemFreeNode(&other_free, other, NULL, 0, scratch) == CUDA_ERROR_INVALID_VALUE); /* freed in its graph */
   EXPECT(cuGraphAddMemFreeNode(&other_free, other, NULL, 0, result) == CUDA_SUCCESS);
+  EXPECT(cuGraphAddMemFreeNode(&freed, graph, NULL, 0, result) == CUDA_ERROR_INVALID_VALUE); /* freed elsewhere */
   CUgraphExec other_exec = NULL;
   EXPECT(cuGraphInstantiateWithFlags(&other_exec, other, 0) == CUDA_SUCCESS);
   EXPECT(cuGraphLaunch(other_exec, NULL) == CUDA_SUCCESS && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0);
