@@ -33,6 +33,25 @@ static int64_t cs_reconcile_get(const cJSON *obj, const char *key) {
   return cs_view_int(obj, key, &v) ? v : 0;
 }
 
+/* A pool row: PREFIX_reserved, "; used" PREFIX_used, or that the driver was not asked or did not
+ * answer (known_key false). Snapshots older than the key have no row. */
+static void cs_reconcile_pool_row(FILE *out, const cJSON *m, const char *label, const char *known_key,
+                                  const char *prefix) {
+  char key[32];
+  const cJSON *known = cJSON_GetObjectItemCaseSensitive(m, known_key);
+  if (!cJSON_IsBool(known)) return;
+  if (!cJSON_IsTrue(known)) {
+    fprintf(out, "  %-40s not known (not asked, or the driver has none)\n", label);
+    return;
+  }
+  char note[128], bytes[64];
+  snprintf(key, sizeof key, "%s_used", prefix);
+  cs_format_bytes((uint64_t)cs_reconcile_get(m, key), bytes, sizeof bytes);
+  snprintf(note, sizeof note, "; used %s", bytes);
+  snprintf(key, sizeof key, "%s_reserved", prefix);
+  cs_reconcile_row(out, label, cs_reconcile_get(m, key), note);
+}
+
 void cs_reconcile_write(FILE *out, const cJSON *root, int device) {
   const cJSON *m = cs_reconcile_find(root, device);
   if (!m) return;
@@ -52,13 +71,8 @@ void cs_reconcile_write(FILE *out, const cJSON *root, int device) {
     snprintf(label, sizeof label, "passed through: %s", counted[i]);
     cs_reconcile_row(out, label, cs_reconcile_get(pass, counted[i]), NULL);
   }
-  char note[128], bytes[64];
-  cs_format_bytes((uint64_t)cs_reconcile_get(m, "pool_used"), bytes, sizeof bytes);
-  snprintf(note, sizeof note, "; used %s", bytes);
-  cs_reconcile_row(out, "stream-ordered pools reserved", cs_reconcile_get(m, "pool_reserved"), note);
-  cs_format_bytes((uint64_t)cs_reconcile_get(m, "graph_used"), bytes, sizeof bytes);
-  snprintf(note, sizeof note, "; used %s", bytes);
-  cs_reconcile_row(out, "graph memory pool reserved", cs_reconcile_get(m, "graph_reserved"), note);
+  cs_reconcile_pool_row(out, m, "stream-ordered pools reserved", "pools_known", "pool");
+  cs_reconcile_pool_row(out, m, "graph memory pool reserved", "graph_known", "graph");
   if (known)
     cs_reconcile_row(out, "remainder (context, modules, others)", cs_reconcile_get(m, "remainder"), NULL);
   /* drawn, but not more bytes of this process's: inside the lines above, or another process's */

@@ -112,6 +112,12 @@ PY
     fail "the remainder is not 0 on both devices: $(cat "$dir/summary")"
   grep -qE '^  graph memory pool reserved +4194304 B \(4\.0 MiB\); used 1048576 B \(1\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's graph memory pool: $(cat "$dir/summary")"
+  grep -qE '^  stream-ordered pools reserved +4194304 B \(4\.0 MiB\); used 3145728 B \(3\.0 MiB\)$' "$dir/summary" ||
+    fail "device 0's stream-ordered pools: $(cat "$dir/summary")"
+  # at exit cudasnap asks the driver nothing: the pools are not known, not 0
+  "$bin/../../cli/cudasnap" summary "$exit_json" >"$dir/exit-summary" || fail "cudasnap summary (exit)"
+  [[ $(grep -cE '^  (stream-ordered pools|graph memory pool) reserved +not known ' "$dir/exit-summary") -eq 4 ]] ||
+    fail "the exit snapshot's pools are not 'not known' on both devices: $(cat "$dir/exit-summary")"
   grep -qE '^  passed through: vmm_physical +12582912 B \(12\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's physical VMM bytes: $(cat "$dir/summary")"
   grep -qE '^host memory \(not device memory\): pinned 1048576 B \(1\.0 MiB\), registered 0 B$' "$dir/summary" ||
