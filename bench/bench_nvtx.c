@@ -164,6 +164,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   const char *live = getenv("BENCH_LIVE_REGIONS");
+  /* the timed regions (one per thread, REGION_BYTES apart) stay below the live ones */
+  if (op == OP_REGION && live && *live && threads > (POOL_BYTES / 2) / REGION_BYTES) {
+    fprintf(stderr, "bench_nvtx: BENCH_LIVE_REGIONS takes at most %d threads\n", (POOL_BYTES / 2) / REGION_BYTES);
+    return 2;
+  }
   if (op == OP_REGION && live && *live && live_regions_setup(atol(live)) != 0) {
     fprintf(stderr, "bench_nvtx: BENCH_LIVE_REGIONS takes 0 to %d\n", (POOL_BYTES / 2) / LIVE_REGION_BYTES);
     return 2;
