@@ -84,6 +84,7 @@ struct CUstream_st {
   int priority;
   fc_capture_t capture;
   CUstreamCaptureMode mode; /* of the capture underway */
+  struct CUgraph_st *captured; /* the graph the capture builds (fake_cuda_graph.c) */
 };
 
 typedef enum fc_event_state_e {
@@ -933,6 +934,14 @@ static CUresult fc_mem_alloc_async(const char *api, CUdeviceptr *dptr, size_t by
   CUresult rc = fc_require_ctx(&c);
   if (rc == CUDA_SUCCESS && !fc_stream_ok(fc_stream_key(hStream, per_thread))) rc = CUDA_ERROR_INVALID_HANDLE;
   if (rc == CUDA_SUCCESS && (!dptr || bytesize == 0)) rc = CUDA_ERROR_INVALID_VALUE;
+  uintptr_t key = fc_stream_key(hStream, per_thread);
+  if (rc == CUDA_SUCCESS && fc_stream_capturing(key)) { /* a node of the capture's graph, no memory yet */
+    rc = fc_graph_capture_alloc_locked(((struct CUstream_st *)key)->captured, bytesize, c->device, &p);
+    fc_unlock();
+    if (rc == CUDA_SUCCESS) *dptr = p;
+    fc_log("%s size=%zu stream=%p captured -> 0x%" PRIxPTR " status=%d", api, bytesize, (void *)hStream, p, (int)rc);
+    return rc;
+  }
   struct CUmemPoolHandle_st *from = NULL;
   if (rc == CUDA_SUCCESS) {
     from = from_pool ? fc_pool_valid_locked(pool) : fc_pool_current_locked(c->device);
@@ -1035,11 +1044,15 @@ FC_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 
 static CUresult fc_mem_free_async(const char *api, CUdeviceptr dptr, CUstream hStream,
                                   bool per_thread) {
+  uintptr_t key = fc_stream_key(hStream, per_thread);
   fc_lock();
-  bool stream_ok = fc_stream_ok(fc_stream_key(hStream, per_thread));
+  bool stream_ok = fc_stream_ok(key);
+  CUresult rc = CUDA_SUCCESS;
+  bool captured = stream_ok && fc_stream_capturing(key);
+  if (captured) rc = fc_graph_capture_free_locked(((struct CUstream_st *)key)->captured, dptr); /* a free node */
   fc_unlock();
   bool freed;
-  CUresult rc = stream_ok ? fc_mem_free(dptr, FC_FREE_DEVICE, &freed) : CUDA_ERROR_INVALID_HANDLE;
+  if (!captured) rc = stream_ok ? fc_mem_free(dptr, FC_FREE_DEVICE, &freed) : CUDA_ERROR_INVALID_HANDLE;
   fc_log("%s ptr=0x%llx stream=%p status=%d", api, (unsigned long long)dptr, (void *)hStream,
          (int)rc);
   return rc;
@@ -1438,6 +1451,7 @@ static CUresult fc_stream_destroy(const char *api, CUstream hStream) {
     rc = CUDA_ERROR_INVALID_HANDLE;
   if (rc == CUDA_SUCCESS) {
     if (hStream->capture != FC_CAPTURE_NONE) g.active_captures--;
+    if (hStream->captured) fc_graph_destroy_locked(hStream->captured);
     fc_set_del(&g.streams, (uintptr_t)hStream);
     free(hStream); /* events recorded on it keep only the handle value, for comparison */
   }
@@ -1616,10 +1630,13 @@ static CUresult fc_begin_capture(const char *api, CUstream hStream, CUstreamCapt
   if (rc == CUDA_SUCCESS && !fc_set_has(&g.streams, key)) rc = CUDA_ERROR_INVALID_HANDLE;
   if (rc == CUDA_SUCCESS && ((struct CUstream_st *)key)->capture != FC_CAPTURE_NONE)
     rc = CUDA_ERROR_ILLEGAL_STATE;
+  struct CUgraph_st *graph = NULL;
+  if (rc == CUDA_SUCCESS && !(graph = fc_graph_new_locked())) rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (rc == CUDA_SUCCESS) {
     struct CUstream_st *s = (struct CUstream_st *)key;
     s->capture = FC_CAPTURE_ACTIVE;
     s->mode = mode;
+    s->captured = graph;
     g.active_captures++;
   }
   fc_unlock();
@@ -1641,7 +1658,8 @@ FC_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptur
   return fc_begin_capture("cuStreamBeginCapture_v2_ptsz", hStream, mode, true);
 }
 
-/* The graph is always NULL: the fake records no work to put in one. */
+/* The graph holds the memory nodes the capture made (the fake records no other work); an
+ * invalidated capture gives none. */
 static CUresult fc_end_capture(const char *api, CUstream hStream, CUgraph *phGraph,
                                bool per_thread) {
   uintptr_t key = fc_stream_key(hStream, per_thread);
@@ -1654,7 +1672,9 @@ static CUresult fc_end_capture(const char *api, CUstream hStream, CUgraph *phGra
     if (s->capture == FC_CAPTURE_INVALIDATED) rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     s->capture = FC_CAPTURE_NONE;
     g.active_captures--;
-    *phGraph = NULL;
+    *phGraph = rc == CUDA_SUCCESS ? s->captured : NULL;
+    if (rc != CUDA_SUCCESS) fc_graph_destroy_locked(s->captured);
+    s->captured = NULL;
   }
   fc_unlock();
   fc_log("%s stream=%p status=%d", api, (void *)hStream, (int)rc);

@@ -11,7 +11,10 @@
  *   - a live allocation not freed in its graph is freed by cuMemFree or cuMemFreeAsync (or by a
  *     free node of another graph); freed bytes stay reserved by the pool until cuDeviceGraphMemTrim;
  *   - a graph with memory nodes has at most one instantiation at a time;
- *   - cuDeviceGetGraphMemAttribute reports used (live) and reserved bytes and their high marks.
+ *   - cuDeviceGetGraphMemAttribute reports used (live) and reserved bytes and their high marks;
+ *   - a stream capture builds a graph (fake_cuda.c): cuMemAllocAsync on the capturing stream adds
+ *     an allocation node and allocates nothing, cuMemFreeAsync there a free node of a graph
+ *     allocation (the fake captures no free of other memory); cuStreamEndCapture returns it.
  * Launches complete at once (the fake runs nothing), so every allocation that is not live is
  * unused and trimmable. Every function takes the one lock of fake_cuda.c. */
 #include <inttypes.h>
@@ -92,19 +95,23 @@ static size_t fc_graph_pool_growth(const fc_graph_pool_t *p, size_t bytes) {
   return bytes > spare ? fc_round_up(bytes - spare) : 0;
 }
 
+struct CUgraph_st *fc_graph_new_locked(void) {
+  struct CUgraph_st *g = calloc(1, sizeof *g);
+  if (g && !fc_list_add(&fc_graphs, g)) {
+    free(g);
+    g = NULL;
+  }
+  return g;
+}
+
 FC_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags) {
   fc_lock();
   CUresult rc = graph && flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   struct CUgraph_st *g = NULL;
   if (rc == CUDA_SUCCESS) {
-    g = calloc(1, sizeof *g);
-    if (!g || !fc_list_add(&fc_graphs, g)) {
-      free(g);
-      g = NULL;
-      rc = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-      *graph = g;
-    }
+    g = fc_graph_new_locked();
+    if (!g) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else *graph = g;
   }
   fc_unlock();
   fc_log("cuGraphCreate -> %p status=%d", (void *)g, (int)rc);
@@ -132,6 +139,31 @@ static bool fc_graph_deps_ok(const struct CUgraph_st *g, const CUgraphNode *deps
   return true;
 }
 
+/* An allocation node of `size` bytes of `device` in g, its address in *dptr. */
+static CUresult fc_graph_alloc_node_locked(struct CUgraph_st *g, size_t size, int device, CUgraphNode *node,
+                                           uintptr_t *dptr) {
+  CUresult rc = fc_graph_device_check(device);
+  if (rc != CUDA_SUCCESS) return rc;
+  size_t mapped = fc_round_up(size);
+  void *m = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  fc_graph_alloc_t *a = m == MAP_FAILED ? NULL : malloc(sizeof *a);
+  if (!a || !fc_list_add(&fc_graph_allocs, a)) {
+    if (m != MAP_FAILED) munmap(m, mapped);
+    free(a);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *a = (fc_graph_alloc_t){.addr = (uintptr_t)m, .size = size, .mapped = mapped, .device = device, .refs = 1,
+                          .owner = g};
+  rc = fc_graph_add_node_locked(g, FC_NODE_ALLOC, a, node);
+  if (rc != CUDA_SUCCESS) {
+    a->refs = 0;
+    fc_graph_alloc_unref_locked(a);
+    return rc;
+  }
+  *dptr = a->addr;
+  return CUDA_SUCCESS;
+}
+
 FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                           CUDA_MEM_ALLOC_NODE_PARAMS *params) {
   fc_lock();
@@ -140,34 +172,11 @@ FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, cons
       params->bytesize == 0 || params->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
       params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     rc = CUDA_ERROR_INVALID_VALUE;
-  int device = rc == CUDA_SUCCESS ? params->poolProps.location.id : 0;
-  if (rc == CUDA_SUCCESS) rc = fc_graph_device_check(device);
-  fc_graph_alloc_t *a = NULL;
-  if (rc == CUDA_SUCCESS) {
-    size_t mapped = fc_round_up(params->bytesize);
-    void *m = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    a = m == MAP_FAILED ? NULL : malloc(sizeof *a);
-    if (!a || !fc_list_add(&fc_graph_allocs, a)) {
-      if (m != MAP_FAILED) munmap(m, mapped);
-      free(a);
-      a = NULL;
-      rc = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-      *a = (fc_graph_alloc_t){.addr = (uintptr_t)m, .size = params->bytesize, .mapped = mapped, .device = device,
-                              .refs = 1, .owner = graph};
-      rc = fc_graph_add_node_locked(graph, FC_NODE_ALLOC, a, node);
-      if (rc != CUDA_SUCCESS) {
-        a->refs = 0;
-        fc_graph_alloc_unref_locked(a);
-        a = NULL;
-      } else {
-        params->dptr = a->addr;
-      }
-    }
-  }
+  uintptr_t dptr = 0;
+  if (rc == CUDA_SUCCESS) rc = fc_graph_alloc_node_locked(graph, params->bytesize, params->poolProps.location.id, node, &dptr);
+  if (rc == CUDA_SUCCESS) params->dptr = dptr;
   fc_unlock();
-  fc_log("cuGraphAddMemAllocNode size=%zu -> 0x%" PRIxPTR " status=%d", params ? params->bytesize : 0,
-         a ? a->addr : 0, (int)rc);
+  fc_log("cuGraphAddMemAllocNode size=%zu -> 0x%" PRIxPTR " status=%d", params ? params->bytesize : 0, dptr, (int)rc);
   return rc;
 }
 
@@ -179,24 +188,93 @@ static fc_graph_alloc_t *fc_graph_alloc_at_locked(uintptr_t p) {
   return NULL;
 }
 
+/* A free node in g of the graph allocation at dptr. */
+static CUresult fc_graph_free_node_locked(struct CUgraph_st *g, uintptr_t dptr, CUgraphNode *node) {
+  fc_graph_alloc_t *a = fc_graph_alloc_at_locked(dptr);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  /* freed once in its own graph, and then in no other; or in other graphs, and then not in its own */
+  if ((a->freed_in && a->freed_in == a->owner) || (a->freed_in && g == a->owner) || a->freed_in == g)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = fc_graph_add_node_locked(g, FC_NODE_FREE, a, node);
+  if (rc == CUDA_SUCCESS) {
+    a->refs++;
+    a->freed_in = g;
+  }
+  return rc;
+}
+
 FC_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                          CUdeviceptr dptr) {
   fc_lock();
   CUresult rc = CUDA_SUCCESS;
-  fc_graph_alloc_t *a = fc_graph_alloc_at_locked(dptr);
-  if (!node || !fc_list_has(&fc_graphs, graph) || !fc_graph_deps_ok(graph, deps, n) || !a) rc = CUDA_ERROR_INVALID_VALUE;
-  /* freed once in its own graph, and then in no other; or in other graphs, and then not in its own */
-  else if ((a->freed_in && a->freed_in == a->owner) || (a->freed_in && graph == a->owner) || a->freed_in == graph)
-    rc = CUDA_ERROR_INVALID_VALUE;
-  if (rc == CUDA_SUCCESS) {
-    rc = fc_graph_add_node_locked(graph, FC_NODE_FREE, a, node);
-    if (rc == CUDA_SUCCESS) {
-      a->refs++;
-      a->freed_in = graph;
-    }
-  }
+  if (!node || !fc_list_has(&fc_graphs, graph) || !fc_graph_deps_ok(graph, deps, n)) rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) rc = fc_graph_free_node_locked(graph, dptr, node);
   fc_unlock();
   fc_log("cuGraphAddMemFreeNode ptr=0x%llx status=%d", (unsigned long long)dptr, (int)rc);
+  return rc;
+}
+
+CUresult fc_graph_capture_alloc_locked(struct CUgraph_st *g, size_t size, int device, uintptr_t *dptr) {
+  CUgraphNode node = NULL;
+  return size == 0 ? CUDA_ERROR_INVALID_VALUE : fc_graph_alloc_node_locked(g, size, device, &node, dptr);
+}
+
+CUresult fc_graph_capture_free_locked(struct CUgraph_st *g, uintptr_t dptr) {
+  CUgraphNode node = NULL;
+  return fc_graph_free_node_locked(g, dptr, &node);
+}
+
+/* The node, if a live graph has it (NULL otherwise). */
+static struct CUgraphNode_st *fc_graph_node_valid_locked(CUgraphNode node) {
+  for (size_t i = 0; node && i < fc_graphs.n; i++)
+    if (fc_list_has(&((struct CUgraph_st *)fc_graphs.v[i])->nodes, node)) return node;
+  return NULL;
+}
+
+FC_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
+  fc_lock();
+  CUresult rc = fc_list_has(&fc_graphs, graph) && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) {
+    /* with room for more than there are, the rest of the array is set to NULL */
+    for (size_t i = 0; nodes && i < *count; i++) nodes[i] = i < graph->nodes.n ? graph->nodes.v[i] : NULL;
+    *count = graph->nodes.n;
+  }
+  fc_unlock();
+  fc_log("cuGraphGetNodes graph=%p status=%d", (void *)graph, (int)rc);
+  return rc;
+}
+
+FC_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
+  fc_lock();
+  struct CUgraphNode_st *n = fc_graph_node_valid_locked(node);
+  CUresult rc = n && type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) *type = n->kind == FC_NODE_ALLOC ? CU_GRAPH_NODE_TYPE_MEM_ALLOC : CU_GRAPH_NODE_TYPE_MEM_FREE;
+  fc_unlock();
+  return rc;
+}
+
+FC_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *params) {
+  fc_lock();
+  struct CUgraphNode_st *n = fc_graph_node_valid_locked(node);
+  CUresult rc = n && n->kind == FC_NODE_ALLOC && params ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) {
+    memset(params, 0, sizeof *params);
+    params->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params->poolProps.location.id = n->alloc->device;
+    params->bytesize = n->alloc->size;
+    params->dptr = n->alloc->addr;
+  }
+  fc_unlock();
+  return rc;
+}
+
+FC_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr) {
+  fc_lock();
+  struct CUgraphNode_st *n = fc_graph_node_valid_locked(node);
+  CUresult rc = n && n->kind == FC_NODE_FREE && dptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) *dptr = n->alloc->addr;
+  fc_unlock();
   return rc;
 }
 
@@ -299,26 +377,28 @@ FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   return rc;
 }
 
+void fc_graph_destroy_locked(struct CUgraph_st *graph) {
+  fc_list_del(&fc_graphs, graph);
+  for (size_t i = 0; i < fc_execs.n; i++) {
+    struct CUgraphExec_st *x = fc_execs.v[i];
+    if (x->graph == graph) x->graph = NULL; /* an instantiation outlives its graph */
+  }
+  for (size_t i = 0; i < graph->nodes.n; i++) {
+    struct CUgraphNode_st *n = graph->nodes.v[i];
+    /* compared, never followed: forgotten, as a later graph may get the same address */
+    if (n->alloc->owner == graph) n->alloc->owner = NULL;
+    if (n->alloc->freed_in == graph) n->alloc->freed_in = NULL;
+    fc_graph_alloc_unref_locked(n->alloc);
+    free(n);
+  }
+  free(graph->nodes.v);
+  free(graph);
+}
+
 FC_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
   fc_lock();
   CUresult rc = fc_list_has(&fc_graphs, graph) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  if (rc == CUDA_SUCCESS) {
-    fc_list_del(&fc_graphs, graph);
-    for (size_t i = 0; i < fc_execs.n; i++) {
-      struct CUgraphExec_st *x = fc_execs.v[i];
-      if (x->graph == graph) x->graph = NULL; /* an instantiation outlives its graph */
-    }
-    for (size_t i = 0; i < graph->nodes.n; i++) {
-      struct CUgraphNode_st *n = graph->nodes.v[i];
-      /* compared, never followed: forgotten, as a later graph may get the same address */
-      if (n->alloc->owner == graph) n->alloc->owner = NULL;
-      if (n->alloc->freed_in == graph) n->alloc->freed_in = NULL;
-      fc_graph_alloc_unref_locked(n->alloc);
-      free(n);
-    }
-    free(graph->nodes.v);
-    free(graph);
-  }
+  if (rc == CUDA_SUCCESS) fc_graph_destroy_locked(graph);
   fc_unlock();
   fc_log("cuGraphDestroy graph=%p status=%d", (void *)graph, (int)rc);
   return rc;

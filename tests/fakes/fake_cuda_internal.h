@@ -60,5 +60,11 @@ bool fc_stream_valid_locked(CUstream stream);
 /* Graph memory (fake_cuda_graph.c): frees the live graph allocation at p (cuMemFree, cuMemFreeAsync);
  * false if p is none. */
 bool fc_graph_free_locked(uintptr_t p);
+/* Stream capture's graph: made at its beginning, given to the program at its end (or destroyed). */
+struct CUgraph_st *fc_graph_new_locked(void); /* NULL: no host memory */
+void fc_graph_destroy_locked(struct CUgraph_st *graph);
+/* cuMemAllocAsync and cuMemFreeAsync on a capturing stream: nodes of its graph. */
+CUresult fc_graph_capture_alloc_locked(struct CUgraph_st *graph, size_t size, int device, uintptr_t *dptr);
+CUresult fc_graph_capture_free_locked(struct CUgraph_st *graph, uintptr_t dptr);
 
 #endif

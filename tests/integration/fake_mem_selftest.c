@@ -201,7 +201,33 @@ static void check_graphs(void) {
   memset((void *)(uintptr_t)result, 6, MIB);
   EXPECT(cuMemFree(result) == CUDA_SUCCESS && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0);
   EXPECT(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && used() == base);
-  if (failures == before) printf("ok   graphs: memory nodes, launches, frees inside and outside, trim, attributes\n");
+  /* a capture makes the nodes: stream-ordered calls on the capturing stream allocate nothing */
+  CUstream stream = NULL;
+  EXPECT(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  EXPECT(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS);
+  CUdeviceptr kept_ptr = 0, temp = 0;
+  EXPECT(cuMemAllocAsync(&kept_ptr, 2 * MIB, stream) == CUDA_SUCCESS && cuMemAllocAsync(&temp, MIB, stream) == CUDA_SUCCESS);
+  EXPECT(cuMemFreeAsync(temp, stream) == CUDA_SUCCESS && used() == base);
+  CUgraph captured = NULL;
+  EXPECT(cuStreamEndCapture(stream, &captured) == CUDA_SUCCESS && captured != NULL);
+  size_t count = 0;
+  EXPECT(cuGraphGetNodes(captured, NULL, &count) == CUDA_SUCCESS && count == 3);
+  CUgraphNode nodes[4] = {NULL, NULL, NULL, (CUgraphNode)&base};
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  count = 4;
+  EXPECT(cuGraphGetNodes(captured, nodes, &count) == CUDA_SUCCESS && count == 3 && nodes[3] == NULL);
+  EXPECT(cuGraphNodeGetType(nodes[2], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEM_FREE);
+  CUDA_MEM_ALLOC_NODE_PARAMS got;
+  EXPECT(cuGraphMemAllocNodeGetParams(nodes[0], &got) == CUDA_SUCCESS && got.dptr == kept_ptr && got.bytesize == 2 * MIB);
+  CUdeviceptr freed_ptr = 0;
+  EXPECT(cuGraphMemFreeNodeGetParams(nodes[2], &freed_ptr) == CUDA_SUCCESS && freed_ptr == temp);
+  EXPECT(cuGraphMemFreeNodeGetParams(nodes[0], &freed_ptr) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuGraphInstantiateWithFlags(&exec, captured, 0) == CUDA_SUCCESS && cuGraphLaunch(exec, stream) == CUDA_SUCCESS);
+  EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 2 * MIB && used() == base + 4 * MIB);
+  EXPECT(cuMemFreeAsync(kept_ptr, stream) == CUDA_SUCCESS && cuGraphExecDestroy(exec) == CUDA_SUCCESS);
+  EXPECT(cuGraphDestroy(captured) == CUDA_SUCCESS && cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && used() == base);
+  EXPECT(cuStreamDestroy(stream) == CUDA_SUCCESS);
+  if (failures == before) printf("ok   graphs: memory nodes, launches, frees inside and outside, trim, attributes, capture\n");
 }
 
 int main(void) {

@@ -76,6 +76,7 @@ static CUresult (*cu_mem_free_v1)(unsigned int dptr);
 static PFN_cuIpcGetMemHandle_v4010 cu_ipc_get_mem_handle;
 static PFN_cuIpcOpenMemHandle_v11000 cu_ipc_open_mem_handle;
 static PFN_cuIpcCloseMemHandle_v4010 cu_ipc_close_mem_handle;
+static PFN_cuGraphDestroy_v10000 cu_graph_destroy;
 
 static fake_cuda_counters_t counters(void) {
   fake_cuda_counters_t c;
@@ -110,6 +111,7 @@ static bool check_init(void) {
   DRV_FN(cu_mem_alloc, "cuMemAlloc_v2");
   DRV_FN(cu_mem_alloc_v1, "cuMemAlloc");
   DRV_FN(cu_mem_free_v1, "cuMemFree");
+  DRV_FN(cu_graph_destroy, "cuGraphDestroy");
   DRV_FN(cu_ipc_get_mem_handle, "cuIpcGetMemHandle");
   DRV_FN(cu_ipc_open_mem_handle, "cuIpcOpenMemHandle_v2");
   DRV_FN(cu_ipc_close_mem_handle, "cuIpcCloseMemHandle");
@@ -286,11 +288,12 @@ static void check_capture(void) {
   EXPECT(cudaStreamEndCapture(s, &graph) == cudaErrorStreamCaptureInvalidated && graph == NULL);
   (void)cudaGetLastError();
   EXPECT(cu_ctx_synchronize() == CUDA_SUCCESS);
-  /* a clean capture: allocation is allowed, nothing is counted */
+  /* a clean capture: allocation is allowed, nothing is counted; the graph holds no memory node */
   void *a = NULL;
   EXPECT(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) == cudaSuccess);
   EXPECT(cudaMalloc(&a, 4096) == cudaSuccess);
-  EXPECT(cudaStreamEndCapture(s, &graph) == cudaSuccess && graph == NULL);
+  EXPECT(cudaStreamEndCapture(s, &graph) == cudaSuccess && graph != NULL);
+  EXPECT(cu_graph_destroy && cu_graph_destroy((CUgraph)graph) == CUDA_SUCCESS);
   EXPECT(cudaFree(a) == cudaSuccess);
   EXPECT(counters().capture_violations == c0.capture_violations + 2);
   EXPECT(cudaEventDestroy(e) == cudaSuccess && cudaStreamDestroy(s) == cudaSuccess);
