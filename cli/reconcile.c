@@ -78,6 +78,7 @@ void cs_reconcile_write(FILE *out, const cJSON *root, int device) {
   /* drawn, but not more bytes of this process's: inside the lines above, or another process's */
   cs_reconcile_row(out, "drawn: VMM mappings", cs_reconcile_get(pass, "vmm_mapped"), " (of vmm_physical)");
   cs_reconcile_row(out, "drawn: stream-ordered allocations", cs_reconcile_get(pass, "async"), " (of the pools)");
+  cs_reconcile_row(out, "drawn: graph allocations", cs_reconcile_get(pass, "graph"), " (of the graph pool)");
   int64_t ipc = cs_reconcile_get(pass, "ipc_imported");
   if (ipc) cs_reconcile_row(out, "drawn: IPC imports", ipc, " (another process's)");
 }

@@ -47,11 +47,11 @@ CUDASNAP_API int cudasnap_memory_stats(int device, cudasnap_stat_t *out, size_t 
  * through"), in the same flat form, bytes: "passthrough_bytes.KIND.current", ".peak",
  * ".allocated" (ever) and ".freed" (ever), KIND one of device (cuMemAlloc v1, and allocations the
  * cache passed on), pitch, managed, async (stream-ordered), array, vmm_mapped, ipc_imported,
- * vmm_physical: CUDASNAP_PASSTHROUGH_KEYS entries. torch's 122 keys above never include these.
+ * graph (graph memory nodes' allocations), vmm_physical: CUDASNAP_PASSTHROUGH_KEYS entries. torch's 122 keys above never include these.
  * device CUDASNAP_HOST is pinned host memory instead: host_pinned and host_registered,
  * CUDASNAP_PASSTHROUGH_HOST_KEYS entries. Writes at most cap entries and returns the number of
  * keys; -1 for a bad device argument. */
-#define CUDASNAP_PASSTHROUGH_KEYS 32
+#define CUDASNAP_PASSTHROUGH_KEYS 36
 #define CUDASNAP_PASSTHROUGH_HOST_KEYS 8
 #define CUDASNAP_HOST (-2)
 CUDASNAP_API int cudasnap_passthrough_stats(int device, cudasnap_stat_t *out, size_t cap);

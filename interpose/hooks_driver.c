@@ -9,6 +9,7 @@
 #include "interpose/contexts.h"
 #include "interpose/dump.h"
 #include "interpose/foreign.h"
+#include "interpose/graphs.h"
 #include "interpose/guard.h"
 #include "interpose/hooks.h"
 #include "interpose/lifecycle.h"
@@ -35,7 +36,8 @@ static int cs_current_device(void) {
 
 /* What cuMemFree frees that is not the cache's: whichever kind the address was. */
 static void cs_foreign_free(CUdeviceptr dptr) {
-  static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC};
+  static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC,
+                                            CS_FOREIGN_GRAPH};
   uint32_t stack = cs_record_stack();
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if (cs_foreign_remove(kinds[i], dptr, stack)) return;
@@ -167,40 +169,60 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
   return r;
 }
 
-/* Stream-ordered allocations stay with the driver's pool, also during capture, where they become
- * graph memory nodes. */
-#define CS_ASYNC_ALLOC_HOOK(name, pfn)                                                            \
+/* Is `stream` capturing? Asked of the driver only while cudasnap has seen a capture begin. On a
+ * capturing stream, stream-ordered calls make graph memory nodes, not memory. */
+static bool cs_stream_in_capture(CUstream stream, bool per_thread) {
+  if (!cs_streams_capture_underway()) return false;
+  PFN_cuStreamIsCapturing_v10000 is_capturing =
+      per_thread ? CS_REAL_FN(cuStreamIsCapturing_ptsz, PFN_cuStreamIsCapturing_v10000)
+                 : CS_REAL_FN(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* A stream-ordered allocation: memory now, or, during capture, an allocation node whose site is
+ * this call (interpose/graphs.c draws it from each launch). */
+static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream stream, bool per_thread) {
+  if (cs_stream_in_capture(stream, per_thread)) cs_graphs_node_site(dptr, cs_record_stack());
+  else cs_foreign_record(CS_FOREIGN_ASYNC, dptr, bytesize, (uintptr_t)stream);
+}
+
+#define CS_ASYNC_ALLOC_HOOK(name, pfn, per_thread)                                                \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, bytesize, stream);                                             \
-    if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_ASYNC, *dptr, bytesize, (uintptr_t)stream); \
+    if (r == CUDA_SUCCESS) cs_async_allocated(*dptr, bytesize, stream, per_thread);               \
     return r;                                                                                     \
   }
-CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)
-CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)
+CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync, PFN_cuMemAllocAsync_v11020, false)
+CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
 
-#define CS_POOL_ALLOC_HOOK(name, pfn)                                                             \
+#define CS_POOL_ALLOC_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream) {        \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, bytesize, pool, stream);                                       \
     if (r == CUDA_SUCCESS) {                                                                      \
-      cs_foreign_record(CS_FOREIGN_ASYNC, *dptr, bytesize, (uintptr_t)stream);                     \
+      cs_async_allocated(*dptr, bytesize, stream, per_thread);                                    \
       cs_foreign_pool_used((uintptr_t)pool, cs_current_device());                                  \
     }                                                                                             \
     return r;                                                                                     \
   }
-CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020)
-CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz)
+CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020, false)
+CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz, true)
 
-#define CS_ASYNC_FREE_HOOK(name, pfn)                                                             \
+/* During capture a free node, which frees nothing until a launch (interpose/graphs.c). */
+#define CS_ASYNC_FREE_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, stream);                                                       \
-    if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ASYNC, dptr, cs_record_stack());          \
+    if (r == CUDA_SUCCESS && !cs_stream_in_capture(stream, per_thread)) {                         \
+      uint32_t stack = cs_record_stack();                                                         \
+      if (!cs_foreign_remove(CS_FOREIGN_ASYNC, dptr, stack)) cs_foreign_remove(CS_FOREIGN_GRAPH, dptr, stack); \
+    }                                                                                             \
     return r;                                                                                     \
   }
-CS_ASYNC_FREE_HOOK(cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)
-CS_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)
+CS_ASYNC_FREE_HOOK(cuMemFreeAsync, PFN_cuMemFreeAsync_v11020, false)
+CS_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz, true)
 
 /* A pool the program destroys is no longer asked for its reserved bytes. */
 CUresult cuMemPoolDestroy(CUmemoryPool pool) {
@@ -383,13 +405,13 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   return r;
 }
 
-/* ---- graph memory nodes: the graph owns that memory; recorded when the program frees nothing
- * of ours, so only passed through here ---- */
+/* ---- graph memory nodes (interpose/graphs.c): sites at node creation, memory from launches ---- */
 
 CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                 CUDA_MEM_ALLOC_NODE_PARAMS *params) {
   CUresult r;
   CS_FORWARD(r, cuGraphAddMemAllocNode, PFN_cuGraphAddMemAllocNode_v11040, node, graph, deps, n, params);
+  if (r == CUDA_SUCCESS) cs_graphs_node_site(params->dptr, cs_record_stack());
   return r;
 }
 
@@ -397,6 +419,60 @@ CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNo
                                CUdeviceptr dptr) {
   CUresult r;
   CS_FORWARD(r, cuGraphAddMemFreeNode, PFN_cuGraphAddMemFreeNode_v11040, node, graph, deps, n, dptr);
+  return r;
+}
+
+static void cs_graph_instantiated(CUresult r, CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  if (r == CUDA_SUCCESS && exec)
+    cs_graphs_instantiated((uintptr_t)*exec, (uintptr_t)graph, flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+                           cs_record_stack());
+}
+
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node, char *log, size_t log_size) {
+  CUresult r;
+  CS_FORWARD(r, cuGraphInstantiate, PFN_cuGraphInstantiate_v10000, exec, graph, error_node, log, log_size);
+  cs_graph_instantiated(r, exec, graph, 0);
+  return r;
+}
+
+CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node, char *log, size_t log_size) {
+  CUresult r;
+  CS_FORWARD(r, cuGraphInstantiate_v2, PFN_cuGraphInstantiate_v11000, exec, graph, error_node, log, log_size);
+  cs_graph_instantiated(r, exec, graph, 0);
+  return r;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  CUresult r;
+  CS_FORWARD(r, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040, exec, graph, flags);
+  cs_graph_instantiated(r, exec, graph, flags);
+  return r;
+}
+
+#define CS_INSTANTIATE_WITH_PARAMS_HOOK(name, pfn)                                                \
+  CUresult name(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {        \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, exec, graph, params);                                                \
+    cs_graph_instantiated(r, exec, graph, params ? params->flags : 0);                            \
+    return r;                                                                                     \
+  }
+CS_INSTANTIATE_WITH_PARAMS_HOOK(cuGraphInstantiateWithParams, PFN_cuGraphInstantiateWithParams_v12000)
+CS_INSTANTIATE_WITH_PARAMS_HOOK(cuGraphInstantiateWithParams_ptsz, PFN_cuGraphInstantiateWithParams_v12000_ptsz)
+
+#define CS_GRAPH_LAUNCH_HOOK(name, pfn)                                                           \
+  CUresult name(CUgraphExec exec, CUstream stream) {                                             \
+    CUresult r;                                                                                   \
+    CS_FORWARD(r, name, pfn, exec, stream);                                                       \
+    if (r == CUDA_SUCCESS) cs_graphs_launched((uintptr_t)exec, (uintptr_t)stream, cs_record_stack); \
+    return r;                                                                                     \
+  }
+CS_GRAPH_LAUNCH_HOOK(cuGraphLaunch, PFN_cuGraphLaunch_v10000)
+CS_GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz)
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  CUresult r;
+  CS_FORWARD(r, cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000, exec);
+  if (r == CUDA_SUCCESS) cs_graphs_exec_destroyed((uintptr_t)exec);
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "interpose/ending.h"
 #include "interpose/exit.h"
 #include "interpose/foreign.h"
+#include "interpose/graphs.h"
 #include "interpose/libc_dlsym.h"
 #include "interpose/nvtx.h"
 #include "interpose/preload_env.h"
@@ -44,6 +45,7 @@ static void cs_lifecycle_postfork_child(void) {
   cs_contexts_postfork(true);
   cs_dump_postfork_child();
   cs_ending_postfork_child();
+  cs_graphs_postfork_child();
   cs_signals_postfork_child();
   /* The child activates anew at its own first CUDA call: its snapshots are its own. */
   atomic_store(&cs_lifecycle_active, false);

@@ -7,7 +7,8 @@ const char *cs_foreign_kind_name(cs_foreign_kind_t kind) {
       [CS_FOREIGN_DEVICE] = "device",          [CS_FOREIGN_PITCH] = "pitch",
       [CS_FOREIGN_MANAGED] = "managed",        [CS_FOREIGN_ASYNC] = "async",
       [CS_FOREIGN_ARRAY] = "array",            [CS_FOREIGN_VMM_MAPPING] = "vmm_mapped",
-      [CS_FOREIGN_IPC] = "ipc_imported",       [CS_FOREIGN_VMM_HANDLE] = "vmm_physical",
+      [CS_FOREIGN_IPC] = "ipc_imported",       [CS_FOREIGN_GRAPH] = "graph",
+      [CS_FOREIGN_VMM_HANDLE] = "vmm_physical",
       [CS_FOREIGN_VMM_RESERVE] = "vmm_reserved", [CS_FOREIGN_HOST] = "host_pinned",
       [CS_FOREIGN_HOST_REGISTERED] = "host_registered",
   };
@@ -19,7 +20,7 @@ bool cs_foreign_kind_counted(cs_foreign_kind_t kind) {
   case CS_FOREIGN_DEVICE: case CS_FOREIGN_PITCH: case CS_FOREIGN_MANAGED: case CS_FOREIGN_ARRAY:
   case CS_FOREIGN_VMM_HANDLE:
     return true;
-  default: /* async: counted through its pools' reserved bytes */
+  default: /* async and graph: counted through their pools' reserved bytes */
     return false;
   }
 }

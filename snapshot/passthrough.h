@@ -16,6 +16,7 @@ typedef enum cs_foreign_kind_e {
   CS_FOREIGN_ARRAY,           /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
   CS_FOREIGN_VMM_MAPPING,     /* cuMemMap: drawn */
   CS_FOREIGN_IPC,             /* cuIpcOpenMemHandle: another process's memory, drawn */
+  CS_FOREIGN_GRAPH,           /* graph memory nodes, live from a launch to a free: drawn */
   CS_FOREIGN_VMM_HANDLE,      /* cuMemCreate: physical memory (counted; drawn through mappings) */
   CS_FOREIGN_VMM_RESERVE,     /* cuMemAddressReserve: address space only */
   CS_FOREIGN_HOST,            /* cuMemHostAlloc, cuMemAllocHost: not device memory */

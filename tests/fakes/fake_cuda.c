@@ -1866,7 +1866,7 @@ static const fc_variant_t fc_variants[] = {
     {"cuGraphAddMemAllocNode", 11040, "cuGraphAddMemAllocNode", NULL, 0},
     {"cuGraphAddMemFreeNode", 11040, "cuGraphAddMemFreeNode", NULL, 0},
     {"cuGraphInstantiateWithFlags", 11040, "cuGraphInstantiateWithFlags", NULL, 0},
-    {"cuGraphLaunch", 10000, "cuGraphLaunch", NULL, 0},
+    {"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz", 10000},
     {"cuGraphExecDestroy", 10000, "cuGraphExecDestroy", NULL, 0},
     {"cuGraphDestroy", 10000, "cuGraphDestroy", NULL, 0},
     {"cuDeviceGraphMemTrim", 11040, "cuDeviceGraphMemTrim", NULL, 0},

@@ -352,14 +352,20 @@ static CUresult fc_graph_launch_locked(struct CUgraphExec_st *x) {
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+static CUresult fc_graph_launch(const char *api, CUgraphExec exec, CUstream stream) {
   fc_lock();
   CUresult rc = fc_list_has(&fc_execs, exec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS && !fc_stream_valid_locked(stream)) rc = CUDA_ERROR_INVALID_HANDLE;
   if (rc == CUDA_SUCCESS) rc = fc_graph_launch_locked(exec);
   fc_unlock();
-  fc_log("cuGraphLaunch exec=%p stream=%p status=%d", (void *)exec, (void *)stream, (int)rc);
+  fc_log("%s exec=%p stream=%p status=%d", api, (void *)exec, (void *)stream, (int)rc);
   return rc;
+}
+
+FC_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) { return fc_graph_launch("cuGraphLaunch", exec, stream); }
+/* NULL is the per-thread stream here; the fake's launches do not depend on the stream */
+FC_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) {
+  return fc_graph_launch("cuGraphLaunch_ptsz", exec, stream);
 }
 
 FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {

@@ -37,7 +37,7 @@ for seg in segments:
     if kind != "vmm_mapped" and seg["is_expandable"]:
         errors.append(f"a {kind} segment is expandable")
 
-drawn = {"device", "pitch", "managed", "async", "array", "vmm_mapped", "cached"}
+drawn = {"device", "pitch", "managed", "async", "array", "vmm_mapped", "graph", "cached"}
 freed_before_dump = {"alloc_array_3d"}  # its only allocation is destroyed at once
 for kind, function in sites:
     if kind not in drawn or function in freed_before_dump:

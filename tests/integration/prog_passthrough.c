@@ -6,7 +6,8 @@
  *   - a VMM range mapped in three pieces from one handle and a fourth from another, one piece
  *     unmapped first, the handle released while still mapped;
  *   - a graph whose memory nodes leave 1 MiB live after its launch (3 MiB more used inside it),
- *     freed and trimmed after the dumps;
+ *     and a captured one whose stream-ordered allocation of 2 MiB is a memory node, both freed and
+ *     trimmed after the dumps;
  *   - the cache's own allocations next to them.
  * Every allocation is made in a function of its own, named on stdout as "site KIND FUNCTION". The
  * program dumps argv[1] (JSON) and argv[2] (pickle) with everything live, printing the fake
@@ -173,12 +174,28 @@ static __attribute__((noipa)) CUgraph launch_graph_memory(size_t kept, size_t sc
   CUdeviceptr scratch_ptr = p.dptr;
   p.bytesize = kept;
   OK(cuGraphAddMemAllocNode(&nodes[1], graph, &nodes[0], 1, &p));
+  BARRIER();
+  SITE("graph");
   *result = p.dptr;
   OK(cuGraphAddMemFreeNode(&nodes[2], graph, &nodes[1], 1, scratch_ptr));
   OK(cuGraphInstantiateWithFlags(exec, graph, 0));
   OK(cuGraphLaunch(*exec, stream));
   OK(cuStreamSynchronize(stream));
+  return graph;
+}
+
+/* A capture on `stream` whose stream-ordered allocation of `bytes` becomes a graph memory node,
+ * live after each launch of the graph until it is freed. */
+static __attribute__((noipa)) CUgraph capture_graph_memory(size_t bytes, CUstream stream, CUdeviceptr *result,
+                                                           CUgraphExec *exec) {
+  CUgraph graph = NULL;
+  OK(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+  OK(cuMemAllocAsync(result, bytes, stream));
+  BARRIER();
   SITE("graph");
+  OK(cuStreamEndCapture(stream, &graph));
+  OK(cuGraphInstantiateWithFlags(exec, graph, 0));
+  OK(cuGraphLaunch(*exec, stream));
   return graph;
 }
 
@@ -287,6 +304,9 @@ int main(int argc, char **argv) {
   CUdeviceptr graph_result = 0;
   CUgraphExec graph_exec = NULL;
   CUgraph graph = launch_graph_memory(MIB, 3 * MIB, s[0], &graph_result, &graph_exec);
+  CUdeviceptr captured_result = 0;
+  CUgraphExec captured_exec = NULL;
+  CUgraph captured = capture_graph_memory(2 * MIB, s[1], &captured_result, &captured_exec);
 
   void *pinned = alloc_pinned(MIB);
   void *small_pinned = NULL;
@@ -320,8 +340,11 @@ int main(int argc, char **argv) {
 
   /* free part of it, leave one of every kind */
   OK(cuMemFreeAsync(graph_result, s[0]));
+  OK(cuMemFreeAsync(captured_result, s[1]));
   OK(cuGraphExecDestroy(graph_exec));
   OK(cuGraphDestroy(graph));
+  OK(cuGraphExecDestroy(captured_exec));
+  OK(cuGraphDestroy(captured));
   OK(cuDeviceGraphMemTrim(0));
   OK(cuMemFree(cached0));
   OK(cuMemFreeAsync(a3, s[1]));

@@ -110,8 +110,10 @@ PY
     fail "no reconciliation table per device: $(cat "$dir/summary")"
   [[ $(grep -cE '^  remainder \(context, modules, others\) +0 B$' "$dir/summary") -eq 2 ]] ||
     fail "the remainder is not 0 on both devices: $(cat "$dir/summary")"
-  grep -qE '^  graph memory pool reserved +4194304 B \(4\.0 MiB\); used 1048576 B \(1\.0 MiB\)$' "$dir/summary" ||
+  grep -qE '^  graph memory pool reserved +4194304 B \(4\.0 MiB\); used 3145728 B \(3\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's graph memory pool: $(cat "$dir/summary")"
+  grep -qE '^  drawn: graph allocations +3145728 B \(3\.0 MiB\) \(of the graph pool\)$' "$dir/summary" ||
+    fail "device 0's graph allocations are not drawn: $(cat "$dir/summary")"
   grep -qE '^  stream-ordered pools reserved +4194304 B \(4\.0 MiB\); used 3145728 B \(3\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's stream-ordered pools: $(cat "$dir/summary")"
   # at exit cudasnap asks the driver nothing: the pools are not known, not 0
