@@ -527,7 +527,7 @@ else
 fi
 
 # ---- 7. pass-through memory drawn -----------------------------------------------------------------
-label="7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch)"
+label="7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)"
 if [[ $dry == 1 ]]; then nogpu "$label"
 elif late "$label"; then :
 elif ! have passthrough_kinds; then result "$label" FAIL "not in the bundle"

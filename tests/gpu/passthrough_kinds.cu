@@ -8,6 +8,8 @@
 //   managed  cudaMallocManaged
 //   pitch    cudaMallocPitch (cuMemAllocPitch)
 //   host     cudaMallocHost (pinned host memory; reported, not required to be drawn)
+//   graph    a graph memory node: cudaMallocAsync captured on a stream, live after the graph's
+//            launch until cudaFreeAsync
 // A kernel fills each device range and the checksum must not change under cudasnap. With cudasnap
 // preloaded the program calls cudasnap_dump(argv[1]) while every range is live, then frees them
 // all (unmap, release, address free), so the exit snapshot must draw none of them.
@@ -96,7 +98,22 @@ int main(int argc, char **argv) {
   const size_t pitch_bytes = pitch * height;
   GC_CHECK(cudaMallocHost(&host_p, host_bytes));
 
+  // a captured stream-ordered allocation is a graph memory node: memory from the launch on
+  const size_t graph_bytes = 3u << 20;
+  void *graph_p = nullptr;
+  cudaStream_t cs;
+  cudaGraph_t graph;
+  cudaGraphExec_t graph_exec;
+  GC_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  GC_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed));
+  GC_CHECK(cudaMallocAsync(&graph_p, graph_bytes, cs));
+  GC_CHECK(cudaStreamEndCapture(cs, &graph));
+  GC_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
+  GC_CHECK(cudaGraphLaunch(graph_exec, cs));
+  GC_CHECK(cudaStreamSynchronize(cs));
+
   gc_fill(vmm_p, vmm_bytes / 4, 1, s);
+  gc_fill(graph_p, graph_bytes / 4, 6, s);
   gc_fill(async_p, async_bytes / 4, 2, s);
   gc_fill(managed_p, managed_bytes / 4, 3, s);
   gc_fill(pitch_p, pitch_bytes / 4, 4, s);
@@ -108,10 +125,12 @@ int main(int argc, char **argv) {
   gc_print_range("managed", managed_p, managed_bytes);
   gc_print_range("pitch", pitch_p, pitch_bytes);
   gc_print_range("host", host_p, host_bytes);
+  gc_print_range("graph", graph_p, graph_bytes);
   uint64_t sum = gc_checksum(vmm_p, vmm_bytes);
   sum = gc_checksum(async_p, async_bytes, sum);
   sum = gc_checksum(managed_p, managed_bytes, sum);
   sum = gc_checksum(pitch_p, pitch_bytes, sum);
+  sum = gc_checksum(graph_p, graph_bytes, sum);
 
   auto dump = gc_sym<int (*)(const char *)>("cudasnap_dump");
   std::printf("DUMP %d\n", dump ? dump(argv[1]) : -1);
@@ -121,6 +140,10 @@ int main(int argc, char **argv) {
   GC_CHECK(cudaFree(pitch_p));
   GC_CHECK(cudaFree(managed_p));
   GC_CHECK(cudaFreeAsync(async_p, s));
+  GC_CHECK(cudaFreeAsync(graph_p, s));
+  GC_CHECK(cudaGraphExecDestroy(graph_exec));
+  GC_CHECK(cudaGraphDestroy(graph));
+  GC_CHECK(cudaStreamDestroy(cs));
   GC_CHECK(cudaStreamSynchronize(s));
   GC_CHECK(cudaStreamDestroy(s));
   GC_CU(vmm.unmap(vmm_ptr, vmm_bytes));
