@@ -5,7 +5,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "common/cs_log.h"
 #include "interpose/cuda_api.h"
 #include "interpose/foreign.h"
 #include "interpose/real.h"

@@ -34,13 +34,24 @@ static int cs_current_device(void) {
   return device;
 }
 
+/* A free of memory passed through: the entry of the first of `kinds` the address was. */
+static void cs_foreign_free_of(const cs_foreign_kind_t *kinds, size_t count, CUdeviceptr dptr) {
+  uint32_t stack = cs_record_stack();
+  for (size_t i = 0; i < count; i++)
+    if (cs_foreign_remove(kinds[i], dptr, stack)) return;
+}
+
 /* What cuMemFree frees that is not the cache's: whichever kind the address was. */
 static void cs_foreign_free(CUdeviceptr dptr) {
   static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC,
                                             CS_FOREIGN_GRAPH};
-  uint32_t stack = cs_record_stack();
-  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    if (cs_foreign_remove(kinds[i], dptr, stack)) return;
+  cs_foreign_free_of(kinds, sizeof kinds / sizeof *kinds, dptr);
+}
+
+/* What cuMemFreeAsync frees: a stream-ordered allocation, or a graph's. */
+static void cs_foreign_free_async(CUdeviceptr dptr) {
+  static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
+  cs_foreign_free_of(kinds, sizeof kinds / sizeof *kinds, dptr);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -215,10 +226,7 @@ CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11
   CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, dptr, stream);                                                       \
-    if (r == CUDA_SUCCESS && !cs_stream_in_capture(stream, per_thread)) {                         \
-      uint32_t stack = cs_record_stack();                                                         \
-      if (!cs_foreign_remove(CS_FOREIGN_ASYNC, dptr, stack)) cs_foreign_remove(CS_FOREIGN_GRAPH, dptr, stack); \
-    }                                                                                             \
+    if (r == CUDA_SUCCESS && !cs_stream_in_capture(stream, per_thread)) cs_foreign_free_async(dptr); \
     return r;                                                                                     \
   }
 CS_ASYNC_FREE_HOOK(cuMemFreeAsync, PFN_cuMemFreeAsync_v11020, false)
