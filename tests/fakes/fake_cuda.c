@@ -332,12 +332,16 @@ static size_t fc_alloc_containing(uintptr_t p) {
   return p - a->base < a->size ? i - 1 : SIZE_MAX;
 }
 
-/* [p, p + n) lies inside one live allocation: the check a real driver makes with its VA map. */
-static bool fc_range_ok(uintptr_t p, size_t n) {
+/* [p, p + n) lies inside one live allocation, a live graph allocation, or mapped VMM memory with
+ * the access the copy needs (`write`: it is written): the check a real driver makes with its VA
+ * map. */
+static bool fc_range_ok(uintptr_t p, size_t n, bool write) {
   size_t i = fc_alloc_containing(p);
-  if (i == SIZE_MAX) return false;
-  const fc_alloc_t *a = &g.allocs[i];
-  return n <= a->size - (p - a->base);
+  if (i != SIZE_MAX) {
+    const fc_alloc_t *a = &g.allocs[i];
+    return n <= a->size - (p - a->base);
+  }
+  return fc_graph_range_ok_locked(p, n) || fc_vmm_range_ok_locked(p, n, write);
 }
 
 static bool fc_counts_as_device(fc_mem_kind_t k) { return k != FC_MEM_HOST && k != FC_MEM_IPC; }
@@ -1245,7 +1249,7 @@ FC_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
 static CUresult fc_copy(uintptr_t dst, bool dst_dev, uintptr_t src, bool src_dev, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
   fc_lock();
-  bool ok = g.initialized && (!dst_dev || fc_range_ok(dst, n)) && (!src_dev || fc_range_ok(src, n));
+  bool ok = g.initialized && (!dst_dev || fc_range_ok(dst, n, true)) && (!src_dev || fc_range_ok(src, n, false));
   CUresult rc = !g.initialized ? CUDA_ERROR_NOT_INITIALIZED
                 : ok && dst && src ? CUDA_SUCCESS
                                    : CUDA_ERROR_INVALID_VALUE;
@@ -1327,7 +1331,7 @@ FC_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCo
 static CUresult fc_memset8(const char *api, uintptr_t dst, unsigned char uc, size_t n) {
   fc_lock();
   CUresult rc = !g.initialized ? CUDA_ERROR_NOT_INITIALIZED
-                : n == 0 || fc_range_ok(dst, n) ? CUDA_SUCCESS
+                : n == 0 || fc_range_ok(dst, n, true) ? CUDA_SUCCESS
                                                 : CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS && n) memset((void *)dst, uc, n);
   fc_unlock();

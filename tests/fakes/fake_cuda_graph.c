@@ -421,6 +421,14 @@ bool fc_graph_free_locked(uintptr_t p) {
   return true;
 }
 
+bool fc_graph_range_ok_locked(uintptr_t p, size_t n) {
+  for (size_t i = 0; i < fc_graph_allocs.n; i++) {
+    const fc_graph_alloc_t *a = fc_graph_allocs.v[i];
+    if (a->live && a->addr <= p && p - a->addr < a->size) return n <= a->size - (p - a->addr);
+  }
+  return false;
+}
+
 FC_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
   fc_lock();
   CUresult rc = fc_graph_device_check(device);

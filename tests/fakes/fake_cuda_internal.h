@@ -44,6 +44,10 @@ CUresult fc_charge_locked(int device, size_t bytes);
 void fc_uncharge_locked(int device, size_t bytes);
 size_t fc_used_locked(int device);
 
+/* [p, p + n) is mapped VMM memory end to end (fake_cuda_mem.c), readable, and writable when
+ * `write`: what a copy or a set into it needs, as cuMemSetAccess granted. */
+bool fc_vmm_range_ok_locked(uintptr_t p, size_t n, bool write);
+
 /* Stream-ordered pools (fake_cuda_mem.c). */
 struct CUmemPoolHandle_st *fc_pool_valid_locked(CUmemoryPool pool);  /* NULL: not a live pool */
 struct CUmemPoolHandle_st *fc_pool_default_locked(int device);
@@ -60,6 +64,8 @@ bool fc_stream_valid_locked(CUstream stream);
 /* Graph memory (fake_cuda_graph.c): frees the live graph allocation at p (cuMemFree, cuMemFreeAsync);
  * false if p is none. */
 bool fc_graph_free_locked(uintptr_t p);
+/* [p, p + n) lies inside one live graph allocation. */
+bool fc_graph_range_ok_locked(uintptr_t p, size_t n);
 /* Stream capture's graph: made at its beginning, given to the program at its end (or destroyed). */
 struct CUgraph_st *fc_graph_new_locked(void); /* NULL: no host memory */
 void fc_graph_destroy_locked(struct CUgraph_st *graph);

@@ -64,6 +64,7 @@ typedef struct fc_mapping_s {
   uintptr_t addr;
   size_t size;
   fc_phys_t *phys;
+  int prot; /* what cuMemSetAccess granted: PROT_NONE until it is called */
 } fc_mapping_t;
 
 static fc_list_t fc_physicals, fc_reservations, fc_mappings;
@@ -219,7 +220,7 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGe
       free(m);
       rc = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
-      *m = (fc_mapping_t){.addr = ptr, .size = size, .phys = p};
+      *m = (fc_mapping_t){.addr = ptr, .size = size, .phys = p, .prot = PROT_NONE};
       p->maps++;
     }
   }
@@ -264,6 +265,22 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return rc;
 }
 
+/* Mappings side by side in one reservation form one range, as expandable segments use them. */
+bool fc_vmm_range_ok_locked(uintptr_t p, size_t n, bool write) {
+  if (n == 0 || p > UINTPTR_MAX - n) return false;
+  const int need = write ? PROT_READ | PROT_WRITE : PROT_READ;
+  for (uintptr_t at = p; at < p + n;) {
+    const fc_mapping_t *hit = NULL;
+    for (size_t i = 0; i < fc_mappings.n && !hit; i++) {
+      const fc_mapping_t *m = fc_mappings.v[i];
+      if (m->addr <= at && at - m->addr < m->size) hit = m;
+    }
+    if (!hit || (hit->prot & need) != need) return false;
+    at = hit->addr + hit->size;
+  }
+  return true;
+}
+
 FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
   fc_lock();
   size_t covered = 0;
@@ -279,6 +296,10 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     else if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE) rc = CUDA_ERROR_INVALID_VALUE;
   }
   if (rc == CUDA_SUCCESS && mprotect((void *)ptr, size, prot) != 0) rc = CUDA_ERROR_UNKNOWN;
+  for (size_t i = 0; rc == CUDA_SUCCESS && i < fc_mappings.n; i++) {
+    fc_mapping_t *m = fc_mappings.v[i];
+    if (fc_overlaps(m->addr, m->size, ptr, size)) m->prot = prot; /* wholly inside: checked above */
+  }
   fc_unlock();
   fc_log("cuMemSetAccess ptr=0x%llx size=%zu status=%d", (unsigned long long)ptr, size, (int)rc);
   return rc;

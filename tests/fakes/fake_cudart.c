@@ -66,6 +66,10 @@ typedef struct cr_driver_s {
   PFN_cuEventDestroy_v4000 event_destroy;
   PFN_cuStreamBeginCapture_v10010 stream_begin_capture;
   PFN_cuStreamEndCapture_v10000 stream_end_capture;
+  PFN_cuGraphInstantiateWithFlags_v11040 graph_instantiate;
+  PFN_cuGraphLaunch_v10000 graph_launch;
+  PFN_cuGraphExecDestroy_v10000 graph_exec_destroy;
+  PFN_cuGraphDestroy_v10000 graph_destroy;
   PFN_cuGetExportTable_v3000 get_export_table; /* looked up as the real runtime does; not called */
   PFN_cuGetProcAddress_v12000 get_proc_address; /* the self-queried resolver */
 } cr_driver_t;
@@ -110,6 +114,10 @@ static const struct {
     {"cuGetExportTable", 3000, offsetof(cr_driver_t, get_export_table)},
     {"cuStreamBeginCapture", 10010, offsetof(cr_driver_t, stream_begin_capture)},
     {"cuStreamEndCapture", 10000, offsetof(cr_driver_t, stream_end_capture)},
+    {"cuGraphInstantiateWithFlags", 11040, offsetof(cr_driver_t, graph_instantiate)},
+    {"cuGraphLaunch", 10000, offsetof(cr_driver_t, graph_launch)},
+    {"cuGraphExecDestroy", 10000, offsetof(cr_driver_t, graph_exec_destroy)},
+    {"cuGraphDestroy", 10000, offsetof(cr_driver_t, graph_destroy)},
 };
 
 static cr_driver_t drv;
@@ -537,6 +545,40 @@ CR_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGr
   cudaError_t e = cr_ctx();
   if (e != cudaSuccess) return cr_ret(e);
   return cr_ret_cu(drv.stream_end_capture(stream, pGraph));
+}
+
+/* ---- graphs ---- */
+
+/* Since CUDA 12 cudaGraphInstantiate takes flags too; both reach cuGraphInstantiateWithFlags. */
+CR_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                    unsigned long long flags) {
+  if (!pGraphExec) return cr_ret(cudaErrorInvalidValue);
+  cudaError_t e = cr_ctx();
+  if (e != cudaSuccess) return cr_ret(e);
+  return cr_ret_cu(drv.graph_instantiate(pGraphExec, graph, flags));
+}
+
+CR_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                           unsigned long long flags) {
+  return cudaGraphInstantiateWithFlags(pGraphExec, graph, flags);
+}
+
+CR_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  cudaError_t e = cr_ctx();
+  if (e != cudaSuccess) return cr_ret(e);
+  return cr_ret_cu(drv.graph_launch(graphExec, stream));
+}
+
+CR_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  cudaError_t e = cr_ctx();
+  if (e != cudaSuccess) return cr_ret(e);
+  return cr_ret_cu(drv.graph_exec_destroy(graphExec));
+}
+
+CR_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  cudaError_t e = cr_ctx();
+  if (e != cudaSuccess) return cr_ret(e);
+  return cr_ret_cu(drv.graph_destroy(graph));
 }
 
 /* ---- driver entry points ---- */

@@ -49,9 +49,20 @@ static void check_vmm(void) {
   EXPECT(cuMemMap(r + 4 * MIB, 2 * MIB, 0, other, 0) == CUDA_SUCCESS);
   CUmemAccessDesc rw = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
                         .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  static unsigned char host[6 * MIB];
+  EXPECT(cuMemcpyHtoD(r, host, MIB) == CUDA_ERROR_INVALID_VALUE); /* mapped, no access yet */
   EXPECT(cuMemSetAccess(r, 8 * MIB, &rw, 1) == CUDA_ERROR_INVALID_VALUE); /* not all mapped */
   EXPECT(cuMemSetAccess(r, 6 * MIB, &rw, 1) == CUDA_SUCCESS);
   memset((void *)(uintptr_t)r, 7, 6 * MIB); /* mapped and accessible: usable */
+  /* copies run across the two mappings side by side, not past the mapped end */
+  EXPECT(cuMemcpyHtoD(r + MIB, host, 5 * MIB) == CUDA_SUCCESS);
+  EXPECT(cuMemcpyDtoH(host, r, 6 * MIB) == CUDA_SUCCESS && host[0] == 7 && host[MIB] == 0);
+  EXPECT(cuMemcpyHtoD(r + 4 * MIB, host, 3 * MIB) == CUDA_ERROR_INVALID_VALUE);
+  CUmemAccessDesc ro = rw;
+  ro.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+  EXPECT(cuMemSetAccess(r + 4 * MIB, 2 * MIB, &ro, 1) == CUDA_SUCCESS);
+  EXPECT(cuMemcpyDtoH(host, r + 4 * MIB, MIB) == CUDA_SUCCESS);
+  EXPECT(cuMemsetD8(r + 4 * MIB, 1, MIB) == CUDA_ERROR_INVALID_VALUE); /* read-only now */
   EXPECT(cuMemUnmap(r, 2 * MIB) == CUDA_ERROR_INVALID_VALUE);       /* half of a mapping */
   EXPECT(cuMemAddressFree(r, 8 * MIB) == CUDA_ERROR_INVALID_VALUE); /* still mapped */
   EXPECT(cuMemRelease(h) == CUDA_SUCCESS && used() == base + 6 * MIB); /* mapped: kept */
@@ -168,6 +179,8 @@ static void check_graphs(void) {
   EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH) == 4 * MIB);
   EXPECT(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 4 * MIB && used() == base + 4 * MIB);
   memset((void *)(uintptr_t)result, 5, MIB); /* live: usable */
+  EXPECT(cuMemsetD8(result, 6, MIB) == CUDA_SUCCESS && cuMemsetD8(result, 6, MIB + 1) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuMemsetD8(scratch, 6, 1) == CUDA_ERROR_INVALID_VALUE); /* freed inside the launch */
   EXPECT(cuGraphLaunch(exec, NULL) == CUDA_ERROR_INVALID_VALUE); /* the result is still live */
   EXPECT(cuMemFreeAsync(result, NULL) == CUDA_SUCCESS && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0);
   EXPECT(cuMemFreeAsync(result, NULL) == CUDA_ERROR_INVALID_VALUE);

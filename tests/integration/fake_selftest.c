@@ -295,9 +295,21 @@ static void check_capture(void) {
   EXPECT(cudaStreamEndCapture(s, &graph) == cudaSuccess && graph != NULL);
   EXPECT(cu_graph_destroy && cu_graph_destroy((CUgraph)graph) == CUDA_SUCCESS);
   EXPECT(cudaFree(a) == cudaSuccess);
+  /* a captured cudaMallocAsync through the runtime's graph calls: memory from the launch on */
+  EXPECT(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+  EXPECT(cudaMallocAsync(&a, 1 << 20, s) == cudaSuccess && a != NULL);
+  EXPECT(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  cudaGraphExec_t exec = NULL;
+  EXPECT(cudaMemset(a, 1, 1 << 20) == cudaErrorInvalidValue); /* not launched yet */
+  (void)cudaGetLastError();
+  EXPECT(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess && cudaGraphLaunch(exec, s) == cudaSuccess);
+  EXPECT(cudaMemset(a, 1, 1 << 20) == cudaSuccess);
+  EXPECT(cudaFreeAsync(a, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess);
+  EXPECT(cudaGraphExecDestroy(exec) == cudaSuccess && cudaGraphDestroy(graph) == cudaSuccess);
   EXPECT(counters().capture_violations == c0.capture_violations + 2);
   EXPECT(cudaEventDestroy(e) == cudaSuccess && cudaStreamDestroy(s) == cudaSuccess);
-  report("capture: cuCtxSynchronize and cudaEventRecord refused and counted, capture invalidated");
+  report("capture: cuCtxSynchronize and cudaEventRecord refused and counted, capture invalidated; "
+         "a captured cudaMallocAsync lives from cudaGraphLaunch to cudaFreeAsync");
 }
 
 static void check_sticky_error(void) {
