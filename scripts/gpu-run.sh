@@ -15,7 +15,8 @@
 #  3. cuBLAS's and cuDNN's allocations appear in the snapshot with their call sites.
 #  4. PyTorch, a seeded training step three ways (PYTORCH_NO_CUDA_MEMORY_CACHING=1, PyTorch's
 #     allocator, expandable_segments:True): the loss bit for bit, the pickles read by
-#     torch.cuda._memory_viz, memory_stats compared; expandable segments drawn as VMM segments
+#     torch.cuda._memory_viz (stats, trace, and segments/memory without fetching flamegraph.pl),
+#     memory_stats compared; expandable segments drawn as VMM segments
 #     totalling torch.cuda.memory_reserved(); Python frames naming the script's allocating line.
 #  5. JAX (platform allocator), CuPy (no pool), numba: allocations seen, results unchanged.
 #  6. cudaDeviceReset mid-run; fork after CUDA init; the leak report; SIGUSR1 while kernels run;
@@ -38,7 +39,8 @@
 # the snapshots). Exit status 1 when any check FAILs, 0 otherwise; 2 on bad arguments.
 #
 #   --dry-run   no GPU: runs the host-built programs (dry/) on the fake CUDA runtime of dry/fakes
-#               (checks 1 and 6 in part, and the benchmark's script) and reports the rest SKIP
+#               (check 1 with one program, check 6 but SIGUSR1, check 7, and the benchmark's
+#               script) and reports the rest SKIP
 #   --no-bench  no benchmark
 #
 # Environment: PYTHON (python3), CUDA_HOME (where to look for CUDA libraries a program needs and
@@ -213,7 +215,7 @@ have() { [[ -x $bin/$1 ]]; }
 # ---- 0. the bundle ------------------------------------------------------------------------------
 expected=(alloc_static alloc_shared free_hazard sticky_error cublas_workspace device_reset fork_child leak
   signal_dump passthrough_kinds exit_paths gpu_alloc)
-[[ $dry == 1 ]] && expected=(alloc_basic fork_child leak gpu_alloc)
+[[ $dry == 1 ]] && expected=(alloc_basic fork_child leak device_reset exit_paths passthrough_kinds gpu_alloc)
 absent=()
 for p in "${expected[@]}"; do have "$p" || absent+=("$p"); done
 if ((${#absent[@]})); then result "0. bundle programs" FAIL "missing: ${absent[*]}"
@@ -365,12 +367,15 @@ else
     [[ -n $ref_loss && $(val "$tag" LOSS) == "$ref_loss" ]] || msg+=("loss $(val "$tag" LOSS) != $ref_loss")
     f=$(snap "$tag" exit)
     clean "$f" || msg+=("snapshot not clean (${f:-none written})")
-    for sub in stats trace segments; do
-      args=("$sub" "$f")
-      [[ $sub == segments ]] && args+=(-o "$logs/$tag-segments.svg")
-      timeout "$limit" "$python" -m torch.cuda._memory_viz "${args[@]}" >"$logs/$tag-memory_viz-$sub.log" 2>&1 ||
+    # PyTorch's reader of the pickle: `stats` and `trace` as a user types them; `segments` and
+    # `memory` through the module (snapshot_query.py memviz), since on the command line they fetch
+    # flamegraph.pl from GitHub and this machine may have no network
+    for sub in stats trace; do
+      timeout "$limit" "$python" -m torch.cuda._memory_viz "$sub" "$f" >"$logs/$tag-memory_viz-$sub.log" 2>&1 ||
         msg+=("_memory_viz $sub failed (logs/$tag-memory_viz-$sub.log)")
     done
+    viz=$(timeout "$limit" "$python" "$py/snapshot_query.py" memviz "$f" 2>"$logs/$tag-memory_viz-folded.log") ||
+      msg+=("torch.cuda._memory_viz's segments/memory: ${viz:-failed} (logs/$tag-memory_viz-folded.log)")
     case $variant in
       nocache)
         extra=$("$python" "$py/torch_compare.py" stats "$logs/torch-ref.json" "$logs/$tag.json" 2>&1 | tee "$logs/$tag-compare.log" | tail -n1)
@@ -389,7 +394,7 @@ else
         [[ -n $vmm_bytes && -n $reserved && $vmm_bytes == "$reserved" ]] || msg+=("VMM segments hold ${vmm_bytes:-?} B, torch.cuda.memory_reserved() ${reserved:-?} B")
         extra="${q:-no segments read}; torch.cuda.memory_reserved() $reserved" ;;
     esac
-    verdict "$label" "torch $torch_version; loss ${ref_loss%% *}...; $extra"
+    verdict "$label" "torch $torch_version; loss ${ref_loss%% *}...; $extra; _memory_viz: ${viz:-not read}"
   done
 fi
 
@@ -439,8 +444,7 @@ fi
 
 # ---- 6. process life ----------------------------------------------------------------------------
 label="6. cudaDeviceReset mid-run"
-if [[ $dry == 1 ]]; then nogpu "$label"
-elif late "$label"; then :
+if late "$label"; then :
 elif ! have device_reset; then result "$label" FAIL "not in the bundle"
 elif ! run reset-ref -- "$bin/device_reset"; then result "$label" FAIL "without cudasnap: $(why reset-ref)"
 elif ! run reset-cs CS=1 -- "$bin/device_reset"; then result "$label" FAIL "$(why reset-cs)"
@@ -518,18 +522,12 @@ check_ending() { # LABEL MODE TRIGGER EXPECTED_STATUS
   fi
   verdict "$label" "status $rc (without cudasnap $rc0); snapshot $(basename "${f:-none}") $(stat -c %s "${f:-/dev/null}" 2>/dev/null) B; ${q:-}"
 }
-if [[ $dry == 1 ]]; then
-  nogpu "6. _exit(3): exit snapshot, status kept"
-  nogpu "6. SIGSEGV: crash snapshot, still killed by SIGSEGV"
-else
-  check_ending "6. _exit(3): exit snapshot, status kept" exit exit 3
-  check_ending "6. SIGSEGV: crash snapshot, still killed by SIGSEGV" crash crash 139
-fi
+check_ending "6. _exit(3): exit snapshot, status kept" exit exit 3
+check_ending "6. SIGSEGV: crash snapshot, still killed by SIGSEGV" crash crash 139
 
 # ---- 7. pass-through memory drawn -----------------------------------------------------------------
 label="7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)"
-if [[ $dry == 1 ]]; then nogpu "$label"
-elif late "$label"; then :
+if late "$label"; then :
 elif ! have passthrough_kinds; then result "$label" FAIL "not in the bundle"
 elif ! run passthrough-ref -- "$bin/passthrough_kinds" /dev/null; then result "$label" FAIL "without cudasnap: $(why passthrough-ref)"
 elif ! run passthrough-cs CS=1 -- "$bin/passthrough_kinds" "$snaps/passthrough-live.json"; then result "$label" FAIL "$(why passthrough-cs)"

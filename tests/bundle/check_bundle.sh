@@ -101,8 +101,10 @@ out=$tmp/out
   { tail -n 40 "$tmp/run.log" >&2; fail "run.sh --dry-run from a moved bundle failed"; }
 report=$out/report.md
 [[ -f $report ]] || fail "no report.md in $out"
-for row in "0. bundle programs" "1. host-built program on the fake runtime" "6. fork after CUDA init" \
-  "6. exit without freeing: leak report"; do
+for row in "0. bundle programs" "1. host-built program on the fake runtime" "6. cudaDeviceReset mid-run" \
+  "6. fork after CUDA init" "6. exit without freeing: leak report" "6. _exit(3): exit snapshot, status kept" \
+  "6. SIGSEGV: crash snapshot, still killed by SIGSEGV" \
+  "7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)"; do
   grep -qF "| $row | PASS |" "$report" || fail "the dry run's report has no PASS for '$row'"
 done
 grep -q '^complete' "$report" || fail "the benchmark's dry run did not complete (report: $(grep -A2 '^## GPU benchmark' "$report" | tail -n1))"
