@@ -278,7 +278,7 @@ FC_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dp
   return rc;
 }
 
-FC_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+static CUresult fc_graph_instantiate(const char *api, CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
   fc_lock();
   CUresult rc = CUDA_SUCCESS;
   if (!exec || !fc_list_has(&fc_graphs, graph) || (flags & ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
@@ -306,8 +306,51 @@ FC_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
     }
   }
   fc_unlock();
-  fc_log("cuGraphInstantiateWithFlags graph=%p flags=%llu -> %p status=%d", (void *)graph, flags, (void *)x, (int)rc);
+  fc_log("%s graph=%p flags=%llu -> %p status=%d", api, (void *)graph, flags, (void *)x, (int)rc);
   return rc;
+}
+
+FC_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  return fc_graph_instantiate("cuGraphInstantiateWithFlags", exec, graph, flags);
+}
+
+/* The CUDA 10 and 11 ABIs, which cuda.h now renames to cuGraphInstantiateWithFlags but the driver
+ * still exports: an error node and a log buffer instead of flags. */
+#undef cuGraphInstantiate
+static CUresult fc_graph_instantiate_logged(const char *api, CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node,
+                                            char *log, size_t log_size) {
+  if (error_node) *error_node = NULL;
+  if (log && log_size) log[0] = '\0';
+  return fc_graph_instantiate(api, exec, graph, 0);
+}
+
+FC_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node, char *log,
+                                      size_t log_size) {
+  return fc_graph_instantiate_logged("cuGraphInstantiate", exec, graph, error_node, log, log_size);
+}
+
+FC_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node, char *log,
+                                         size_t log_size) {
+  return fc_graph_instantiate_logged("cuGraphInstantiate_v2", exec, graph, error_node, log, log_size);
+}
+
+/* CUDA 12's: flags and the outcome in a structure. The fake has no upload (its flag is refused). */
+static CUresult fc_graph_instantiate_params(const char *api, CUgraphExec *exec, CUgraph graph,
+                                            CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = fc_graph_instantiate(api, exec, graph, params->flags);
+  params->hErrNode_out = NULL;
+  params->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  return rc;
+}
+
+FC_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  return fc_graph_instantiate_params("cuGraphInstantiateWithParams", exec, graph, params);
+}
+
+FC_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
+                                                     CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  return fc_graph_instantiate_params("cuGraphInstantiateWithParams_ptsz", exec, graph, params);
 }
 
 /* The launch's effect on the pools, checked before anything changes: every allocation node finds
