@@ -374,7 +374,8 @@ else
       timeout "$limit" "$python" -m torch.cuda._memory_viz "$sub" "$f" >"$logs/$tag-memory_viz-$sub.log" 2>&1 ||
         msg+=("_memory_viz $sub failed (logs/$tag-memory_viz-$sub.log)")
     done
-    viz=$(timeout "$limit" "$python" "$py/snapshot_query.py" memviz "$f" 2>"$logs/$tag-memory_viz-folded.log") ||
+    viz=$(timeout "$limit" "$python" "$py/snapshot_query.py" memviz "$f" "$logs/$tag-segments.folded" \
+      2>"$logs/$tag-memory_viz-folded.log") ||
       msg+=("torch.cuda._memory_viz's segments/memory: ${viz:-failed} (logs/$tag-memory_viz-folded.log)")
     case $variant in
       nocache)

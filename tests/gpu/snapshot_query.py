@@ -17,13 +17,13 @@ job). Pickles are read with an unpickler that refuses every global, as a viewer 
   snapshot_query.py frame FILE SCRIPT LINE MIN_BYTES
       an allocation of at least MIN_BYTES with a frame whose filename is SCRIPT (same real path)
       and whose line is LINE; otherwise the frames of the largest such allocation, for the report
-  snapshot_query.py memviz FILE
+  snapshot_query.py memviz FILE FOLDED
       PyTorch's own reader of pickled snapshots, torch.cuda._memory_viz, over FILE without the
       network: its `stats` summary (segsum, which asserts that every segment's blocks add up),
       `trace`, and the flame graph input of `segments` and `memory`. Those two subcommands hand
       their folded stacks to flamegraph.pl, which _memory_viz downloads from GitHub on first use,
       so here a stand-in formatter keeps the folded lines; their bytes must add up to the segments'
-      total_size, and they are written to FILE.folded
+      total_size, and those of `segments` are written to FOLDED
 Prints one line of KEY=VALUE pairs; exit status 1 when a question's answer is no."""
 import json
 import os
@@ -150,7 +150,7 @@ def cmd_frame(s, args):
     return 1
 
 
-def cmd_memviz(s, args, path):
+def cmd_memviz(s, args):
     from torch.cuda import _memory_viz as viz  # the real client; ImportError is a failed check
 
     folded = {}
@@ -171,7 +171,7 @@ def cmd_memviz(s, args, path):
         total = sum(int(line.rsplit(" ", 1)[1]) for line in lines.splitlines() if line.strip())
         if total != reserved:
             bad.append("%s_folded_bytes=%d" % (which, total))
-    with open(path + ".folded", "w") as f:
+    with open(args[0], "w") as f:
         f.write(folded.get("segments", ""))
     allocated = re.search(r"total_allocated: (\S+)", summary)
     print("segsum_total_allocated=%s reserved=%d trace_lines=%d folded_lines=%d%s" % (
@@ -181,7 +181,7 @@ def cmd_memviz(s, args, path):
 
 
 COMMANDS = {"allocs": (cmd_allocs, 0), "sites": (cmd_sites, 2), "ranges": (cmd_ranges, 1), "vmm": (cmd_vmm, 0),
-            "frame": (cmd_frame, 3), "memviz": (cmd_memviz, 0)}
+            "frame": (cmd_frame, 3), "memviz": (cmd_memviz, 1)}
 
 
 def main():
@@ -193,8 +193,6 @@ def main():
     if len(args) < nargs:
         print(__doc__, file=sys.stderr)
         return 2
-    if fn is cmd_memviz:
-        return fn(load(sys.argv[2]), args, sys.argv[2])
     return fn(load(sys.argv[2]), args)
 
 
