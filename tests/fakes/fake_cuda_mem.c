@@ -2,8 +2,9 @@
  * depends on (every byte a device is charged is what cuMemGetInfo reports used):
  *   - virtual memory management: address reservations (PROT_NONE host mappings), physical handles
  *     charged to their device at cuMemCreate, maps at offsets of a handle into a reservation at
- *     the granularity (2 MiB), access set per mapped range (mprotect), unmaps of whole mappings,
- *     a released handle freed when its last mapping goes. Aliases of one handle do not share data;
+ *     the granularity (2 MiB), access set per mapped range (mprotect; copies and sets need it, and
+ *     run across mappings side by side), unmaps of whole mappings, a released handle freed when
+ *     its last mapping goes. Aliases of one handle do not share data;
  *   - stream-ordered pools: the default pool of each device and created ones; an allocation takes
  *     `used` bytes and the pool reserves (and the device is charged) whole granules to cover
  *     them; freed bytes stay reserved until a synchronization releases what exceeds the release
