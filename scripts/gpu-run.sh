@@ -5,7 +5,7 @@
 # PyTorch, JAX, CuPy, numba where present), no network and no build tools, and ends within about
 # eight minutes on an H100.
 #
-#   run.sh [--dry-run] [--no-bench] [OUTDIR]
+#   run.sh [--dry-run] [--no-bench] [--only LIST] [OUTDIR]
 #
 # The checks (the programs are in gpu/ and py/, each source in tests/gpu/ says what it tests):
 #  1. nvcc-built programs, static cudart and -cudart shared: every cudaMalloc reaches the cache,
@@ -42,6 +42,9 @@
 #               (check 1 with one program, check 6 but SIGUSR1, check 7, and the benchmark's
 #               script) and reports the rest SKIP
 #   --no-bench  no benchmark
+#   --only LIST only these checks, by number, comma-separated (e.g. 4,7 after a fix, to spend less of
+#               a GPU machine's time); "bench" in the list runs the benchmark too, which --only
+#               otherwise leaves out. The others are reported SKIP.
 #
 # Environment: PYTHON (python3), CUDA_HOME (where to look for CUDA libraries a program needs and
 # compute-sanitizer; /usr/local/cuda and the nvidia-* Python packages are searched too),
@@ -50,18 +53,27 @@ set -uo pipefail # not -e: a failing check is recorded and the next one runs
 
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
-dry=0 bench=1 out=""
-for arg in "$@"; do
-  case $arg in
+dry=0 bench=1 out="" only=""
+while (($#)); do
+  case $1 in
     --dry-run) dry=1 ;;
     --no-bench) bench=0 ;;
+    --only)
+      [[ ${2-} =~ ^([0-8]|bench)(,([0-8]|bench))*$ ]] ||
+        { printf 'run.sh: --only takes check numbers 0-8 and "bench", comma-separated (e.g. 4,7), not "%s"\n' "${2-}" >&2; exit 2; }
+      only=$2
+      shift ;;
     -h | --help) usage; exit 0 ;;
-    -*) printf 'run.sh: unknown option "%s"\n\n' "$arg" >&2; usage >&2; exit 2 ;;
+    -*) printf 'run.sh: unknown option "%s"\n\n' "$1" >&2; usage >&2; exit 2 ;;
     *)
-      [[ -z $out ]] || { printf 'run.sh: one output directory only ("%s" and "%s")\n' "$out" "$arg" >&2; exit 2; }
-      out=$arg ;;
+      [[ -z $out ]] || { printf 'run.sh: one output directory only ("%s" and "%s")\n' "$out" "$1" >&2; exit 2; }
+      out=$1 ;;
   esac
+  shift
 done
+# selected WHAT: a check number, or "bench", that --only (if given) names
+selected() { [[ -z $only || ",$only," == *",$1,"* ]]; }
+[[ -n $only ]] && ! selected bench && bench=0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${out:-${OUT:-$PWD/gpu-check-results}}
@@ -112,8 +124,10 @@ nogpu() { result "$1" SKIP "no GPU (dry run)"; }
 verdict() {
   if ((${#msg[@]})); then result "$1" FAIL "$(IFS=';'; echo "${msg[*]}"); $2"; else result "$1" PASS "$2"; fi
 }
-# late CHECK: true (and the check reported SKIP) when the checks' time budget is spent
-late() {
+# skipped CHECK: true (and the check reported SKIP) when --only leaves it out, or when the checks'
+# time budget is spent; CHECK's label starts with its number
+skipped() {
+  if ! selected "${1%%.*}"; then result "$1" SKIP "not selected (--only $only)"; return 0; fi
   ((SECONDS < budget)) && return 1
   result "$1" SKIP "the checks' time budget (${budget}s, GPU_CHECK_BUDGET) was spent before it started"
 }
@@ -232,7 +246,7 @@ fi
 # ---- 1. nvcc-built programs ---------------------------------------------------------------------
 check_alloc() { # NAME TAG PROGRAM
   local name=$1 prog=$3 ref=$2-ref cs=$2-cs
-  late "$name" && return
+  skipped "$name" && return
   if ! run "$ref" -- "$prog"; then result "$name" FAIL "without cudasnap: $(why "$ref")"; return; fi
   if ! run "$cs" CS=1 -- "$prog"; then result "$name" FAIL "under cudasnap: $(why "$cs")"; return; fi
   local f q msg=()
@@ -261,7 +275,7 @@ if [[ $dry == 1 ]]; then
   nogpu "2. free hazard"
   nogpu "2. kernel fault reported at cudaFree"
 else
-  if late "2. free hazard"; then :
+  if skipped "2. free hazard"; then :
   elif ! have free_hazard; then result "2. free hazard" FAIL "not in the bundle"
   elif ! run hazard-ref -- "$bin/free_hazard"; then result "2. free hazard" FAIL "without cudasnap: $(why hazard-ref)"
   elif [[ $(val hazard-ref CORRUPT) != 0 ]]; then
@@ -284,7 +298,7 @@ else
       fi
     done
   fi
-  if late "2. kernel fault reported at cudaFree"; then :
+  if skipped "2. kernel fault reported at cudaFree"; then :
   elif ! have sticky_error; then result "2. kernel fault reported at cudaFree" FAIL "not in the bundle"
   elif ! run sticky-ref -- "$bin/sticky_error"; then result "2. kernel fault reported at cudaFree" FAIL "without cudasnap: $(why sticky-ref)"
   elif ! run sticky-cs CS=1 CUDASNAP_FREE=sync -- "$bin/sticky_error"; then result "2. kernel fault reported at cudaFree" FAIL "$(why sticky-cs)"
@@ -306,7 +320,7 @@ if [[ $dry == 1 ]]; then
   nogpu "3. cuBLAS workspace"
   nogpu "3. cuDNN workspace"
 else
-  if late "3. cuBLAS workspace"; then :
+  if skipped "3. cuBLAS workspace"; then :
   elif ! have cublas_workspace; then result "3. cuBLAS workspace" FAIL "not in the bundle"
   elif ! run cublas-ref -- "$bin/cublas_workspace"; then result "3. cuBLAS workspace" FAIL "without cudasnap: $(why cublas-ref)"
   elif ! run cublas-cs CS=1 -- "$bin/cublas_workspace"; then result "3. cuBLAS workspace" FAIL "$(why cublas-cs)"
@@ -318,7 +332,7 @@ else
     clean "$f" || msg+=("snapshot not clean")
     verdict "3. cuBLAS workspace" "${q:-no match}; cudaMalloc calls inside cuBLAS: $(val cublas-cs CUBLAS_ALLOCS); max error $(val cublas-cs MAX_ABS_ERROR)"
   fi
-  if late "3. cuDNN workspace"; then :
+  if skipped "3. cuDNN workspace"; then :
   elif ! have cudnn_workspace; then result "3. cuDNN workspace" SKIP "not in the bundle (no cuDNN where it was built)"
   elif ! run cudnn-ref -- "$bin/cudnn_workspace"; then
     if grep -q 'libcudnn.*cannot open' "$logs/cudnn-ref.err"; then result "3. cuDNN workspace" SKIP "no libcudnn.so.9 on this machine"
@@ -345,9 +359,9 @@ json_val() { "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))[s
 torch_ok=0
 if [[ $dry == 1 ]]; then
   nogpu "4. PyTorch"
+elif skipped "4. PyTorch"; then :
 elif ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$logs/torch-import.log" 2>&1; then
   result "4. PyTorch" SKIP "$python cannot import torch with CUDA: $(tail -n1 "$logs/torch-import.log")"
-elif late "4. PyTorch"; then :
 elif ! torch_run torch-ref; then
   result "4. PyTorch" FAIL "without cudasnap: $(why torch-ref)"
 else
@@ -361,7 +375,7 @@ else
       torchalloc) label="4. PyTorch (b) PyTorch's allocator"; settings=() ;;
       expandable) label="4. PyTorch (c) expandable_segments:True"; settings=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ;;
     esac
-    late "$label" && continue
+    skipped "$label" && continue
     if ! torch_run "$tag" CS=1 "${settings[@]}"; then result "$label" FAIL "$(why "$tag")"; continue; fi
     msg=() extra=""
     [[ -n $ref_loss && $(val "$tag" LOSS) == "$ref_loss" ]] || msg+=("loss $(val "$tag" LOSS) != $ref_loss")
@@ -401,8 +415,8 @@ fi
 
 label="4. PyTorch Python frames"
 if [[ $dry == 1 ]]; then nogpu "$label"
+elif skipped "$label"; then :
 elif [[ $torch_ok == 0 ]]; then result "$label" SKIP "no working PyTorch (see check 4)"
-elif late "$label"; then :
 elif ! run frames-ref PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- "$python" "$py/torch_frames.py"; then
   result "$label" FAIL "without cudasnap: $(why frames-ref)"
 elif ! run frames-cs CS=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDASNAP_STACKS=all -- "$python" "$py/torch_frames.py"; then
@@ -423,7 +437,7 @@ if [[ $dry == 1 ]]; then
   nogpu "5. JAX, CuPy, numba"
 else
   for pkg in jax cupy numba; do
-    late "5. $pkg" && continue
+    skipped "5. $pkg" && continue
     settings=()
     [[ $pkg == jax ]] && settings=(XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false)
     run "$pkg-ref" "${settings[@]}" -- "$python" "$py/${pkg}_check.py"
@@ -445,7 +459,7 @@ fi
 
 # ---- 6. process life ----------------------------------------------------------------------------
 label="6. cudaDeviceReset mid-run"
-if late "$label"; then :
+if skipped "$label"; then :
 elif ! have device_reset; then result "$label" FAIL "not in the bundle"
 elif ! run reset-ref -- "$bin/device_reset"; then result "$label" FAIL "without cudasnap: $(why reset-ref)"
 elif ! run reset-cs CS=1 -- "$bin/device_reset"; then result "$label" FAIL "$(why reset-cs)"
@@ -458,7 +472,7 @@ else
 fi
 
 label="6. fork after CUDA init"
-if late "$label"; then :
+if skipped "$label"; then :
 elif ! have fork_child; then result "$label" FAIL "not in the bundle"
 elif ! run fork-ref -- "$bin/fork_child"; then result "$label" FAIL "without cudasnap: $(why fork-ref)"
 elif ! run fork-cs CS=1 -- "$bin/fork_child"; then result "$label" FAIL "$(why fork-cs)"
@@ -475,7 +489,7 @@ else
 fi
 
 label="6. exit without freeing: leak report"
-if late "$label"; then :
+if skipped "$label"; then :
 elif ! have leak; then result "$label" FAIL "not in the bundle"
 elif ! run leak-cs CS=1 -- "$bin/leak"; then result "$label" FAIL "$(why leak-cs)"
 else
@@ -486,7 +500,7 @@ fi
 
 label="6. SIGUSR1 while kernels run"
 if [[ $dry == 1 ]]; then nogpu "$label"
-elif late "$label"; then :
+elif skipped "$label"; then :
 elif ! have signal_dump; then result "$label" FAIL "not in the bundle"
 elif ! run signal-ref -- "$bin/signal_dump"; then result "$label" FAIL "without cudasnap: $(why signal-ref)"
 elif ! run signal-cs CS=1 -- "$bin/signal_dump"; then result "$label" FAIL "$(why signal-cs)"
@@ -504,7 +518,7 @@ fi
 # the snapshot must hold the blocks gc_ending_site allocated.
 check_ending() { # LABEL MODE TRIGGER EXPECTED_STATUS
   local label=$1 mode=$2 trigger=$3 want=$4 ref=ending-$2-ref cs=ending-$2-cs
-  late "$label" && return
+  skipped "$label" && return
   have exit_paths || { result "$label" FAIL "not in the bundle"; return; }
   run "$ref" -- "$bin/exit_paths" "$mode"
   local rc0=$?
@@ -528,7 +542,7 @@ check_ending "6. SIGSEGV: crash snapshot, still killed by SIGSEGV" crash crash 1
 
 # ---- 7. pass-through memory drawn -----------------------------------------------------------------
 label="7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)"
-if late "$label"; then :
+if skipped "$label"; then :
 elif ! have passthrough_kinds; then result "$label" FAIL "not in the bundle"
 elif ! run passthrough-ref -- "$bin/passthrough_kinds" /dev/null; then result "$label" FAIL "without cudasnap: $(why passthrough-ref)"
 elif ! run passthrough-cs CS=1 -- "$bin/passthrough_kinds" "$snaps/passthrough-live.json"; then result "$label" FAIL "$(why passthrough-cs)"
@@ -561,8 +575,8 @@ for d in ${CUDA_HOME:+"$CUDA_HOME"} /usr/local/cuda /usr/local/cuda-*; do
   [[ -z $sanitizer && -x $d/bin/compute-sanitizer ]] && sanitizer=$d/bin/compute-sanitizer
 done
 if [[ $dry == 1 ]]; then nogpu "$label"
+elif skipped "$label"; then :
 elif [[ -z $sanitizer ]]; then result "$label" SKIP "compute-sanitizer not found"
-elif late "$label"; then :
 elif ! have alloc_static; then result "$label" FAIL "alloc_static not in the bundle"
 else
   # first without cudasnap: where the sanitizer itself cannot run (some sandboxes refuse it), SKIP
@@ -584,7 +598,7 @@ fi
 checks_s=$SECONDS
 
 # ---- the benchmark ------------------------------------------------------------------------------
-bench_note="not run (--no-bench)"
+bench_note="not run ($([[ -n $only ]] && echo "--only $only" || echo --no-bench))"
 if [[ $bench == 1 ]]; then
   left=$((480 - 20 - SECONDS)) # the whole run ends within eight minutes, packing included
   ((left > bench_budget)) && left=$bench_budget
@@ -620,7 +634,7 @@ fi
   echo "- driver: $driver${cuda_driver:+ (CUDA $cuda_driver)}"
   echo "- host: $(uname -sr), $(nproc) CPUs; $("$python" --version 2>&1)${torch_version:+, torch $torch_version}"
   echo "- bundle: $(sed -n 's/^commit: //p' "$here/BUNDLE.txt"), built $(sed -n 's/^built: //p' "$here/BUNDLE.txt") with nvcc $(sed -n 's/^nvcc: //p' "$here/BUNDLE.txt") for $bundle_archs"
-  echo "- checks took ${checks_s}s (budget ${budget}s, ${limit}s per program run); logs and snapshots: logs.tar.gz"
+  echo "- checks took ${checks_s}s (budget ${budget}s, ${limit}s per program run)${only:+; only checks $only (--only)}; logs and snapshots: logs.tar.gz"
   echo
   echo "| check | result | numbers |"
   echo "| --- | --- | --- |"

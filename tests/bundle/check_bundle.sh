@@ -9,7 +9,8 @@
 #    asks for no symbol version newer than that machine's (glibc 2.39, GCC 14);
 #  - no run path is absolute, and no file holds a path of this machine (the source or build tree);
 #  - moved to another directory, its run.sh --dry-run passes on the fake driver, writing a few files
-#    no more than two folders deep, as the GPU machine hands them back;
+#    no more than two folders deep, as the GPU machine hands them back; --only runs the checks it
+#    names and no others;
 #  - there, the libraries cudasnap and the tool load at run time are the bundle's copies, not this
 #    machine's (the loader's own account, LD_DEBUG=libs).
 # Exit 77 (skipped) without nvcc, which the bundle's programs are built with.
@@ -116,6 +117,17 @@ deep=$(find "$out" -mindepth 3 -type f | wc -l)
 odd=$(find "$out" -mindepth 1 | sed "s|^$out/||" | grep -v '^[A-Za-z0-9._/-]*$' || true)
 [[ -z $odd ]] || fail "names the GPU machine does not hand back: $odd"
 echo "dry run from $moved: $(grep -c '| PASS |' "$report") PASS, $(grep -c '| SKIP |' "$report") SKIP; $files files"
+
+# after a fix, --only reruns a few checks and leaves the rest (and the benchmark) out
+(cd "$tmp" && bash "$moved/run.sh" --dry-run --only 6 "$tmp/only" >"$tmp/only.log" 2>&1) ||
+  { tail -n 20 "$tmp/only.log" >&2; fail "run.sh --dry-run --only 6 failed"; }
+grep -qF "| 6. fork after CUDA init | PASS |" "$tmp/only/report.md" || fail "--only 6 did not run check 6"
+grep -qF "| 7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory) | SKIP | not selected (--only 6) |" \
+  "$tmp/only/report.md" || fail "--only 6 ran check 7"
+[[ ! -e $tmp/only/bench.txt ]] || fail "--only 6 ran the benchmark"
+rc=0
+bash "$moved/run.sh" --only 4,x "$tmp/bad" >/dev/null 2>&1 || rc=$?
+[[ $rc == 2 ]] || fail "run.sh --only 4,x is not refused with status 2 (status $rc)"
 
 # ---- which copies the loader takes --------------------------------------------------------------
 # loaded FILE-PREFIX SONAME: the file the loader initialized SONAME from (LD_DEBUG=libs output)
