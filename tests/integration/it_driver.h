@@ -32,4 +32,14 @@ static inline int it_driver_dtoh(void *dst, uint64_t src, size_t n) {
 }
 static const it_ops_t it_driver_ops = {it_driver_alloc, it_driver_free, it_driver_htod, it_driver_dtoh};
 
+/* The parameters of a graph memory node of `bytes` on device 0, for cuGraphAddMemAllocNode. */
+static inline CUDA_MEM_ALLOC_NODE_PARAMS it_alloc_node_params(size_t bytes) {
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.bytesize = bytes;
+  return p;
+}
+
 #endif

@@ -82,11 +82,7 @@ int main(void) {
     const size_t bytes = (size_t)(i + 1) * MIB;
     CUgraph graph = NULL;
     OK(cuGraphCreate(&graph, 0));
-    CUDA_MEM_ALLOC_NODE_PARAMS p;
-    memset(&p, 0, sizeof p);
-    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.bytesize = bytes;
+    CUDA_MEM_ALLOC_NODE_PARAMS p = it_alloc_node_params(bytes);
     CUgraphNode node;
     OK(cuGraphAddMemAllocNode(&node, graph, NULL, 0, &p));
     CUgraphExec exec = NULL;

@@ -164,11 +164,7 @@ static __attribute__((noipa)) CUgraph launch_graph_memory(size_t kept, size_t sc
                                                           CUdeviceptr *result, CUgraphExec *exec) {
   CUgraph graph = NULL;
   OK(cuGraphCreate(&graph, 0));
-  CUDA_MEM_ALLOC_NODE_PARAMS p;
-  memset(&p, 0, sizeof p);
-  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.bytesize = scratch;
+  CUDA_MEM_ALLOC_NODE_PARAMS p = it_alloc_node_params(scratch);
   CUgraphNode nodes[3];
   OK(cuGraphAddMemAllocNode(&nodes[0], graph, NULL, 0, &p));
   CUdeviceptr scratch_ptr = p.dptr;
