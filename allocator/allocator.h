@@ -1,8 +1,8 @@
 /* cs_allocator_t: the caching allocator of one device context.
  *
  * PyTorch's CUDACachingAllocator algorithm (snapshot-format.md section 6) with cudasnap's
- * policies (DESIGN.md section 3): small requests (<= 1 MiB) are carved from 2 MiB segments; large
- * requests get a segment of their own that is reused only whole (IPC-safe default) or, with
+ * policies (docs/design.md section 3): small requests (<= 1 MiB) are carved from 2 MiB segments;
+ * large requests get a segment of their own that is reused only whole (IPC-safe default) or, with
  * split_large, PyTorch's full large pool; best fit on (stream, size, address); split and merge;
  * max_split_size; roundup_power2_divisions; garbage_collection_threshold; on failure release the
  * cache and retry, then report out of memory. Statistics follow torch.cuda.memory_stats().

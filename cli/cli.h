@@ -1,5 +1,5 @@
-/* The cudasnap tool (DESIGN.md section 6): one entry point per subcommand, dispatched by main.c,
- * and the conventions they share.
+/* The cudasnap tool (docs/design.md section 6): one entry point per subcommand, dispatched by
+ * main.c, and the conventions they share.
  *
  * Output: results on stdout; every problem is one line on stderr. A file that cannot be read or
  * parsed is reported as "FILE: byte N: problem" (load.h); anything else as

@@ -1,5 +1,6 @@
 /* `cudasnap dump PID`: ask a running program for a snapshot. The library writes one when its
- * CUDASNAP_SIGNAL arrives (DESIGN.md section 4); this sends the signal and waits for the file. */
+ * CUDASNAP_SIGNAL arrives (docs/design.md section 4); this sends the signal and waits for the
+ * file. */
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>

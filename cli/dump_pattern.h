@@ -1,5 +1,5 @@
 /* Where a running process's signal snapshot will appear, as a glob(3) pattern built from its
- * CUDASNAP_OUTPUT (DESIGN.md section 5; memviz/output.h names the files).
+ * CUDASNAP_OUTPUT (docs/design.md section 5; memviz/output.h names the files).
  *
  * %p becomes the pid, %t "signal" and %% a percent sign; the specifiers whose values the tool
  * cannot know for sure (%e executable, %h host, %r rank, %n dump number) become '*'. A relative

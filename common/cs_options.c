@@ -114,8 +114,8 @@ CS_OPTION_WORDS(log, log, cs_log_level_t, cs_log_words)
 
 _Static_assert(CS_OPTION_PATH_MAX == 1024, "update the CUDASNAP_OUTPUT row of cs_options.def");
 
-/* Only the specifiers the snapshot writer expands (DESIGN.md section 5), so that a typo such as
- * %P is caught now instead of ending up in a file name at the first dump. */
+/* Only the specifiers the snapshot writer expands (docs/design.md section 5), so that a typo such
+ * as %P is caught now instead of ending up in a file name at the first dump. */
 static bool cs_output_pattern_is_valid(const char *pattern) {
   for (const char *p = strchr(pattern, '%'); p != NULL; p = strchr(p + 2, '%')) {
     if (p[1] == '\0' || strchr("ephrnt%", p[1]) == NULL) return false;

@@ -1,4 +1,4 @@
-/* Process configuration: one field per CUDASNAP_* variable of DESIGN.md section 5.
+/* Process configuration: one field per CUDASNAP_* variable of docs/design.md section 5.
  *
  * common/cs_options.def is the single source of truth for the variables (X-macro): their names,
  * defaults and accepted values drive the defaults, the parser's name lookup, the warnings and the

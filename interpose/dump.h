@@ -1,6 +1,6 @@
 /* Writing snapshots: when (exit, signal, out of memory, the API, and as the process ends otherwise:
  * _exit, a crash, a termination signal), under which name, and the one line that reports each
- * (DESIGN.md section 4).
+ * (docs/design.md section 4).
  *
  * A dump copies the state under the allocators' locks, then symbolizes and writes with no lock
  * held, to a temporary file renamed into place; an existing file is never replaced. A failure is

@@ -1,6 +1,6 @@
 /* The process-wide state of libcudasnap.so: the options, and which caching allocator serves
- * which device. This is the library's only singleton (DESIGN.md section 1); the layers below take
- * everything as arguments.
+ * which device. This is the library's only singleton (docs/design.md section 1); the layers below
+ * take everything as arguments.
  *
  * The driver hooks register an allocator per device context as contexts come into use and
  * remove it when the context goes away; the opt-in API (api.c) reads through here. All functions

@@ -1,5 +1,5 @@
 /* The signals whose default action ends the process, watched once CUDA is in use, so that the
- * final snapshot and leak report are written before the process goes (DESIGN.md section 5,
+ * final snapshot and leak report are written before the process goes (docs/design.md section 5,
  * CUDASNAP_DUMP_ON crash and term):
  *   crash  SIGSEGV SIGBUS SIGABRT SIGFPE SIGILL
  *   term   SIGTERM SIGINT SIGHUP SIGQUIT SIGXCPU

@@ -1,5 +1,5 @@
 /* Snapshots: a frozen copy of the allocators' state and history (cs_snap_state_t), and the writer
- * that turns it into the memory_viz object (DESIGN.md section 4; snapshot-format.md sections 2
+ * that turns it into the memory_viz object (docs/design.md section 4; snapshot-format.md sections 2
  * and 8) through an emitter, JSON or pickle.
  *
  * The copy is taken while every allocator's lock is held (the caller's job), so the final state and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_test.sh TEST CUDASNAP PROG_HOLD PROG_SNAPSHOT_API SOURCE_DIR PYTHON
 #
-# The cudasnap tool, driven from outside as a user would (DESIGN.md section 6). TEST picks one
+# The cudasnap tool, driven from outside as a user would (docs/design.md section 6). TEST picks one
 # group: help, check, convert, summary, sites, run, dump, diff, report, bad_input. CUDASNAP is the built tool,
 # PROG_HOLD tests/cli/prog_hold.c, PROG_SNAPSHOT_API tests/integration/prog_snapshot_api.c, and
 # SOURCE_DIR the repository (fixtures, the real trace, same_content.py) and PYTHON a python3
