@@ -1,5 +1,5 @@
 /* `cudasnap summary`'s reconciliation table: what a device's used memory (the driver's total minus
- * free at the snapshot) is made of, from the snapshot's cudasnap.memory (README,
+ * free at the snapshot) is made of, from the snapshot's cudasnap.memory (docs/memory-kinds.md,
  * "Reconciliation"). */
 #ifndef CS_CLI_RECONCILE_H
 #define CS_CLI_RECONCILE_H

@@ -43,8 +43,8 @@ typedef struct cudasnap_stat {
  * with cap 0 sizes the buffer; -1 for a device ordinal below -1. */
 CUDASNAP_API int cudasnap_memory_stats(int device, cudasnap_stat_t *out, size_t cap);
 
-/* cudasnap's own statistics of the memory that passes the cache by (README, "Memory that passes
- * through"), in the same flat form, bytes: "passthrough_bytes.KIND.current", ".peak",
+/* cudasnap's own statistics of the memory that passes the cache by (docs/memory-kinds.md, "Memory
+ * that passes through"), in the same flat form, bytes: "passthrough_bytes.KIND.current", ".peak",
  * ".allocated" (ever) and ".freed" (ever), KIND one of device (cuMemAlloc v1, and allocations the
  * cache passed on), pitch, managed, async (stream-ordered), array, vmm_mapped, ipc_imported,
  * graph (graph memory nodes' allocations), vmm_physical: CUDASNAP_PASSTHROUGH_KEYS entries. torch's 122 keys above never include these.

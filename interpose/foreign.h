@@ -5,8 +5,8 @@
  * a snapshot), so that snapshots draw all device memory, not only the cached part.
  *
  * Thread-safe (one lock); an entry costs one small heap allocation and the calls take the stack
- * of their caller: none of this is on the cache path. How each kind is drawn: README, "Memory
- * that passes through". */
+ * of their caller: none of this is on the cache path. How each kind is drawn:
+ * docs/memory-kinds.md, "Memory that passes through". */
 #ifndef CS_FOREIGN_H
 #define CS_FOREIGN_H
 

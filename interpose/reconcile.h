@@ -1,7 +1,8 @@
 /* The driver's side of a snapshot's reconciliation: per device, cuMemGetInfo's total and free, and
  * the reserved and used bytes of the stream-ordered pools (the default pool, the current one and
  * every pool the program allocated from), asked right after the state copy. What the rest of the device's used
- * memory is made of comes from the copy itself (README, "Reconciliation"). */
+ * memory is made of comes from the copy itself (docs/memory-kinds.md,
+ * "Reconciliation"). */
 #ifndef CS_RECONCILE_H
 #define CS_RECONCILE_H
 

@@ -2,11 +2,11 @@
  * bigger (the line that reports a written snapshot, interpose/dump.c).
  *
  * The viewer decodes the whole file into one JavaScript string and JSON.parse()s it. Chromium
- * cannot make a string longer than 2^29 - 24 characters: a JSON file above 512 MiB does not load
- * at all. Below that, decoding and parsing take seconds and about 3.2 bytes of JavaScript heap per
- * byte of file (measured: README, "Big snapshots"; bench/README.md). CS_VIEWER_JSON_LIMIT is half
- * the hard limit, for the views' own memory and smaller machines. A pickle shares every frame list
- * and is many times smaller, so it is what to write instead. */
+ * cannot make a string longer than 2^29 - 24 characters: a JSON file above 512 MiB does not load at
+ * all. Below that, decoding and parsing take seconds and about 3.2 bytes of JavaScript heap per
+ * byte of file (measured: docs/snapshots.md, "Big snapshots"; bench/README.md).
+ * CS_VIEWER_JSON_LIMIT is half the hard limit, for the views' own memory and smaller machines. A
+ * pickle shares every frame list and is many times smaller, so it is what to write instead. */
 #ifndef CS_VIEWER_LIMIT_H
 #define CS_VIEWER_LIMIT_H
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# cudasnap's correctness checks on a real GPU (README, "Checks on a real GPU"). This script builds;
-# the checks themselves are scripts/gpu-run.sh, which runs from a bundle as its run.sh.
+# cudasnap's correctness checks on a real GPU (docs/gpu-checks.md). This script builds; the checks
+# themselves are scripts/gpu-run.sh, which runs from a bundle as its run.sh.
 #
 #   scripts/gpu-check.sh --bundle DIR   build everything the checks need into DIR, for a bare GPU
 #                                       machine (no GPU needed here); runs nothing

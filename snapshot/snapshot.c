@@ -431,8 +431,8 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_dict_end(e);
 }
 
-/* The reconciliation of one device (README, "Reconciliation"): what the driver says is used, and
- * what it is made of. */
+/* The reconciliation of one device (docs/memory-kinds.md, "Reconciliation"): what the driver
+ * says is used, and what it is made of. */
 static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
   cs_emitter_t *e = w->e;
   const cs_snap_state_t *s = w->state;

@@ -57,7 +57,7 @@ typedef struct cs_snap_other_s {
   uint32_t stack_id;
 } cs_snap_other_t;
 
-/* What a device's memory is made of at the snapshot (the reconciliation, README). */
+/* What a device's memory is made of at the snapshot (the reconciliation, docs/memory-kinds.md). */
 typedef struct cs_snap_device_memory_s {
   bool driver_known;       /* cuMemGetInfo answered for this device */
   uint64_t driver_total, driver_free;
