@@ -110,16 +110,15 @@ static uint64_t frag_map_take(frag_map_t *m, uint64_t key) {
 
 /* ---- reading ---- */
 
-static uint64_t frag_int(const cJSON *obj, const char *key) {
+static uint64_t frag_int(const cs_doc_t *doc, cs_val_t obj, const char *key) {
   int64_t v = 0;
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!cs_reader_int_exact(item, &v) || v < 0) return 0;
+  if (!cs_doc_int(doc, cs_doc_get(doc, obj, key), &v) || v < 0) return 0;
   return (uint64_t)v;
 }
 
-static const char *frag_str(const cJSON *obj, const char *key) {
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-  return cJSON_IsString(item) ? item->valuestring : "";
+static const char *frag_str(const cs_doc_t *doc, cs_val_t obj, const char *key) {
+  const char *s = cs_doc_str(doc, cs_doc_get(doc, obj, key), NULL);
+  return s ? s : "";
 }
 
 static int frag_cmp_block(const void *x, const void *y) {
@@ -137,23 +136,23 @@ static void frag_add_start(frag_trace_t *t, size_t *cap, uint64_t addr, uint64_t
 }
 
 /* The trace of `device`, its start state and PyTorch's reserved bytes before it. */
-static bool frag_load(const cJSON *root, int device, const cJSON *trace, frag_trace_t *t) {
+static bool frag_load(const cs_doc_t *doc, int device, cs_val_t trace, frag_trace_t *t) {
   memset(t, 0, sizeof *t);
-  size_t n = (size_t)cJSON_GetArraySize(trace);
+  size_t n = cs_doc_len(doc, trace);
+  const cs_val_t *entries = cs_doc_items(doc, trace);
   if (n == 0) return false;
   t->events = calloc(n, sizeof *t->events);
   if (!t->events) frag_oom();
   bool has_free_requested = false;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, trace) {
-    if (strcmp(frag_str(e, "action"), "free_requested") == 0) has_free_requested = true;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(frag_str(doc, entries[i], "action"), "free_requested") == 0) has_free_requested = true;
   const char *free_action = has_free_requested ? "free_requested" : "free_completed";
   uint64_t segment_alloc = 0, segment_free = 0;
-  cJSON_ArrayForEach(e, trace) {
-    const char *action = frag_str(e, "action");
+  for (size_t i = 0; i < n; i++) {
+    cs_val_t e = entries[i];
+    const char *action = frag_str(doc, e, "action");
     frag_event_t *ev = &t->events[t->count++];
-    *ev = (frag_event_t){FRAG_OTHER, frag_int(e, "addr"), frag_int(e, "size"), frag_int(e, "stream")};
+    *ev = (frag_event_t){FRAG_OTHER, frag_int(doc, e, "addr"), frag_int(doc, e, "size"), frag_int(doc, e, "stream")};
     if (strcmp(action, "alloc") == 0) ev->kind = FRAG_ALLOC;
     else if (strcmp(action, free_action) == 0) ev->kind = FRAG_FREE;
     else if (strcmp(action, "segment_alloc") == 0) ev->kind = FRAG_SEGMENT_ALLOC, segment_alloc += ev->size;
@@ -175,17 +174,19 @@ static bool frag_load(const cJSON *root, int device, const cJSON *trace, frag_tr
     }
   }
   uint64_t final_reserved = 0;
-  const cJSON *seg;
-  cJSON_ArrayForEach(seg, cJSON_GetObjectItemCaseSensitive(root, "segments")) {
-    if ((int)frag_int(seg, "device") != device) continue;
-    final_reserved += frag_int(seg, "total_size");
-    const cJSON *b;
-    cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(seg, "blocks")) {
-      if (strncmp(frag_str(b, "state"), "active", 6) != 0) continue;
-      uint64_t addr = frag_int(b, "address");
+  cs_val_t segments = cs_doc_get(doc, cs_doc_root(doc), "segments");
+  for (size_t i = 0; i < cs_doc_len(doc, segments); i++) {
+    cs_val_t seg = cs_doc_at(doc, segments, i);
+    if ((int)frag_int(doc, seg, "device") != device) continue;
+    final_reserved += frag_int(doc, seg, "total_size");
+    cs_val_t blocks = cs_doc_get(doc, seg, "blocks");
+    for (size_t k = 0; k < cs_doc_len(doc, blocks); k++) {
+      cs_val_t b = cs_doc_at(doc, blocks, k);
+      if (strncmp(frag_str(doc, b, "state"), "active", 6) != 0) continue;
+      uint64_t addr = frag_int(doc, b, "address");
       if (frag_map_has(&allocated, addr)) continue;
-      uint64_t requested = frag_int(b, "requested_size");
-      frag_add_start(t, &cap, addr, requested ? requested : frag_int(b, "size"), frag_int(seg, "stream"));
+      uint64_t requested = frag_int(doc, b, "requested_size");
+      frag_add_start(t, &cap, addr, requested ? requested : frag_int(doc, b, "size"), frag_int(doc, seg, "stream"));
     }
   }
   frag_map_free(&allocated);
@@ -316,21 +317,21 @@ static void frag_print(const char *trace, const char *who, const frag_peaks_t *p
 static int frag_file(const char *path) {
   cs_read_error_t err;
   cs_snapshot_format_t format;
-  cJSON *root = cs_read_snapshot_file(path, &format, &err);
-  if (!root) {
+  cs_doc_t *doc = cs_read_snapshot_file(path, &format, NULL, &err);
+  if (!doc) {
     fprintf(stderr, "bench: %s: %s (offset %zu)\n", path, err.message, err.offset);
     return 1;
   }
-  const cJSON *traces = cJSON_GetObjectItemCaseSensitive(root, "device_traces");
-  if (!cJSON_IsObject(root) || !cJSON_IsArray(traces)) {
+  cs_val_t traces = cs_doc_get(doc, cs_doc_root(doc), "device_traces");
+  if (!cs_val_is_dict(cs_doc_root(doc)) || !cs_val_is_array(traces)) {
     fprintf(stderr, "bench: %s: no device_traces (a segments-only snapshot): skipped\n", path);
-    cJSON_Delete(root);
+    cs_doc_free(doc);
     return 0;
   }
-  int devices = cJSON_GetArraySize(traces);
+  int devices = (int)cs_doc_len(doc, traces);
   for (int d = 0; d < devices; d++) {
     frag_trace_t t;
-    if (!frag_load(root, d, cJSON_GetArrayItem(traces, d), &t)) continue;
+    if (!frag_load(doc, d, cs_doc_at(doc, traces, (size_t)d), &t)) continue;
     char name[128];
     frag_short_name(path, d, devices, name, sizeof name);
     frag_peaks_t torch = frag_pytorch(&t);
@@ -355,7 +356,7 @@ static int frag_file(const char *path) {
     free(t.events);
     free(t.start);
   }
-  cJSON_Delete(root);
+  cs_doc_free(doc);
   return 0;
 }
 

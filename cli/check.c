@@ -2,6 +2,7 @@
  * finding, then a verdict. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "common/cs_format.h"
@@ -54,23 +55,23 @@ int cs_cli_check(int argc, char **argv) {
   }
   if (!cs_cli_operands(cs_check_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
   const char *path = argv[optind];
-  cs_load_bytes_t bytes;
-  if (cs_load_bytes(path, &bytes) != 0) return CS_CLI_FAIL;
   cs_report_t report;
   cs_report_init(&report);
   int rc = CS_CLI_OK;
-  if (!cs_validate_bytes(bytes.data, bytes.len, &report)) {
-    /* Only a file with errors is parsed a second time, to tell one that does not parse at all
-     * (reported like every unreadable input, by cs_load_parse) from one the viewer rejects. */
-    cJSON *root = cs_load_parse(path, &bytes, NULL);
-    if (root == NULL) rc = CS_CLI_FAIL;
-    cJSON_Delete(root);
+  if (!cs_validate_file(path, &report) && report.read_failed) {
+    /* A file that does not parse at all is reported like every unreadable input (cli/load.h):
+     * one line on stderr, not a verdict. */
+    const cs_finding_t *f = report.count > 0 ? &report.findings[0] : &report.first_unreadable;
+    if (report.io_errno != 0)
+      fprintf(stderr, "%s: cannot read: %s\n", path, strerror(report.io_errno));
+    else
+      fprintf(stderr, "%s: %s: %s\n", path, f->where, f->message);
+    rc = CS_CLI_FAIL;
   }
   if (rc == CS_CLI_OK) {
     cs_check_print(path, &report);
     if (report.errors > 0 || report.warnings > 0) rc = CS_CLI_FAIL;
   }
   cs_report_free(&report);
-  cs_load_bytes_free(&bytes);
   return rc;
 }

@@ -1,7 +1,8 @@
-/* `cudasnap convert IN OUT`: JSON <-> pickle, the content unchanged (cli/tree_emit.h). OUT is
+/* `cudasnap convert IN OUT`: JSON <-> pickle, the content unchanged (model/write.h). OUT is
  * written under a temporary name and renamed into place, so it is never left half-written, and an
  * existing OUT is replaced only with --force. */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,9 @@
 #include "cli/load.h"
 #include "cli/progress.h"
 #include "cli/replace.h"
-#include "cli/tree.h"
-#include "cli/tree_emit.h"
 #include "memviz/output.h"
 #include "memviz/sink.h"
+#include "model/write.h"
 
 static const char cs_convert_help[] =
     "usage: cudasnap convert [--format json|pickle] [--force] IN OUT\n"
@@ -45,9 +45,13 @@ static bool cs_convert_has_suffix(const char *path, const char *suffix) {
   return n >= m && strcmp(path + n - m, suffix) == 0;
 }
 
-/* Write root to path. Returns 0, or -1 after reporting why (nothing is left at path). */
-static int cs_convert_write(const cJSON *root, const char *path, cs_emit_format_t format, bool force,
-                            size_t input_bytes) {
+static void cs_convert_tick(void *ctx, uint64_t values) {
+  cs_progress_update(ctx, values);
+}
+
+/* Write doc to path. Returns 0, or -1 after reporting why (nothing is left at path). */
+static int cs_convert_write(const cs_doc_t *doc, uint64_t values, const char *path, cs_emit_format_t format,
+                            bool force, size_t input_bytes) {
   cs_output_t out;
   int err = cs_output_open(&out, path);
   cs_fd_sink_t *sink = err == 0 ? malloc(sizeof *sink) : NULL;
@@ -62,8 +66,8 @@ static int cs_convert_write(const cJSON *root, const char *path, cs_emit_format_
     char what[96];
     snprintf(what, sizeof what, "writing %s", path);
     cs_progress_t progress;
-    cs_progress_start(&progress, what, input_bytes, cs_tree_count(root));
-    err = cs_tree_emit(root, e, format, &progress);
+    cs_progress_start(&progress, what, input_bytes, values);
+    err = cs_doc_write(doc, e, format, cs_convert_tick, &progress);
     cs_progress_end(&progress);
     int flushed = cs_fd_sink_flush(sink);
     if (err == 0) err = flushed;
@@ -77,6 +81,26 @@ static int cs_convert_write(const cJSON *root, const char *path, cs_emit_format_
   }
   free(sink);
   return err != 0 ? -1 : 0;
+}
+
+/* A snapshot the writer cannot take, or one whose shared values would expand without bound (a
+ * hostile pickle's "billion laughs"): why, in *why. Real snapshots write out at most a few values
+ * per input byte even as JSON from a pickle whose frame lists are all shared; the bound allows 64. */
+static bool cs_convert_refuse(const cs_doc_extent_t *x, size_t input_bytes, char *why, size_t why_len) {
+  uint64_t limit = (uint64_t)input_bytes * 64 + ((uint64_t)1 << 20);
+  if (x->depth > CS_EMIT_MAX_DEPTH) {
+    snprintf(why, why_len, "values nest %u deep; snapshots nest far less, and the writer takes at most %d",
+             x->depth, CS_EMIT_MAX_DEPTH);
+  } else if (x->nonfinite) {
+    snprintf(why, why_len, "holds a NaN or an infinity, which the viewer cannot load");
+  } else if (x->values > limit) {
+    snprintf(why, why_len,
+             "a %zu-byte file whose shared values expand to more than %" PRIu64 " values when written out",
+             input_bytes, limit);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 int cs_cli_convert(int argc, char **argv) {
@@ -109,20 +133,22 @@ int cs_cli_convert(int argc, char **argv) {
     return CS_CLI_FAIL;
   }
 
-  cs_load_bytes_t bytes;
-  if (cs_load_bytes(in, &bytes) != 0) return CS_CLI_FAIL;
-  size_t input_bytes = bytes.len;
-  cJSON *root = cs_load_parse(in, &bytes, NULL);
-  cs_load_bytes_free(&bytes); /* only the tree is needed from here on */
-  if (root == NULL) return CS_CLI_FAIL;
+  size_t input_bytes = 0;
+  cs_doc_t *doc = cs_load_parse(in, NULL, &input_bytes);
+  if (doc == NULL) return CS_CLI_FAIL;
   char why[160];
   int rc = CS_CLI_OK;
-  if (cs_tree_emit_check(root, why, sizeof why) != 0) {
+  cs_doc_extent_t extent;
+  if (cs_doc_extent(doc, &extent) != 0) {
+    fprintf(stderr, "%s: cannot convert: out of host memory\n", in);
+    rc = CS_CLI_FAIL;
+  } else if (cs_convert_refuse(&extent, input_bytes, why, sizeof why)) {
     fprintf(stderr, "%s: cannot convert: %s\n", in, why);
     rc = CS_CLI_FAIL;
-  } else if (cs_convert_write(root, out, pickle ? CS_EMIT_PICKLE : CS_EMIT_JSON, force, input_bytes) != 0) {
+  } else if (cs_convert_write(doc, extent.values, out, pickle ? CS_EMIT_PICKLE : CS_EMIT_JSON, force,
+                              input_bytes) != 0) {
     rc = CS_CLI_FAIL;
   }
-  cJSON_Delete(root);
+  cs_doc_free(doc);
   return rc;
 }

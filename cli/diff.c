@@ -7,10 +7,10 @@
 #include "cli/cli.h"
 #include "common/cs_format.h"
 #include "cli/load.h"
-#include "cli/peak.h"
-#include "cli/phases.h"
-#include "cli/sites.h"
-#include "cli/snapview.h"
+#include "analysis/peak.h"
+#include "analysis/phases.h"
+#include "analysis/sites.h"
+#include "analysis/snapview.h"
 
 static const char cs_diff_help[] =
     "usage: cudasnap diff [--top N] [--phase NAME] A B\n"
@@ -55,29 +55,35 @@ typedef struct cs_diff_row_s {
   uint64_t blocks[2];
 } cs_diff_row_t;
 
-static int cs_diff_live(const cJSON *root, cs_sites_t *sites) {
-  const cJSON *segment;
-  cJSON_ArrayForEach(segment, cs_view_segments(root)) {
+static int cs_diff_live(const cs_doc_t *doc, cs_sites_t *sites) {
+  cs_val_t segments = cs_view_segments(doc);
+  size_t n = cs_doc_len(doc, segments);
+  const cs_val_t *segment = cs_doc_items(doc, segments);
+  cs_site_cache_t cache;
+  cs_site_cache_init(&cache, doc);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
     cs_view_blocks_t it;
     cs_view_block_t b;
-    for (cs_view_blocks_begin(&it, segment); cs_view_blocks_next(&it, &b);) {
+    for (cs_view_blocks_begin(&it, doc, segment[i]); rc == 0 && cs_view_blocks_next(&it, &b);) {
       if (b.state != CS_VIEW_ALLOCATED) continue;
-      cs_site_t site = cs_site_of(b.frames);
-      if (cs_sites_add(sites, &site, (uint64_t)b.requested) != 0) return -1;
+      cs_site_t site = cs_site_cache_of(&cache, b.frames);
+      if (cs_sites_add(sites, &site, (uint64_t)b.requested) != 0) rc = -1;
     }
   }
-  return 0;
+  cs_site_cache_free(&cache);
+  return rc;
 }
 
 /* The blocks live at the peak of phase `name`, on the device where that peak is highest. Returns 0,
  * 1 when no device's trace has the phase open, or -1 without host memory. */
-static int cs_diff_phase_live(const char *path, const cJSON *root, const char *name, cs_sites_t *sites) {
+static int cs_diff_phase_live(const char *path, const cs_doc_t *doc, const char *name, cs_sites_t *sites) {
   int best_device = -1;
   cs_peak_t best = {.bytes = 0};
-  for (int d = 0; d < cs_view_device_count(root); d++) {
+  for (int d = 0; d < cs_view_device_count(doc); d++) {
     cs_peak_t peak;
     bool found = false;
-    if (cs_phases_peak_of(root, d, name, &peak, &found) != 0) return -1;
+    if (cs_phases_peak_of(doc, d, name, &peak, &found) != 0) return -1;
     if (found && (best_device < 0 || peak.bytes > best.bytes)) {
       best = peak;
       best_device = d;
@@ -88,7 +94,7 @@ static int cs_diff_phase_live(const char *path, const cJSON *root, const char *n
   cs_format_bytes(best.bytes, bytes, sizeof bytes);
   printf("%s: peak of %s: %s after event %zu of %zu (device %d)\n", path, name, bytes, best.after, best.events,
          best_device);
-  return cs_peak_live_at(root, best_device, best.after, sites);
+  return cs_peak_live_at(doc, best_device, best.after, sites);
 }
 
 static uint64_t cs_diff_distance(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
@@ -192,19 +198,19 @@ int cs_cli_diff(int argc, char **argv) {
   }
   if (!cs_cli_operands(cs_diff_name, argc, argv, 2, "A B")) return CS_CLI_USAGE;
   const char *paths[2] = {argv[optind], argv[optind + 1]};
-  cJSON *roots[2] = {NULL, NULL};
+  cs_doc_t *docs[2] = {NULL, NULL};
   cs_sites_t sites[2];
   cs_sites_init(&sites[0]);
   cs_sites_init(&sites[1]);
   int rc = CS_CLI_OK;
   for (int side = 0; side < 2 && rc == CS_CLI_OK; side++) {
-    roots[side] = cs_load_snapshot(paths[side], NULL);
-    if (roots[side] == NULL) {
+    docs[side] = cs_load_snapshot(paths[side], NULL, NULL);
+    if (docs[side] == NULL) {
       rc = CS_CLI_FAIL;
     } else if (phase == NULL) {
-      if (cs_diff_live(roots[side], &sites[side]) != 0) rc = -1;
+      if (cs_diff_live(docs[side], &sites[side]) != 0) rc = -1;
     } else {
-      int found = cs_diff_phase_live(paths[side], roots[side], phase, &sites[side]);
+      int found = cs_diff_phase_live(paths[side], docs[side], phase, &sites[side]);
       if (found < 0) rc = -1;
       if (found == 1) {
         cs_cli_error(cs_diff_name, "%s: no phase named '%s' is open during its trace", paths[side], phase);
@@ -219,7 +225,7 @@ int cs_cli_diff(int argc, char **argv) {
   }
   for (int side = 0; side < 2; side++) {
     cs_sites_free(&sites[side]);
-    cJSON_Delete(roots[side]);
+    cs_doc_free(docs[side]);
   }
   return rc;
 }

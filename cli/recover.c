@@ -2,20 +2,19 @@
  * (CUDASNAP_RECORD), however it ended, kill -9 included. The recording is read and checked
  * (reader/recording.h), its events replayed into the end state (recover_replay.h), its stacks
  * named through its own module map (snapshot/symbolize.h, on the files the paths name), and the
- * snapshot written in the format a dump writes, as a tree through the emitters (tree_emit.h). */
+ * snapshot written in the format a dump writes, built as a snapshot model and written through the emitters (model/write.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli/cli.h"
 #include "cli/recover_replay.h"
-#include "cli/tree_emit.h"
 #include "memviz/output.h"
 #include "memviz/sink.h"
+#include "model/build.h"
+#include "model/write.h"
 #include "reader/recording.h"
 #include "record/pyframes.h"
 #include "snapshot/symbolize.h"
@@ -42,70 +41,104 @@ static const char cs_recover_help[] =
     "exit status: 0 written; 1 the recording cannot be read or holds nothing to show (one line\n"
     "`RECORDING: problem`), or the snapshot cannot be written; 2 usage error.\n";
 
-/* ---- the tree ---- */
+/* ---- the snapshot, built as a model (model/build.h) ---- */
 
 typedef struct cs_recover_s {
   const cs_recording_t *rec;
   const cs_rr_state_t *state;
   cs_symbolizer_t *sym;
-  cJSON **frames; /* by stack id - 1: the named frame list, made once */
+  cs_build_t *b;
+  cs_val_t *frames; /* by stack id - 1: the named frame list, made once (0: not yet) */
+  cs_val_t empty;   /* [] */
+  bool failed;
 } cs_recover_t;
 
-static cJSON *cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
+/* The builder's calls, remembering a failure (out of host memory) instead of checking each. */
+static cs_val_t cs_rv(cs_recover_t *r, cs_val_t v) {
+  if (cs_val_absent(v)) {
+    r->failed = true;
+    return CS_VAL_NULL;
+  }
+  return v;
+}
+
+static cs_val_t cs_r_int(cs_recover_t *r, int64_t x) {
+  return cs_rv(r, cs_build_int(r->b, x));
+}
+
+static cs_val_t cs_r_str(cs_recover_t *r, const char *s) {
+  return cs_rv(r, cs_build_str(r->b, s, strlen(s)));
+}
+
+static void cs_r_set(cs_recover_t *r, cs_val_t dict, const char *key, cs_val_t v) {
+  uint32_t id = cs_build_key(r->b, key, strlen(key));
+  if (id == UINT32_MAX || !cs_build_set(r->b, dict, id, v)) r->failed = true;
+}
+
+static void cs_r_append(cs_recover_t *r, cs_val_t list, cs_val_t v) {
+  if (!cs_build_append(r->b, list, v)) r->failed = true;
+}
+
+static cs_val_t cs_r_close(cs_recover_t *r, cs_val_t open) {
+  return cs_rv(r, cs_build_close(r->b, open));
+}
+
+static cs_val_t cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
   size_t n = 0;
   const uint64_t *pcs = cs_recording_stack(r->rec, stack_id, &n);
-  if (!pcs) return cJSON_CreateArray();
-  if (!r->frames[stack_id - 1]) {
-    cJSON *list = cJSON_CreateArray();
-    for (size_t i = 0; list && i < n; i++) {
+  if (!pcs) return r->empty;
+  if (r->frames[stack_id - 1] == 0) {
+    cs_val_t list = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
+    for (size_t i = 0; !r->failed && i < n; i++) {
       /* a Python frame's names stayed in the process's memory (record/pyframes.h): say so */
       cs_frame_t f = cs_py_is_frame((uintptr_t)pcs[i])
                          ? (cs_frame_t){.name = "(Python frame, not in the recording)", .filename = "??"}
                          : cs_symbolize(r->sym, (uintptr_t)pcs[i], 0);
-      cJSON *frame = cJSON_CreateObject();
-      cJSON_AddStringToObject(frame, "filename", f.filename);
-      cJSON_AddNumberToObject(frame, "line", f.line);
-      cJSON_AddStringToObject(frame, "name", f.name);
-      cJSON_AddItemToArray(list, frame);
+      cs_val_t frame = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+      cs_r_set(r, frame, "filename", cs_r_str(r, f.filename));
+      cs_r_set(r, frame, "line", cs_r_int(r, f.line));
+      cs_r_set(r, frame, "name", cs_r_str(r, f.name));
+      cs_r_append(r, list, cs_r_close(r, frame));
     }
-    r->frames[stack_id - 1] = list;
+    r->frames[stack_id - 1] = cs_r_close(r, list);
   }
-  return cJSON_Duplicate(r->frames[stack_id - 1], 1);
+  return r->frames[stack_id - 1];
 }
 
-static void cs_recover_add_block(cs_recover_t *r, cJSON *blocks, uint64_t addr, uint64_t size, const char *state,
+static void cs_recover_add_block(cs_recover_t *r, cs_val_t blocks, uint64_t addr, uint64_t size, const char *state,
                                  uint32_t stack_id) {
-  cJSON *b = cJSON_CreateObject();
-  cJSON_AddNumberToObject(b, "address", (double)addr);
-  cJSON_AddNumberToObject(b, "size", (double)size);
-  cJSON_AddNumberToObject(b, "requested_size", (double)(stack_id || strcmp(state, "inactive") ? size : 0));
-  cJSON_AddStringToObject(b, "state", state);
-  cJSON_AddItemToObject(b, "frames", stack_id ? cs_recover_frames(r, stack_id) : cJSON_CreateArray());
-  cJSON_AddItemToArray(blocks, b);
+  cs_val_t b = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, b, "address", cs_r_int(r, (int64_t)addr));
+  cs_r_set(r, b, "size", cs_r_int(r, (int64_t)size));
+  cs_r_set(r, b, "requested_size", cs_r_int(r, (int64_t)(stack_id || strcmp(state, "inactive") ? size : 0)));
+  cs_r_set(r, b, "state", cs_r_str(r, state));
+  cs_r_set(r, b, "frames", stack_id ? cs_recover_frames(r, stack_id) : r->empty);
+  cs_r_append(r, blocks, cs_r_close(r, b));
 }
 
-static cJSON *cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) {
-  cJSON *s = cJSON_CreateObject();
+static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) {
+  cs_val_t s = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
   uint64_t allocated = 0, active = 0;
   for (size_t i = 0; i < seg->block_count; i++) {
     active += seg->blocks[i].size;
     if (!seg->blocks[i].pending) allocated += seg->blocks[i].size;
   }
-  cJSON_AddNumberToObject(s, "device", seg->device);
-  cJSON_AddNumberToObject(s, "address", (double)seg->addr);
-  cJSON_AddNumberToObject(s, "total_size", (double)seg->size);
-  cJSON_AddNumberToObject(s, "allocated_size", (double)allocated);
-  cJSON_AddNumberToObject(s, "active_size", (double)active);
-  cJSON_AddNumberToObject(s, "requested_size", (double)active);
-  cJSON_AddNumberToObject(s, "stream", seg->stream);
+  cs_r_set(r, s, "device", cs_r_int(r, seg->device));
+  cs_r_set(r, s, "address", cs_r_int(r, (int64_t)seg->addr));
+  cs_r_set(r, s, "total_size", cs_r_int(r, (int64_t)seg->size));
+  cs_r_set(r, s, "allocated_size", cs_r_int(r, (int64_t)allocated));
+  cs_r_set(r, s, "active_size", cs_r_int(r, (int64_t)active));
+  cs_r_set(r, s, "requested_size", cs_r_int(r, (int64_t)active));
+  cs_r_set(r, s, "stream", cs_r_int(r, (int64_t)seg->stream));
   /* the allocator's small pool makes 2 MiB segments (PyTorch's kSmallBuffer) */
-  cJSON_AddStringToObject(s, "segment_type", seg->size <= ((uint64_t)2 << 20) ? "small" : "large");
-  cJSON *pool = cJSON_AddArrayToObject(s, "segment_pool_id");
-  cJSON_AddItemToArray(pool, cJSON_CreateNumber(0));
-  cJSON_AddItemToArray(pool, cJSON_CreateNumber(0));
-  cJSON_AddBoolToObject(s, "is_expandable", 0);
-  cJSON_AddItemToObject(s, "frames", seg->stack_id ? cs_recover_frames(r, seg->stack_id) : cJSON_CreateArray());
-  cJSON *blocks = cJSON_AddArrayToObject(s, "blocks");
+  cs_r_set(r, s, "segment_type", cs_r_str(r, seg->size <= ((uint64_t)2 << 20) ? "small" : "large"));
+  cs_val_t pool = cs_rv(r, cs_build_open(r->b, CS_TAG_TUPLE));
+  cs_r_append(r, pool, cs_r_int(r, 0));
+  cs_r_append(r, pool, cs_r_int(r, 0));
+  cs_r_set(r, s, "segment_pool_id", cs_r_close(r, pool));
+  cs_r_set(r, s, "is_expandable", CS_VAL_FALSE);
+  cs_r_set(r, s, "frames", seg->stack_id ? cs_recover_frames(r, seg->stack_id) : r->empty);
+  cs_val_t blocks = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
   uint64_t at = seg->addr;
   for (size_t i = 0; i < seg->block_count; i++) {
     const cs_rr_block_t *b = &seg->blocks[i];
@@ -115,66 +148,77 @@ static cJSON *cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) {
     at = b->addr + b->size;
   }
   if (at < seg->addr + seg->size) cs_recover_add_block(r, blocks, at, seg->addr + seg->size - at, "inactive", 0);
-  return s;
+  cs_r_set(r, s, "blocks", cs_r_close(r, blocks));
+  return cs_r_close(r, s);
 }
 
 /* One trace entry, with what a dump writes (snapshot/snapshot.c): no frames on a free_completed
  * right after its own free_requested (the viewer merges the two and keeps the first's frames),
  * and no compile_context or user_metadata. prev: the entry before it in the device's trace. */
-static cJSON *cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, const cs_ring_entry_t *prev) {
+static cs_val_t cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, const cs_ring_entry_t *prev) {
   const cs_action_t action = cs_ring_entry_action(e);
   const bool merged_free = action == CS_ACTION_FREE_COMPLETED && prev &&
                            cs_ring_entry_action(prev) == CS_ACTION_FREE_REQUESTED && prev->addr == e->addr;
-  cJSON *t = cJSON_CreateObject();
-  cJSON_AddStringToObject(t, "action", cs_action_name(action));
-  cJSON_AddNumberToObject(t, action == CS_ACTION_OOM ? "device_free" : "addr", (double)e->addr);
-  cJSON_AddNumberToObject(t, "size", (double)e->size);
-  cJSON_AddNumberToObject(t, "stream", e->stream);
-  cJSON_AddNumberToObject(t, "time_us", (double)cs_ring_entry_epoch_us(e));
-  if (e->stack_id && !merged_free) cJSON_AddItemToObject(t, "frames", cs_recover_frames(r, e->stack_id));
-  return t;
+  cs_val_t t = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, t, "action", cs_r_str(r, cs_action_name(action)));
+  cs_r_set(r, t, action == CS_ACTION_OOM ? "device_free" : "addr", cs_r_int(r, (int64_t)e->addr));
+  cs_r_set(r, t, "size", cs_r_int(r, (int64_t)e->size));
+  cs_r_set(r, t, "stream", cs_r_int(r, (int64_t)e->stream));
+  cs_r_set(r, t, "time_us", cs_r_int(r, (int64_t)cs_ring_entry_epoch_us(e)));
+  if (e->stack_id && !merged_free) cs_r_set(r, t, "frames", cs_recover_frames(r, e->stack_id));
+  return cs_r_close(r, t);
 }
 
 typedef struct cs_recover_counts_s {
   uint64_t lost, damaged, dropped, live;
 } cs_recover_counts_t;
 
-static cJSON *cs_recover_tree(cs_recover_t *r, const char *recording, const cs_recover_counts_t *c) {
+/* The snapshot's root, or CS_VAL_ABSENT without host memory. */
+static cs_val_t cs_recover_snapshot(cs_recover_t *r, const char *recording, const cs_recover_counts_t *c) {
   const cs_rr_state_t *s = r->state;
-  cJSON *root = cJSON_CreateObject();
-  cJSON *segments = cJSON_AddArrayToObject(root, "segments");
-  for (size_t i = 0; i < s->segment_count; i++) cJSON_AddItemToArray(segments, cs_recover_segment(r, &s->segments[i]));
-  cJSON *traces = cJSON_AddArrayToObject(root, "device_traces");
-  for (int d = 0; d < s->device_count; d++) {
-    cJSON *trace = cJSON_CreateArray();
+  r->empty = cs_r_close(r, cs_rv(r, cs_build_open(r->b, CS_TAG_LIST)));
+  cs_val_t root = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_val_t segments = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
+  for (size_t i = 0; i < s->segment_count && !r->failed; i++)
+    cs_r_append(r, segments, cs_recover_segment(r, &s->segments[i]));
+  cs_r_set(r, root, "segments", cs_r_close(r, segments));
+  cs_val_t traces = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
+  for (int d = 0; d < s->device_count && !r->failed; d++) {
+    cs_val_t trace = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
     const cs_ring_entry_t *prev = NULL;
-    for (size_t i = 0; i < s->event_count; i++) {
+    for (size_t i = 0; i < s->event_count && !r->failed; i++) {
       if (cs_ring_entry_device(&s->events[i]) != d) continue;
-      cJSON_AddItemToArray(trace, cs_recover_event(r, &s->events[i], prev));
+      cs_r_append(r, trace, cs_recover_event(r, &s->events[i], prev));
       prev = &s->events[i];
     }
-    cJSON_AddItemToArray(traces, trace);
+    cs_r_append(r, traces, cs_r_close(r, trace));
   }
-  cJSON *settings = cJSON_AddObjectToObject(root, "allocator_settings");
-  cJSON_AddNumberToObject(settings, "trace_alloc_max_entries", (double)r->rec->max_entries);
-  cJSON_AddBoolToObject(settings, "trace_alloc_overflowed", c->dropped > 0);
-  cJSON_AddArrayToObject(root, "external_annotations");
-  cJSON *meta = cJSON_AddObjectToObject(root, "cudasnap");
-  cJSON_AddStringToObject(meta, "version", CS_VERSION_STRING);
-  cJSON_AddNumberToObject(meta, "pid", (double)r->rec->pid);
-  cJSON *argv = cJSON_AddArrayToObject(meta, "argv");
-  for (const char *const *a = r->rec->argv; *a; a++) cJSON_AddItemToArray(argv, cJSON_CreateString(*a));
-  cJSON_AddStringToObject(meta, "host", "");
-  cJSON_AddStringToObject(meta, "trigger", "recover");
-  cJSON_AddNumberToObject(meta, "dump_number", 0);
-  cJSON_AddNumberToObject(meta, "time_us", s->event_count ? (double)cs_ring_entry_epoch_us(&s->events[s->event_count - 1]) : 0);
-  cJSON_AddStringToObject(meta, "stacks", r->rec->stack_count ? "native" : "none");
-  cJSON_AddNumberToObject(meta, "dropped_events", (double)c->dropped);
-  cJSON_AddNumberToObject(meta, "lost_events", (double)c->lost);
-  cJSON_AddNumberToObject(meta, "damaged_events", (double)c->damaged);
-  cJSON_AddStringToObject(meta, "recording", recording);
-  cJSON_AddArrayToObject(meta, "memory_stats");
-  return root;
+  cs_r_set(r, root, "device_traces", cs_r_close(r, traces));
+  cs_val_t settings = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, settings, "trace_alloc_max_entries", cs_r_int(r, (int64_t)r->rec->max_entries));
+  cs_r_set(r, settings, "trace_alloc_overflowed", c->dropped > 0 ? CS_VAL_TRUE : CS_VAL_FALSE);
+  cs_r_set(r, root, "allocator_settings", cs_r_close(r, settings));
+  cs_r_set(r, root, "external_annotations", r->empty);
+  cs_val_t meta = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, meta, "version", cs_r_str(r, CS_VERSION_STRING));
+  cs_r_set(r, meta, "pid", cs_r_int(r, (int64_t)r->rec->pid));
+  cs_val_t argv = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
+  for (const char *const *a = r->rec->argv; *a; a++) cs_r_append(r, argv, cs_r_str(r, *a));
+  cs_r_set(r, meta, "argv", cs_r_close(r, argv));
+  cs_r_set(r, meta, "host", cs_r_str(r, ""));
+  cs_r_set(r, meta, "trigger", cs_r_str(r, "recover"));
+  cs_r_set(r, meta, "dump_number", cs_r_int(r, 0));
+  cs_r_set(r, meta, "time_us",
+           cs_r_int(r, s->event_count ? (int64_t)cs_ring_entry_epoch_us(&s->events[s->event_count - 1]) : 0));
+  cs_r_set(r, meta, "stacks", cs_r_str(r, r->rec->stack_count ? "native" : "none"));
+  cs_r_set(r, meta, "dropped_events", cs_r_int(r, (int64_t)c->dropped));
+  cs_r_set(r, meta, "lost_events", cs_r_int(r, (int64_t)c->lost));
+  cs_r_set(r, meta, "damaged_events", cs_r_int(r, (int64_t)c->damaged));
+  cs_r_set(r, meta, "recording", cs_r_str(r, recording));
+  cs_r_set(r, meta, "memory_stats", r->empty);
+  cs_r_set(r, root, "cudasnap", cs_r_close(r, meta));
+  root = cs_r_close(r, root);
+  return r->failed ? CS_VAL_ABSENT : root;
 }
 
 /* ---- writing ---- */
@@ -184,14 +228,9 @@ static bool cs_recover_has_suffix(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int cs_recover_write(const cJSON *root, const char *path, char *final_path, size_t final_len) {
+static int cs_recover_write(const cs_doc_t *doc, const char *path, char *final_path, size_t final_len) {
   cs_emit_format_t format =
       cs_recover_has_suffix(path, ".pickle") || cs_recover_has_suffix(path, ".pkl") ? CS_EMIT_PICKLE : CS_EMIT_JSON;
-  char why[160];
-  if (cs_tree_emit_check(root, why, sizeof why) != 0) {
-    fprintf(stderr, "%s: cannot write: %s\n", path, why);
-    return -1;
-  }
   cs_output_t out;
   int err = cs_output_open(&out, path);
   cs_fd_sink_t *sink = err == 0 ? malloc(sizeof *sink) : NULL;
@@ -203,7 +242,7 @@ static int cs_recover_write(const cJSON *root, const char *path, char *final_pat
     if (!e) err = ENOMEM;
   }
   if (err == 0) {
-    err = cs_tree_emit(root, e, format, NULL);
+    err = cs_doc_write(doc, e, format, NULL, NULL);
     int flushed = cs_fd_sink_flush(sink);
     if (err == 0) err = flushed;
   }
@@ -273,24 +312,27 @@ int cs_cli_recover(int argc, char **argv) {
                                        .build_id = rec.modules[i].build_id, .build_id_len = rec.modules[i].build_id_len};
   cs_recover_t r = {.rec = &rec, .state = &state,
                     .sym = modules ? cs_symbolizer_create_for(modules, rec.module_count) : NULL,
-                    .frames = calloc(rec.stack_count ? rec.stack_count : 1, sizeof(cJSON *))};
+                    .b = cs_build_new(),
+                    .frames = calloc(rec.stack_count ? rec.stack_count : 1, sizeof(cs_val_t))};
   int rc = CS_CLI_FAIL;
-  if (!r.sym || !r.frames) {
+  if (!r.sym || !r.frames || !r.b) {
     fprintf(stderr, "%s: out of host memory for the symbols\n", recording);
   } else {
-    cJSON *root = cs_recover_tree(&r, recording, &counts);
+    cs_val_t root = cs_recover_snapshot(&r, recording, &counts);
+    cs_doc_t *doc = cs_val_absent(root) ? NULL : cs_build_finish(r.b, root);
+    if (!cs_val_absent(root)) r.b = NULL; /* finished (or freed) by cs_build_finish */
     char final_path[4096];
-    if (root && cs_recover_write(root, output, final_path, sizeof final_path) == 0) {
+    if (doc && cs_recover_write(doc, output, final_path, sizeof final_path) == 0) {
       printf("wrote %s: %zu events (%llu lost at the end, %llu damaged, %llu oldest dropped), %llu live blocks\n",
              final_path, state.event_count, (unsigned long long)counts.lost, (unsigned long long)counts.damaged,
              (unsigned long long)counts.dropped, (unsigned long long)counts.live);
       rc = CS_CLI_OK;
-    } else if (!root) {
+    } else if (!doc) {
       fprintf(stderr, "%s: out of host memory for the snapshot\n", recording);
     }
-    cJSON_Delete(root);
+    cs_doc_free(doc);
   }
-  for (size_t i = 0; r.frames && i < rec.stack_count; i++) cJSON_Delete(r.frames[i]);
+  cs_build_abort(r.b);
   free(r.frames);
   cs_symbolizer_destroy(r.sym);
   free(modules);

@@ -1,5 +1,5 @@
 /* `cudasnap report FILE [-o OUT.html]`: one self-contained HTML page per snapshot, readable
- * offline in any current browser (cli/report_data.h computes, cli/report_page.h writes). */
+ * offline in any current browser (report/report_data.h computes, report/report_page.h writes). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include "cli/cli.h"
 #include "cli/load.h"
 #include "cli/replace.h"
-#include "cli/report_data.h"
-#include "cli/report_page.h"
+#include "report/report_data.h"
+#include "report/report_page.h"
 #include "memviz/emit.h"
 #include "memviz/output.h"
 #include "memviz/sink.h"
@@ -89,11 +89,11 @@ static bool cs_report_same_file(const char *in, const char *out) {
   return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The data blob of root, in memory. Returns 0, or -1 after reporting why. */
-static int cs_report_build(const cJSON *root, const cs_report_source_t *src, cs_mem_sink_t *data) {
+/* The data blob of doc, in memory. Returns 0, or -1 after reporting why. */
+static int cs_report_build(const cs_doc_t *doc, const cs_report_source_t *src, cs_mem_sink_t *data) {
   cs_mem_sink_init(data);
   cs_emitter_t *e = cs_emitter_create(CS_EMIT_JSON, cs_mem_sink(data), 2);
-  int rc = e != NULL ? cs_report_data(root, src, e) : -1;
+  int rc = e != NULL ? cs_report_data(doc, src, e) : -1;
   int err = e != NULL ? cs_emit_finish(e) : ENOMEM;
   if (rc != 0 || err != 0) {
     cs_cli_error(cs_report_name, "out of host memory");
@@ -156,16 +156,15 @@ int cs_cli_report(int argc, char **argv) {
 
   /* As summary reads it: a file whose numbers mean nothing is refused (cli/load.h). */
   cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
-  cJSON *root = cs_load_snapshot(in, &format);
-  struct stat st;
-  uint64_t in_bytes = root != NULL && stat(in, &st) == 0 ? (uint64_t)st.st_size : 0;
-  int rc = root != NULL ? CS_CLI_OK : CS_CLI_FAIL;
+  size_t in_bytes = 0;
+  cs_doc_t *doc = cs_load_snapshot(in, &format, &in_bytes);
+  int rc = doc != NULL ? CS_CLI_OK : CS_CLI_FAIL;
   cs_mem_sink_t data = {.data = NULL};
   if (rc == CS_CLI_OK) {
     cs_report_source_t src = {.path = in, .bytes = in_bytes, .format = format};
-    if (cs_report_build(root, &src, &data) != 0) rc = CS_CLI_FAIL;
+    if (cs_report_build(doc, &src, &data) != 0) rc = CS_CLI_FAIL;
   }
-  cJSON_Delete(root); /* the data blob holds copies of all it needs */
+  cs_doc_free(doc); /* the data blob holds copies of all it needs */
   if (rc == CS_CLI_OK) {
     const char *title = strrchr(in, '/') != NULL ? strrchr(in, '/') + 1 : in;
     if (cs_report_write(out, title, &data) != 0) rc = CS_CLI_FAIL;

@@ -6,15 +6,15 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/device_blocks.h"
+#include "analysis/device_blocks.h"
 #include "cli/load.h"
-#include "cli/peak.h"
-#include "cli/phases.h"
-#include "cli/pools.h"
-#include "cli/reconcile.h"
-#include "cli/sites.h"
-#include "cli/snapstats.h"
-#include "cli/snapview.h"
+#include "analysis/peak.h"
+#include "analysis/phases.h"
+#include "analysis/pools.h"
+#include "analysis/reconcile.h"
+#include "analysis/sites.h"
+#include "analysis/snapstats.h"
+#include "analysis/snapview.h"
 #include "common/cs_format.h"
 
 static const char cs_summary_help[] =
@@ -92,25 +92,25 @@ typedef struct cs_summary_opts_s {
 static const char cs_summary_name[] = "summary";
 
 /* The first line: who wrote the snapshot. */
-static void cs_summary_header(const char *path, const cJSON *root, int devices) {
-  const cJSON *cudasnap = cJSON_GetObjectItemCaseSensitive(root, "cudasnap");
-  if (cJSON_IsObject(cudasnap)) {
-    const char *version = cs_view_str(cudasnap, "version");
-    const char *trigger = cs_view_str(cudasnap, "trigger");
+static void cs_summary_header(const char *path, const cs_doc_t *doc, int devices) {
+  cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  if (cs_val_is_dict(cudasnap)) {
+    const char *version = cs_view_str(doc, cudasnap, "version");
+    const char *trigger = cs_view_str_key(doc, cudasnap, CS_KEY_TRIGGER);
     int64_t pid = 0;
-    if (!cs_view_int(cudasnap, "pid", &pid)) pid = 0;
+    if (!cs_view_int(doc, cudasnap, "pid", &pid)) pid = 0;
     printf("%s: cudasnap %s snapshot, pid %lld, trigger %s, %d device%s\n", path, version ? version : "?",
            (long long)pid, trigger ? trigger : "?", devices, cs_plural((uint64_t)devices));
-    const char *best_effort = cs_view_str(cudasnap, "best_effort");
+    const char *best_effort = cs_view_str(doc, cudasnap, "best_effort");
     if (best_effort) printf("%s: best effort: %s\n", path, best_effort);
   } else {
     printf("%s: PyTorch snapshot, %d device%s\n", path, devices, cs_plural((uint64_t)devices));
   }
 }
 
-static int cs_summary_table(const cJSON *root, int device) {
+static int cs_summary_table(const cs_doc_t *doc, int device) {
   int found;
-  char *text = cs_snapstats_table(root, device, &found);
+  char *text = cs_snapstats_table(doc, device, &found);
   if (text == NULL) return -1;
   fputs(text, stdout);
   free(text);
@@ -124,7 +124,7 @@ static int cs_summary_table(const cJSON *root, int device) {
   return 0;
 }
 
-static void cs_summary_sites(const cs_sites_t *sites, const cs_summary_opts_t *o) {
+static void cs_summary_sites(const cs_doc_t *doc, const cs_sites_t *sites, const cs_summary_opts_t *o) {
   if (sites->count == 0) printf("  (none)\n");
   for (size_t i = 0; i < sites->count && i < o->top; i++) {
     const cs_site_total_t *s = &sites->totals[i];
@@ -132,28 +132,30 @@ static void cs_summary_sites(const cs_sites_t *sites, const cs_summary_opts_t *o
     cs_format_bytes(s->bytes, bytes, sizeof bytes);
     cs_site_format(&s->site, site, sizeof site);
     printf("  %s in %llu block%s: %s\n", bytes, (unsigned long long)s->blocks, cs_plural(s->blocks), site);
-    const cJSON *caller = cs_site_next_caller(s->site.frame);
-    for (uint64_t k = 0; caller != NULL && k < o->site_frames; k++, caller = cs_site_next_caller(caller)) {
-      cs_site_t c = cs_site_of_frame(caller);
+    cs_val_t frames = s->site.frames;
+    size_t caller = cs_val_absent(frames) ? SIZE_MAX : cs_site_next_caller(doc, frames, s->site.frame);
+    for (uint64_t k = 0; caller != SIZE_MAX && k < o->site_frames;
+         k++, caller = cs_site_next_caller(doc, frames, caller)) {
+      cs_site_t c = cs_site_of_frame(doc, cs_doc_at(doc, frames, caller));
       cs_site_format(&c, site, sizeof site);
       printf("      from %s\n", site);
     }
   }
 }
 
-static int cs_summary_peak(const cJSON *root, int device, const cs_summary_opts_t *o) {
+static int cs_summary_peak(const cs_doc_t *doc, int device, const cs_summary_opts_t *o) {
   cs_sites_t at_peak;
   cs_sites_init(&at_peak);
   cs_peak_t peak;
-  int rc = cs_peak_find(root, device, &peak, &at_peak);
+  int rc = cs_peak_find(doc, device, &peak, &at_peak);
   if (rc == 0) {
     cs_sites_sort(&at_peak);
     char bytes[64];
     cs_format_bytes(peak.bytes, bytes, sizeof bytes);
     printf("top allocation sites at the trace's peak (%s live after event %zu of %zu):\n", bytes, peak.after,
            peak.events);
-    cs_summary_sites(&at_peak, o);
-    rc = cs_phases_summary(root, device, &peak, o->top);
+    cs_summary_sites(doc, &at_peak, o);
+    rc = cs_phases_summary(doc, device, &peak, o->top);
   }
   cs_sites_free(&at_peak);
   return rc;
@@ -185,19 +187,19 @@ static void cs_summary_totals(const cs_device_blocks_t *b) {
   printf("free bytes inside segments: %s: rounding %s, gaps %s\n", text, rounding, gaps);
 }
 
-static int cs_summary_device(const cJSON *root, int device, const cs_summary_opts_t *o) {
+static int cs_summary_device(const cs_doc_t *doc, int device, const cs_summary_opts_t *o) {
   printf("\ndevice %d\n", device);
   cs_device_blocks_t blocks;
-  int rc = cs_device_blocks(root, device, &blocks);
-  if (rc == 0) rc = cs_summary_table(root, device);
-  if (rc == 0) cs_reconcile_write(stdout, root, device);
+  int rc = cs_device_blocks(doc, device, &blocks);
+  if (rc == 0) rc = cs_summary_table(doc, device);
+  if (rc == 0) cs_reconcile_write(stdout, doc, device);
   if (rc == 0) {
     cs_sites_sort(&blocks.live);
     printf("top allocation sites by live bytes:\n");
-    cs_summary_sites(&blocks.live, o);
-    rc = cs_summary_peak(root, device, o);
+    cs_summary_sites(doc, &blocks.live, o);
+    rc = cs_summary_peak(doc, device, o);
   }
-  if (rc == 0) rc = cs_pools_summary(root, device);
+  if (rc == 0) rc = cs_pools_summary(doc, device);
   if (rc == 0) cs_summary_totals(&blocks);
   cs_device_blocks_free(&blocks);
   return rc;
@@ -233,16 +235,16 @@ int cs_cli_summary(int argc, char **argv) {
   if (status >= 0) return status;
   if (!cs_cli_operands(cs_summary_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
   const char *path = argv[optind];
-  cJSON *root = cs_load_snapshot(path, NULL);
-  if (root == NULL) return CS_CLI_FAIL;
-  int devices = cs_view_device_count(root);
-  cs_summary_header(path, root, devices);
+  cs_doc_t *doc = cs_load_snapshot(path, NULL, NULL);
+  if (doc == NULL) return CS_CLI_FAIL;
+  int devices = cs_view_device_count(doc);
+  cs_summary_header(path, doc, devices);
   int rc = 0;
   for (int d = 0; rc == 0 && d < devices; d++) {
-    if (cs_device_used(root, d)) rc = cs_summary_device(root, d, &opts);
+    if (cs_device_used(doc, d)) rc = cs_summary_device(doc, d, &opts);
   }
-  if (rc == 0) cs_reconcile_print_host(root);
-  cJSON_Delete(root);
+  if (rc == 0) cs_reconcile_print_host(doc);
+  cs_doc_free(doc);
   if (rc != 0) {
     cs_cli_error(cs_summary_name, "out of host memory");
     return CS_CLI_FAIL;

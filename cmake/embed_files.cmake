@@ -1,5 +1,5 @@
 # Files as byte arrays in C, so that a program carries them (the report page's template, style
-# sheet and script; cli/report_assets.h declares what this writes):
+# sheet and script; report/report_assets.h declares what this writes):
 #
 #   cmake -DOUTPUT=out.c -DPREFIX=cs_report_asset_ -DFILES="name=path|name=path" -P embed_files.cmake
 #

@@ -4,33 +4,38 @@
  * Each input is handed, as the bytes of a file, to
  *   - cs_read_snapshot (the first byte decides: 0x80 goes to the unpickler, anything else to the
  *     strict JSON reader, which falls back to the unpickler as the viewer does), then
- *     cs_validate_tree on the tree it returns;
- *   - cs_validate_bytes (read + byte-level rules + tree rules + the history replay).
+ *     cs_validate_doc on the model it returns;
+ *   - cs_validate_bytes (read + byte-level rules + model rules + the history replay).
  * Everything is freed: LeakSanitizer reports what is not.
  *
  * Besides crashes, UB, leaks and timeouts, it checks the readers' documented contracts (a failed
  * check aborts, so libFuzzer records the input):
- *   - a returned tree holds only plain cJSON types (no leftover unpickler flag bits; numbers may
- *     carry the float mark, lists the tuple mark), containers
- *     have valueint 0 (the unpickler's subtree counts are cleared), no object repeats a key;
- *   - an exact integer (cs_reader_int_exact on a number with digits in valuestring) rounds to the
- *     number's double;
+ *   - a returned model holds only well-formed values: every tag known, no CS_VAL_ABSENT or open
+ *     container inside a container, strings NUL-terminated at their length, dicts without a key
+ *     twice, nesting within CS_DOC_MAX_DEPTH and as cs_doc_depth says;
+ *   - an integer (not written as a float) that cs_doc_int reads rounds to cs_doc_number's double,
+ *     and every number cs_doc_int reads is integral;
+ *   - equal content is one value: the same string text has one id (cs_doc_string_id finds it);
+ *   - the memory a model holds stays within a constant times the input's size (memo references
+ *     are shared, never copied);
  *   - error messages are NUL-terminated, and a failed read fills one;
  *   - the report's counts add up (count + dropped == errors + warnings, at most 200 kept), and
- *     cs_validate_bytes agrees with cs_read_snapshot + cs_validate_tree (one more error at most,
+ *     cs_validate_bytes agrees with cs_read_snapshot + cs_validate_doc (one more error at most,
  *     for a pickle: the APPENDS batch rule);
  *   - the errors marked unreadable are errors, the first is kept, and cs_validate_readable (no
- *     replay) finds exactly as many as cs_validate_tree.
+ *     replay) finds exactly as many as cs_validate_doc.
+ * The walk visits each container once (a shared value is checked where it is first met), so a
+ * pickle whose memo references multiply costs what its model holds.
  *
  * Build and run: fuzz/README.md. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
+#include "model/doc.h"
 #include "reader/reader.h"
 #include "reader/validate.h"
 
@@ -47,52 +52,100 @@ static bool fuzz_nul_terminated(const char *s, size_t cap) {
   return memchr(s, '\0', cap) != NULL;
 }
 
-static int fuzz_cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
+static int fuzz_cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
 }
 
-/* No key twice in one object (the readers keep the first position and the last value). */
-static void fuzz_check_unique_keys(const cJSON *obj) {
-  size_t n = 0;
-  for (const cJSON *c = obj->child; c != NULL; c = c->next) n++;
-  if (n < 2) return;
-  const char **keys = malloc(n * sizeof *keys);
-  if (keys == NULL) return;
-  size_t i = 0;
-  for (const cJSON *c = obj->child; c != NULL; c = c->next) keys[i++] = c->string ? c->string : "";
-  qsort(keys, n, sizeof *keys, fuzz_cmp_str);
-  for (i = 1; i < n; i++) FUZZ_CHECK(strcmp(keys[i - 1], keys[i]) != 0);
-  free(keys);
-}
+/* Containers already checked (open addressing over their words; 0 = empty, never a container). */
+typedef struct fuzz_seen_s {
+  cs_val_t *slots;
+  size_t cap, n;
+} fuzz_seen_t;
 
-/* Depth is bounded by the readers (CS_READER_MAX_DEPTH = 1000), so recursion is fine. */
-static void fuzz_walk(const cJSON *item, bool in_object) {
-  for (const cJSON *c = item; c != NULL; c = c->next) {
-    int base = c->type & 0xFF;
-    FUZZ_CHECK(base == cJSON_False || base == cJSON_True || base == cJSON_NULL || base == cJSON_Number ||
-               base == cJSON_String || base == cJSON_Array || base == cJSON_Object);
-    FUZZ_CHECK((c->type & ~(0xFF | cJSON_IsReference | cJSON_StringIsConst | CS_READER_FLOAT | CS_READER_TUPLE)) ==
-               0);
-    FUZZ_CHECK(base == cJSON_Number || (c->type & CS_READER_FLOAT) == 0);
-    FUZZ_CHECK(base == cJSON_Array || (c->type & CS_READER_TUPLE) == 0);
-    FUZZ_CHECK((c->type & cJSON_IsReference) == 0);
-    FUZZ_CHECK(!in_object || c->string != NULL);
-    if (base == cJSON_String) FUZZ_CHECK(c->valuestring != NULL);
-    if (base == cJSON_Number) {
-      int64_t x = 0;
-      int exact = cs_reader_int_exact(c, &x);
-      if (c->valuestring != NULL) {
-        FUZZ_CHECK(exact); /* exact digits are only ever stored for int64 values */
-        FUZZ_CHECK((double)x == c->valuedouble);
-      }
+/* True the first time v is met. */
+static bool fuzz_first_visit(fuzz_seen_t *s, cs_val_t v) {
+  if (s->n * 2 >= s->cap) {
+    size_t ncap = s->cap ? s->cap * 2 : 256;
+    cs_val_t *ns = calloc(ncap, sizeof *ns);
+    FUZZ_CHECK(ns != NULL);
+    for (size_t i = 0; i < s->cap; i++) {
+      if (s->slots[i] == 0) continue;
+      size_t j = (size_t)(s->slots[i] * 0x9e3779b97f4a7c15ULL) & (ncap - 1);
+      while (ns[j] != 0) j = (j + 1) & (ncap - 1);
+      ns[j] = s->slots[i];
     }
-    if (base == cJSON_Array || base == cJSON_Object) {
-      FUZZ_CHECK(c->valueint == 0);
-      FUZZ_CHECK(c->child == NULL || c->child->prev != NULL);
-      if (base == cJSON_Object) fuzz_check_unique_keys(c);
-      if (c->child != NULL) fuzz_walk(c->child, base == cJSON_Object);
-    }
+    free(s->slots);
+    s->slots = ns;
+    s->cap = ncap;
   }
+  size_t j = (size_t)(v * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
+  for (; s->slots[j] != 0; j = (j + 1) & (s->cap - 1))
+    if (s->slots[j] == v) return false;
+  s->slots[j] = v;
+  s->n++;
+  return true;
+}
+
+static void fuzz_check_scalar(const cs_doc_t *doc, cs_val_t v) {
+  unsigned tag = cs_val_tag(v);
+  if (tag == CS_TAG_SPECIAL) {
+    FUZZ_CHECK(cs_val_is_null(v) || cs_val_is_bool(v)); /* never ABSENT, never an open container */
+    return;
+  }
+  if (cs_val_is_number(v)) {
+    double d = cs_doc_number(doc, v);
+    int64_t x = 0;
+    if (cs_doc_int(doc, v, &x)) {
+      FUZZ_CHECK(isfinite(d) && d == floor(d));
+      if (!cs_doc_is_float(doc, v)) FUZZ_CHECK((double)x == d);
+    }
+    if (tag != CS_TAG_FLOAT) FUZZ_CHECK(cs_doc_int(doc, v, NULL)); /* integers are int64 */
+    FUZZ_CHECK(!cs_doc_is_float(doc, v) || tag == CS_TAG_FLOAT);
+    return;
+  }
+  FUZZ_CHECK(tag == CS_TAG_STRING);
+  size_t len = 0;
+  const char *s = cs_doc_str(doc, v, &len);
+  FUZZ_CHECK(s != NULL && s[len] == '\0');
+  FUZZ_CHECK(cs_doc_string_id(doc, s, len) == (uint32_t)cs_val_payload(v)); /* stored once */
+}
+
+/* Depth is bounded by the readers (CS_DOC_MAX_DEPTH), so recursion is fine. Returns the depth. */
+static unsigned fuzz_walk(const cs_doc_t *doc, cs_val_t v, fuzz_seen_t *seen) {
+  if (!cs_val_is_container(v)) {
+    fuzz_check_scalar(doc, v);
+    FUZZ_CHECK(cs_doc_depth(doc, v) == 0);
+    return 0;
+  }
+  unsigned depth = cs_doc_depth(doc, v);
+  FUZZ_CHECK(depth >= 1 && depth <= CS_DOC_MAX_DEPTH);
+  if (!fuzz_first_visit(seen, v)) return depth;
+  size_t n = cs_doc_len(doc, v);
+  const cs_val_t *items = cs_doc_items(doc, v);
+  FUZZ_CHECK(n == 0 || items != NULL);
+  unsigned inner = 0;
+  for (size_t i = 0; i < n; i++) {
+    FUZZ_CHECK(items[i] == cs_doc_at(doc, v, i));
+    unsigned d = fuzz_walk(doc, items[i], seen);
+    if (d > inner) inner = d;
+  }
+  FUZZ_CHECK(depth == inner + 1);
+  if (cs_val_is_dict(v) && n > 0) {
+    uint32_t *keys = malloc(n * sizeof *keys);
+    FUZZ_CHECK(keys != NULL);
+    for (size_t i = 0; i < n; i++) {
+      keys[i] = cs_doc_key_id_at(doc, v, i);
+      size_t len = 0;
+      const char *k = cs_doc_string(doc, keys[i], &len);
+      FUZZ_CHECK(k != NULL && k[len] == '\0');
+      FUZZ_CHECK(cs_doc_get_id(doc, v, keys[i]) == items[i]); /* the one member of that key */
+    }
+    qsort(keys, n, sizeof *keys, fuzz_cmp_u32);
+    for (size_t i = 1; i < n; i++) FUZZ_CHECK(keys[i - 1] != keys[i]);
+    free(keys);
+  }
+  return depth;
 }
 
 static void fuzz_check_report(const cs_report_t *r) {
@@ -117,37 +170,42 @@ static void fuzz_check_report(const cs_report_t *r) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  /* 1. The reader, then the tree rules on what it read. */
+  /* 1. The reader, then the model rules on what it read. */
   cs_snapshot_format_t fmt = (cs_snapshot_format_t)-1;
   cs_read_error_t err;
   memset(&err, 0x5a, sizeof err); /* the reader must overwrite it */
-  cJSON *root = cs_read_snapshot(data, size, &fmt, &err);
+  cs_doc_t *doc = cs_read_snapshot(data, size, &fmt, &err);
   FUZZ_CHECK(fuzz_nul_terminated(err.message, sizeof err.message));
-  size_t tree_errors = 0;
-  bool tree_ok = false;
-  if (root != NULL) {
+  size_t doc_errors = 0;
+  bool read_ok = doc != NULL;
+  if (doc != NULL) {
     FUZZ_CHECK(fmt == CS_SNAPSHOT_JSON || fmt == CS_SNAPSHOT_PICKLE);
     FUZZ_CHECK(size == 0 || data[0] != 0x80 || fmt == CS_SNAPSHOT_PICKLE);
-    FUZZ_CHECK(root->next == NULL && root->string == NULL);
-    fuzz_walk(root, false);
+    /* memory within a constant times the input (bench/README.md, "Reading"), plus fixed tables */
+    FUZZ_CHECK(cs_doc_bytes(doc) <= 64 * size + ((size_t)1 << 20));
+    fuzz_seen_t seen = {0};
+    fuzz_walk(doc, cs_doc_root(doc), &seen);
+    free(seen.slots);
     cs_report_t tr;
     cs_report_init(&tr);
-    tree_ok = cs_validate_tree(root, &tr);
+    bool doc_ok = cs_validate_doc(doc, &tr);
     fuzz_check_report(&tr);
-    FUZZ_CHECK(tree_ok == (tr.errors == 0));
-    tree_errors = tr.errors;
+    FUZZ_CHECK(doc_ok == (tr.errors == 0));
+    FUZZ_CHECK(!tr.read_failed);
+    doc_errors = tr.errors;
     cs_report_t rr;
     cs_report_init(&rr);
-    bool readable = cs_validate_readable(root, &rr);
+    bool readable = cs_validate_readable(doc, &rr);
     fuzz_check_report(&rr);
     FUZZ_CHECK(readable == (rr.unreadable == 0));
     FUZZ_CHECK(rr.unreadable == tr.unreadable);
     cs_report_free(&rr);
     cs_report_free(&tr);
-    cJSON_Delete(root);
+    cs_doc_free(doc);
   } else {
     FUZZ_CHECK(err.message[0] != '\0');
     FUZZ_CHECK(err.offset <= size);
+    FUZZ_CHECK(err.io_errno == 0);
   }
 
   /* 2. The whole validator on the bytes. */
@@ -156,12 +214,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool ok = cs_validate_bytes(data, size, &r);
   fuzz_check_report(&r);
   FUZZ_CHECK(ok == (r.errors == 0));
-  if (root == NULL) {
+  FUZZ_CHECK(r.read_failed == !read_ok);
+  if (!read_ok) {
     FUZZ_CHECK(!ok && r.errors == 1);
   } else if (fmt == CS_SNAPSHOT_JSON) {
-    FUZZ_CHECK(r.errors == tree_errors);
+    FUZZ_CHECK(r.errors == doc_errors);
   } else {
-    FUZZ_CHECK(r.errors == tree_errors || r.errors == tree_errors + 1);
+    FUZZ_CHECK(r.errors == doc_errors || r.errors == doc_errors + 1);
   }
   cs_report_free(&r);
   return 0;

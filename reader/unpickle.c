@@ -1,17 +1,19 @@
-/* The viewer's pickle subset, read into a cJSON tree (contract in reader/unpickle.h).
+/* The viewer's pickle subset, read into the snapshot model (contract in reader/unpickle.h).
  *
- * Ownership rule: a value is owned by exactly one place at a time: a non-NULL stack slot, its parent
- * container, or the graveyard. The memo only points at values. A memoized value is marked with
- * CS_UNPICKLE_MEMO_FLAG and is never freed before the end of the call (a memoized string used as a
- * dict key goes to the graveyard instead of being freed), so a later BINGET can always copy it.
- * All marks are cleared before anything is freed or returned.
+ * The value stack holds model values: closed ones, and containers still open (model/build.h). A
+ * container is closed when it is put into another one (APPEND(S), SETITEM(S), LIST, TUPLE*, DICT),
+ * when the memo hands it out again (BINGET), or when STOP returns it: picklers write a container out
+ * whole before they use it again, so what is closed is complete. (PyTorch's pickles BINGET the empty
+ * `frames` list of a segment for its blocks while the segment's dict is still being filled.) A memo
+ * entry is the value itself, shared, never copied: BINGET pushes the same word again. A memo entry
+ * made while its container was open is updated when the container closes. A change to a container
+ * already closed (APPENDS after a BINGET of it) is an error: only a recursive structure does that,
+ * none occurs in a snapshot, and the model is immutable once built.
  *
- * Two economies: BINGET of a string pushes a "borrowed" slot (the memoized original itself), copied
- * only if it becomes a value, since most such strings are dict keys; and while parsing, a
- * container's valueint holds the size of its subtree, so a BINGET that would cross the value limit
- * is refused before it copies anything (cleared before the tree is returned). */
+ * Memory: every opcode adds at most a few words (the stack, the memo, the arena), so the model is
+ * bounded by a constant times the pickle's size, whatever the pickle (bench/README.md, "Reading").
+ * Every length is checked against the bytes that remain; nesting is bounded by the builder. */
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,17 +22,13 @@
 
 #include "common/cs_compiler.h"
 #include "common/cs_utf8.h"
+#include "model/build.h"
 #include "reader/unpickle.h"
-
-/* A type bit cJSON does not use (it masks types with 0xFF and uses only 256 and 512 above). */
-#define CS_UNPICKLE_MEMO_FLAG (1 << 14)
 
 /* Memo indices may run ahead of the number of values stored so far by at most this much. Real
  * picklers number their memo entries 0, 1, 2, ...; the bound keeps the memo table proportional to
  * the input, whatever index a hostile LONG_BINPUT names. */
 #define CS_UNPICKLE_MEMO_SLACK ((size_t)1024)
-
-#define CS_TWO_POW_53 9007199254740992.0
 
 enum {
   CS_OP_MARK = '(',
@@ -66,43 +64,6 @@ enum {
   CS_OP_MEMOIZE = 0x94,
   CS_OP_FRAME = 0x95,
 };
-
-typedef struct cs_unpickle_slot_s {
-  cJSON *v;        /* NULL once moved into a container */
-  uint32_t height; /* 0 for scalars, 1 + the deepest child for containers */
-  bool borrowed;   /* v is a memoized string itself, not a copy: copied when it becomes a value,
-                      read in place when it becomes a dict key (most BINGETs of strings) */
-} cs_unpickle_slot_t;
-
-typedef struct cs_unpickle_s {
-  const uint8_t *data;
-  size_t len;
-  size_t pos;       /* next byte to read */
-  size_t op_offset; /* offset of the opcode being executed */
-  uint8_t op;
-
-  cs_unpickle_slot_t *stack;
-  size_t nstack, capstack;
-  size_t *marks; /* stack lengths at each open MARK */
-  size_t nmarks, capmarks;
-  cJSON **memo; /* memo[i] == NULL: never stored */
-  size_t nmemo, capmemo;
-  size_t memo_puts;    /* MEMOIZE/BINPUT/LONG_BINPUT executed */
-  size_t memoize_next; /* MEMOIZE's own counter, like the viewer's memo_id */
-  cJSON **flagged;     /* every value ever marked memoized, to unmark at the end */
-  size_t nflagged, capflagged;
-  cJSON **grave; /* values out of the tree that a memo entry may still point at */
-  size_t ngrave, capgrave;
-
-  size_t max_values; /* see CS_UNPICKLE_MAX_VALUES */
-  cs_unpickle_stats_t *st;
-  cs_read_error_t *err;
-  bool failed;
-} cs_unpickle_t;
-
-/* ---------------------------------------------------------------------------------------------
- * Errors and growable arrays
- * ------------------------------------------------------------------------------------------- */
 
 static const char *cs_unpickle_opname(uint8_t op) {
   switch (op) {
@@ -178,6 +139,42 @@ static const char *cs_unpickle_opname(uint8_t op) {
   }
 }
 
+typedef struct cs_unpickle_s {
+  const uint8_t *data;
+  size_t len;
+  size_t pos;       /* next byte to read */
+  size_t op_offset; /* offset of the opcode being executed */
+  uint8_t op;
+
+  cs_build_t *b;
+  cs_val_t *stack;
+  size_t nstack, capstack;
+  size_t *marks; /* stack lengths at each open MARK */
+  size_t nmarks, capmarks;
+  cs_val_t *memo; /* CS_VAL_ABSENT: never stored */
+  size_t nmemo, capmemo;
+  size_t memo_puts;    /* MEMOIZE/BINPUT/LONG_BINPUT executed */
+  size_t memoize_next; /* MEMOIZE's own counter, like the viewer's memo_id */
+  /* Memo entries that name an open container: (memo index, open handle), updated at its close. */
+  struct cs_unpickle_open_memo_s {
+    size_t idx;
+    cs_val_t open;
+  } *open_memo;
+  size_t nopen_memo, capopen_memo;
+  size_t *open_slot; /* by open index (cs_build_open_index): its stack slot, which never moves */
+  size_t capopen_slot;
+  char *strbuf; /* UTF-8 repair of a string */
+  size_t capstrbuf;
+
+  cs_unpickle_stats_t *st;
+  cs_read_error_t *err;
+  bool failed;
+} cs_unpickle_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors and growable arrays
+ * ------------------------------------------------------------------------------------------- */
+
 /* Records the first error (at the current opcode) and returns false. */
 CS_PRINTF(2, 3) static bool cs_unpickle_fail(cs_unpickle_t *u, const char *fmt, ...) {
   if (u->failed) return false;
@@ -190,27 +187,19 @@ CS_PRINTF(2, 3) static bool cs_unpickle_fail(cs_unpickle_t *u, const char *fmt, 
   return false;
 }
 
-static bool cs_unpickle_oom(cs_unpickle_t *u) {
-  return cs_unpickle_fail(u, "out of host memory");
+static bool cs_unpickle_build_failed(cs_unpickle_t *u) {
+  return cs_unpickle_fail(u, "%s", cs_build_error(u->b));
 }
 
 /* Makes room for one more element of size `size` in *arr (capacity *cap, count n). */
 static bool cs_unpickle_reserve(cs_unpickle_t *u, void **arr, size_t *cap, size_t n, size_t size) {
   if (n < *cap) return true;
   size_t ncap = *cap ? *cap * 2 : 64;
-  if (ncap > SIZE_MAX / size) return cs_unpickle_oom(u);
+  if (ncap > SIZE_MAX / size) return cs_unpickle_fail(u, "out of host memory");
   void *p = realloc(*arr, ncap * size);
-  if (p == NULL) return cs_unpickle_oom(u);
+  if (p == NULL) return cs_unpickle_fail(u, "out of host memory");
   *arr = p;
   *cap = ncap;
-  return true;
-}
-
-static bool cs_unpickle_push_ptr(cs_unpickle_t *u, cJSON ***arr, size_t *n, size_t *cap, cJSON *v) {
-  void *a = *arr;
-  if (!cs_unpickle_reserve(u, &a, cap, *n, sizeof(cJSON *))) return false;
-  *arr = a;
-  (*arr)[(*n)++] = v;
   return true;
 }
 
@@ -218,250 +207,79 @@ static bool cs_unpickle_push_ptr(cs_unpickle_t *u, cJSON ***arr, size_t *n, size
  * Values
  * ------------------------------------------------------------------------------------------- */
 
-static bool cs_unpickle_too_many(cs_unpickle_t *u) {
-  return cs_unpickle_fail(u, "a %zu-byte pickle that expands to more than %zu values (memo references are copied)",
-                          u->len, u->max_values);
-}
-
-/* Counts new values against the limit. */
-static bool cs_unpickle_count(cs_unpickle_t *u, size_t n) {
-  u->st->values += n;
-  if (u->st->values > u->max_values) return cs_unpickle_too_many(u);
-  return true;
-}
-
-/* While parsing, a container's valueint (unused by cJSON for arrays and objects) holds the number
- * of values in its subtree, so that a BINGET can be refused before it copies. Cleared at the end. */
-static size_t cs_unpickle_nodes(const cJSON *v) {
-  return (cJSON_IsArray(v) || cJSON_IsObject(v)) ? (size_t)v->valueint : 1;
-}
-
-static cJSON *cs_unpickle_new_container(bool dict) {
-  cJSON *v = dict ? cJSON_CreateObject() : cJSON_CreateArray();
-  if (v != NULL) v->valueint = 1;
-  return v;
-}
-
-/* Takes ownership of v unless borrowed: on failure an owned v is freed. */
-static bool cs_unpickle_push_slot(cs_unpickle_t *u, cJSON *v, uint32_t height, bool borrowed) {
-  if (v == NULL) return cs_unpickle_oom(u);
+static bool cs_unpickle_push(cs_unpickle_t *u, cs_val_t v) {
+  if (cs_val_absent(v)) return cs_unpickle_build_failed(u);
   void *a = u->stack;
-  if (!cs_unpickle_reserve(u, &a, &u->capstack, u->nstack, sizeof(cs_unpickle_slot_t))) {
-    if (!borrowed) cJSON_Delete(v);
-    return false;
-  }
+  if (!cs_unpickle_reserve(u, &a, &u->capstack, u->nstack, sizeof(cs_val_t))) return false;
   u->stack = a;
-  u->stack[u->nstack++] = (cs_unpickle_slot_t){v, height, borrowed};
-  return true;
-}
-
-static bool cs_unpickle_push(cs_unpickle_t *u, cJSON *v, uint32_t height) {
-  return cs_unpickle_push_slot(u, v, height, false);
-}
-
-static bool cs_unpickle_push_new(cs_unpickle_t *u, cJSON *v, uint32_t height) {
-  if (v == NULL) return cs_unpickle_oom(u);
-  if (!cs_unpickle_count(u, 1)) {
-    cJSON_Delete(v);
-    return false;
-  }
-  return cs_unpickle_push(u, v, height);
-}
-
-/* An integer: a Number (rounded to the nearest double, as the viewer's Number(BigInt) does), with the
- * exact digits in valuestring when it is above 2^53 in magnitude. */
-static bool cs_unpickle_push_int(cs_unpickle_t *u, int64_t x) {
-  cJSON *v = cJSON_CreateNumber((double)x);
-  if (v == NULL) return cs_unpickle_oom(u);
-  if (x > ((int64_t)1 << 53) || x < -((int64_t)1 << 53)) {
-    char buf[24];
-    int n = snprintf(buf, sizeof buf, "%" PRId64, x);
-    v->valuestring = cJSON_malloc((size_t)n + 1);
-    if (v->valuestring == NULL) {
-      cJSON_Delete(v);
-      return cs_unpickle_oom(u);
+  size_t open = cs_build_open_index(u->b, v);
+  if (open != SIZE_MAX) {
+    while (open >= u->capopen_slot) {
+      a = u->open_slot;
+      if (!cs_unpickle_reserve(u, &a, &u->capopen_slot, u->capopen_slot, sizeof(size_t))) return false;
+      u->open_slot = a;
     }
-    memcpy(v->valuestring, buf, (size_t)n + 1);
+    u->open_slot[open] = u->nstack;
   }
-  return cs_unpickle_push_new(u, v, 0);
+  u->stack[u->nstack++] = v;
+  return true;
 }
 
 /* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does. */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
   bool valid;
   size_t out_len = cs_utf8_fixed_len(s, n, &valid);
-  char *buf = cJSON_malloc(out_len + 1);
-  if (buf == NULL) return cs_unpickle_oom(u);
-  if (valid) memcpy(buf, s, n);
-  else cs_utf8_fix(buf, s, n);
-  buf[out_len] = '\0';
-  cJSON *v = cJSON_CreateNull();
-  if (v == NULL) {
-    cJSON_free(buf);
-    return cs_unpickle_oom(u);
+  if (valid) return cs_unpickle_push(u, cs_build_str(u->b, s, n));
+  if (out_len + 1 > u->capstrbuf) {
+    char *nb = realloc(u->strbuf, out_len + 1);
+    if (nb == NULL) return cs_unpickle_fail(u, "out of host memory");
+    u->strbuf = nb;
+    u->capstrbuf = out_len + 1;
   }
-  v->type = cJSON_String;
-  v->valuestring = buf;
-  return cs_unpickle_push_new(u, v, 0);
+  cs_utf8_fix(u->strbuf, s, n);
+  return cs_unpickle_push(u, cs_build_str(u->b, u->strbuf, out_len));
 }
 
-/* Dict keys that occur in snapshots are shared constant strings (cJSON_StringIsConst): millions of
- * frame and trace-entry dicts then need no key allocation. Sorted for bsearch. */
-static const char *const cs_unpickle_known_keys[] = {
-    "PYTORCH_CUDA_ALLOC_CONF",
-    "action",
-    "active_size",
-    "addr",
-    "address",
-    "allocated_size",
-    "allocator_settings",
-    "blocks",
-    "category",
-    "compile_context",
-    "device",
-    "device_free",
-    "device_traces",
-    "external_annotations",
-    "filename",
-    "forward_frames",
-    "frames",
-    "history",
-    "is_expandable",
-    "line",
-    "name",
-    "real_size",
-    "requested_size",
-    "segment_pool_id",
-    "segment_type",
-    "segments",
-    "size",
-    "state",
-    "stream",
-    "time_us",
-    "total_size",
-    "user_metadata",
-};
-
-static int cs_unpickle_keycmp(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static const char *cs_unpickle_known_key(const char *s) {
-  const char *const *hit = bsearch(&s, cs_unpickle_known_keys, CS_ARRAY_SIZE(cs_unpickle_known_keys),
-                                   sizeof cs_unpickle_known_keys[0], cs_unpickle_keycmp);
-  return hit ? *hit : NULL;
-}
-
-/* Gives up a value taken off the stack. A memoized one may still be copied: keep it until the end. */
-static bool cs_unpickle_discard(cs_unpickle_t *u, cJSON *v) {
-  if (v->type & CS_UNPICKLE_MEMO_FLAG) {
-    if (!cs_unpickle_push_ptr(u, &u->grave, &u->ngrave, &u->capgrave, v)) return false;
-    return true;
+/* Closes v if it is an open container (it is about to be put into another one, or returned), and
+ * points the memo entries made while it was open at the closed value. */
+static bool cs_unpickle_close(cs_unpickle_t *u, cs_val_t *v) {
+  if (!cs_build_is_open(u->b, *v)) return true;
+  cs_val_t open = *v;
+  cs_val_t closed = cs_build_close(u->b, open);
+  if (cs_val_absent(closed)) return cs_unpickle_build_failed(u);
+  *v = closed;
+  for (size_t i = 0; i < u->nopen_memo;) {
+    if (u->open_memo[i].open == open) {
+      u->memo[u->open_memo[i].idx] = closed;
+      u->open_memo[i] = u->open_memo[--u->nopen_memo];
+    } else {
+      i++;
+    }
   }
-  cJSON_Delete(v);
   return true;
 }
 
-/* Turns the key value k into item->string. JavaScript property names are strings; an integer key
- * becomes its decimal digits (what `d[5] = v` does); every other key type is an error. On success k
- * has been consumed (a borrowed k, the memoized original, is only read). */
-static bool cs_unpickle_set_key(cs_unpickle_t *u, cJSON *item, cJSON *k, bool borrowed) {
-  char numbuf[32];
-  const char *text;
-  if (cJSON_IsString(k) && k->valuestring != NULL) {
-    text = k->valuestring;
-  } else if (cJSON_IsNumber(k) && k->valuestring != NULL) {
-    text = k->valuestring; /* an exact integer above 2^53 */
-  } else if (cJSON_IsNumber(k) && isfinite(k->valuedouble) && k->valuedouble == floor(k->valuedouble) &&
-             fabs(k->valuedouble) <= CS_TWO_POW_53) {
-    snprintf(numbuf, sizeof numbuf, "%" PRId64, (int64_t)k->valuedouble);
-    text = numbuf;
-  } else {
-    const char *what = cJSON_IsNumber(k) ? "a float"
-                       : cJSON_IsBool(k) ? "a bool"
-                       : cJSON_IsNull(k) ? "None"
-                       : cJSON_IsArray(k) ? "a list or tuple"
-                                          : "a dict";
-    return cs_unpickle_fail(u, "dict key is %s (keys must be strings or integers)", what);
+/* The key value k as a string id. JavaScript property names are strings; an integer key becomes its
+ * decimal digits (what `d[5] = v` does); every other key type is an error. */
+static bool cs_unpickle_key(cs_unpickle_t *u, cs_val_t k, uint32_t *id) {
+  const cs_doc_t *d = cs_build_doc(u->b);
+  if (cs_val_is_string(k)) {
+    *id = (uint32_t)cs_val_payload(k);
+    return true;
   }
-  const char *known = cs_unpickle_known_key(text);
-  if (known != NULL) {
-    item->string = (char *)(uintptr_t)known;
-    item->type |= cJSON_StringIsConst;
-  } else if (text == k->valuestring && !borrowed && !(k->type & CS_UNPICKLE_MEMO_FLAG)) {
-    item->string = k->valuestring; /* steal it */
-    k->valuestring = NULL;
-    item->type &= ~cJSON_StringIsConst;
-  } else {
-    size_t n = strlen(text);
-    char *dup = cJSON_malloc(n + 1);
-    if (dup == NULL) return cs_unpickle_oom(u);
-    memcpy(dup, text, n + 1);
-    item->string = dup;
-    item->type &= ~cJSON_StringIsConst;
+  int64_t x;
+  if (cs_val_tag(k) != CS_TAG_FLOAT && cs_doc_int(d, k, &x)) {
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%" PRId64, x);
+    *id = cs_build_key(u->b, buf, (size_t)n);
+    return *id != UINT32_MAX || cs_unpickle_build_failed(u);
   }
-  return borrowed ? true : cs_unpickle_discard(u, k);
-}
-
-/* Deep copy for BINGET. Copies are never memoized themselves. *height receives the copy's height.
- * Recursion is bounded: originals were built within CS_READER_MAX_DEPTH. */
-static cJSON *cs_unpickle_copy(cs_unpickle_t *u, const cJSON *src, uint32_t *height) {
-  if (!cs_unpickle_count(u, 1)) return NULL;
-  cJSON *c = cJSON_CreateNull();
-  if (c == NULL) {
-    cs_unpickle_oom(u);
-    return NULL;
-  }
-  c->type = src->type & ~(CS_UNPICKLE_MEMO_FLAG | cJSON_IsReference | cJSON_StringIsConst);
-  c->valueint = src->valueint;
-  c->valuedouble = src->valuedouble;
-  if (src->valuestring != NULL) {
-    size_t n = strlen(src->valuestring);
-    c->valuestring = cJSON_malloc(n + 1);
-    if (c->valuestring == NULL) {
-      cJSON_Delete(c);
-      cs_unpickle_oom(u);
-      return NULL;
-    }
-    memcpy(c->valuestring, src->valuestring, n + 1);
-  }
-  uint32_t h = (cJSON_IsArray(src) || cJSON_IsObject(src)) ? 1 : 0;
-  cJSON *tail = NULL;
-  for (const cJSON *s = src->child; s != NULL; s = s->next) {
-    uint32_t ch = 0;
-    cJSON *cc = cs_unpickle_copy(u, s, &ch);
-    if (cc == NULL) {
-      cJSON_Delete(c);
-      return NULL;
-    }
-    if (s->string != NULL) {
-      if (s->type & cJSON_StringIsConst) {
-        cc->string = s->string;
-        cc->type |= cJSON_StringIsConst;
-      } else {
-        size_t n = strlen(s->string);
-        cc->string = cJSON_malloc(n + 1);
-        if (cc->string == NULL) {
-          cJSON_Delete(cc);
-          cJSON_Delete(c);
-          cs_unpickle_oom(u);
-          return NULL;
-        }
-        memcpy(cc->string, s->string, n + 1);
-      }
-    }
-    if (tail == NULL) {
-      c->child = cc;
-    } else {
-      tail->next = cc;
-      cc->prev = tail;
-    }
-    tail = cc;
-    c->child->prev = tail; /* cJSON keeps the last child in child->prev */
-    if (ch + 1 > h) h = ch + 1;
-  }
-  *height = h;
-  return c;
+  const char *what = cs_val_is_number(k) ? "a float"
+                     : cs_val_is_bool(k) ? "a bool"
+                     : cs_val_is_null(k) ? "None"
+                     : cs_val_is_dict(k) || cs_build_open_tag(u->b, k) == CS_TAG_DICT ? "a dict"
+                                                                                       : "a list or tuple";
+  return cs_unpickle_fail(u, "dict key is %s (keys must be strings or integers)", what);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -478,8 +296,8 @@ static bool cs_unpickle_need(cs_unpickle_t *u, size_t k) {
                           k == 1 ? "" : "s", u->nstack - cs_unpickle_base(u));
 }
 
-/* Pops the innermost MARK; *container receives the index of the value just below it (or SIZE_MAX
- * if want_container is false). */
+/* Pops the innermost MARK; *container receives the index of the value just below it (when
+ * want_container). */
 static bool cs_unpickle_pop_mark(cs_unpickle_t *u, bool want_container, size_t *mark, size_t *container) {
   if (u->nmarks == 0) return cs_unpickle_fail(u, "%s without a MARK", cs_unpickle_opname(u->op));
   *mark = u->marks[--u->nmarks];
@@ -490,62 +308,34 @@ static bool cs_unpickle_pop_mark(cs_unpickle_t *u, bool want_container, size_t *
   return true;
 }
 
-/* Moves stack slot `from` into the container in slot `to` (under `key` for dicts). */
-static bool cs_unpickle_attach(cs_unpickle_t *u, size_t to, size_t from) {
-  cs_unpickle_slot_t *c = &u->stack[to], *s = &u->stack[from];
-  if (s->borrowed) {
-    uint32_t ch = 0;
-    cJSON *copy = cs_unpickle_copy(u, s->v, &ch);
-    if (copy == NULL) return false;
-    s->v = copy;
-    s->height = ch;
-    s->borrowed = false;
-  }
-  uint32_t h = s->height + 1;
-  if (h > CS_READER_MAX_DEPTH)
-    return cs_unpickle_fail(u, "containers nested more than %d deep", CS_READER_MAX_DEPTH);
-  cJSON_AddItemToArray(c->v, s->v); /* O(1): cJSON appends after child->prev */
-  s->v = NULL;
-  if (h > c->height) c->height = h;
-  c->v->valueint += (int)cs_unpickle_nodes(s->v); /* bounded by max_values < INT_MAX */
-  return true;
+/* The stack slot `slot` must be an open container of one of the given kinds; a closed one (a shared
+ * value from the memo) cannot change any more. */
+static bool cs_unpickle_target(cs_unpickle_t *u, size_t slot, bool dict) {
+  cs_val_t v = u->stack[slot];
+  unsigned tag = cs_build_open_tag(u->b, v);
+  if (dict ? tag == CS_TAG_DICT : tag == CS_TAG_LIST) return true;
+  bool is_kind = dict ? cs_val_is_dict(v) : cs_val_tag(v) == CS_TAG_LIST;
+  if (is_kind)
+    return cs_unpickle_fail(u, "%s on a %s that was already used (a memo reference): not a snapshot",
+                            cs_unpickle_opname(u->op), dict ? "dict" : "list");
+  return cs_unpickle_fail(u, "%s %s a value that is not a %s", cs_unpickle_opname(u->op), dict ? "on" : "to",
+                          dict ? "dict" : "list");
 }
 
-static bool cs_unpickle_attach_pair(cs_unpickle_t *u, size_t to, size_t kslot, size_t vslot) {
-  cs_unpickle_slot_t *ks = &u->stack[kslot];
-  if (u->stack[vslot].borrowed) {
-    /* the value must be a copy before it gets a key */
-    uint32_t ch = 0;
-    cJSON *copy = cs_unpickle_copy(u, u->stack[vslot].v, &ch);
-    if (copy == NULL) return false;
-    u->stack[vslot] = (cs_unpickle_slot_t){copy, ch, false};
-  }
-  if (!cs_unpickle_set_key(u, u->stack[vslot].v, ks->v, ks->borrowed)) return false;
-  ks->v = NULL;
-  ks->borrowed = false;
-  return cs_unpickle_attach(u, to, vslot);
+static bool cs_unpickle_append(cs_unpickle_t *u, cs_val_t list, size_t from) {
+  if (!cs_unpickle_close(u, &u->stack[from])) return false;
+  return cs_build_append(u->b, list, u->stack[from]) || cs_unpickle_build_failed(u);
 }
 
-static bool cs_unpickle_is_list(const cJSON *v) {
-  return cJSON_IsArray(v);
-}
-
-static bool cs_unpickle_is_dict(const cJSON *v) {
-  return cJSON_IsObject(v);
-}
-
-/* Drops slots [from, nstack): they have all been moved (NULL) on success; on failure the caller's
- * cleanup frees what is left. */
-static void cs_unpickle_truncate(cs_unpickle_t *u, size_t from) {
-  for (size_t i = from; i < u->nstack; i++)
-    if (u->stack[i].v != NULL) return; /* leave them for the cleanup */
-  u->nstack = from;
+static bool cs_unpickle_set(cs_unpickle_t *u, cs_val_t dict, size_t kslot, size_t vslot) {
+  uint32_t id;
+  if (!cs_unpickle_key(u, u->stack[kslot], &id) || !cs_unpickle_close(u, &u->stack[vslot])) return false;
+  return cs_build_set(u->b, dict, id, u->stack[vslot]) || cs_unpickle_build_failed(u);
 }
 
 static bool cs_unpickle_appends(cs_unpickle_t *u) {
   size_t mark, cont;
-  if (!cs_unpickle_pop_mark(u, true, &mark, &cont)) return false;
-  if (!cs_unpickle_is_list(u->stack[cont].v)) return cs_unpickle_fail(u, "APPENDS to a value that is not a list");
+  if (!cs_unpickle_pop_mark(u, true, &mark, &cont) || !cs_unpickle_target(u, cont, false)) return false;
   size_t n = u->nstack - mark;
   cs_unpickle_stats_t *st = u->st;
   if (n > st->appends_max) {
@@ -554,8 +344,8 @@ static bool cs_unpickle_appends(cs_unpickle_t *u) {
   }
   if (n > CS_UNPICKLE_BATCH_WARN && st->appends_over_warn++ == 0) st->appends_first_over_offset = u->op_offset;
   for (size_t i = mark; i < u->nstack; i++)
-    if (!cs_unpickle_attach(u, cont, i)) return false;
-  cs_unpickle_truncate(u, mark);
+    if (!cs_unpickle_append(u, u->stack[cont], i)) return false;
+  u->nstack = mark;
   return true;
 }
 
@@ -565,21 +355,13 @@ static bool cs_unpickle_setitems(cs_unpickle_t *u, bool new_dict) {
   if (!cs_unpickle_pop_mark(u, !new_dict, &mark, &cont)) return false;
   size_t n = u->nstack - mark;
   if (n % 2 != 0) return cs_unpickle_fail(u, "%s with an odd number of values (%zu)", cs_unpickle_opname(u->op), n);
+  cs_val_t dict;
   if (new_dict) {
-    cJSON *d = cs_unpickle_new_container(true);
-    if (d == NULL) return cs_unpickle_oom(u);
-    if (!cs_unpickle_count(u, 1)) {
-      cJSON_Delete(d);
-      return false;
-    }
-    /* The new dict takes the slot below the pairs: shift them up by one. */
-    if (!cs_unpickle_push(u, d, 1)) return false;
-    memmove(&u->stack[mark + 1], &u->stack[mark], n * sizeof u->stack[0]);
-    u->stack[mark] = (cs_unpickle_slot_t){d, 1, false};
-    cont = mark;
-    mark++;
+    dict = cs_build_open(u->b, CS_TAG_DICT);
+    if (cs_val_absent(dict)) return cs_unpickle_build_failed(u);
   } else {
-    if (!cs_unpickle_is_dict(u->stack[cont].v)) return cs_unpickle_fail(u, "SETITEMS on a value that is not a dict");
+    if (!cs_unpickle_target(u, cont, true)) return false;
+    dict = u->stack[cont];
     cs_unpickle_stats_t *st = u->st;
     if (n / 2 > st->setitems_max) {
       st->setitems_max = n / 2;
@@ -589,9 +371,9 @@ static bool cs_unpickle_setitems(cs_unpickle_t *u, bool new_dict) {
       st->setitems_first_over_offset = u->op_offset;
   }
   for (size_t i = mark; i < u->nstack; i += 2)
-    if (!cs_unpickle_attach_pair(u, cont, i, i + 1)) return false;
-  cs_unpickle_truncate(u, mark);
-  return true;
+    if (!cs_unpickle_set(u, dict, i, i + 1)) return false;
+  u->nstack = mark;
+  return new_dict ? cs_unpickle_push(u, dict) : true;
 }
 
 /* LIST/TUPLE (all values above the mark) or TUPLE1/2/3 (the top k). */
@@ -604,21 +386,14 @@ static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k, bo
     if (!cs_unpickle_need(u, k)) return false;
     first = u->nstack - k;
   }
-  size_t n = u->nstack - first;
-  cJSON *a = cs_unpickle_new_container(false);
-  if (a == NULL) return cs_unpickle_oom(u);
-  if (tuple) a->type |= CS_READER_TUPLE;
-  if (!cs_unpickle_count(u, 1)) {
-    cJSON_Delete(a);
-    return false;
-  }
-  if (!cs_unpickle_push(u, a, 1)) return false;
-  memmove(&u->stack[first + 1], &u->stack[first], n * sizeof u->stack[0]);
-  u->stack[first] = (cs_unpickle_slot_t){a, 1, false};
-  for (size_t i = first + 1; i < u->nstack; i++)
-    if (!cs_unpickle_attach(u, first, i)) return false;
-  cs_unpickle_truncate(u, first + 1);
-  return true;
+  cs_val_t list = cs_build_open(u->b, tuple ? CS_TAG_TUPLE : CS_TAG_LIST);
+  if (cs_val_absent(list)) return cs_unpickle_build_failed(u);
+  for (size_t i = first; i < u->nstack; i++)
+    if (!cs_unpickle_append(u, list, i)) return false;
+  u->nstack = first;
+  /* A tuple is complete when made: close it now, so that it can be shared like any value. */
+  if (tuple && !cs_unpickle_close(u, &list)) return false;
+  return cs_unpickle_push(u, list);
 }
 
 static bool cs_unpickle_memo_put(cs_unpickle_t *u, size_t idx) {
@@ -628,14 +403,19 @@ static bool cs_unpickle_memo_put(cs_unpickle_t *u, size_t idx) {
                             u->memo_puts);
   while (u->nmemo <= idx) {
     void *a = u->memo;
-    if (!cs_unpickle_reserve(u, &a, &u->capmemo, u->nmemo, sizeof(cJSON *))) return false;
+    if (!cs_unpickle_reserve(u, &a, &u->capmemo, u->nmemo, sizeof(cs_val_t))) return false;
     u->memo = a;
-    u->memo[u->nmemo++] = NULL;
+    u->memo[u->nmemo++] = CS_VAL_ABSENT;
   }
-  cJSON *v = u->stack[u->nstack - 1].v;
-  if (!(v->type & CS_UNPICKLE_MEMO_FLAG)) {
-    if (!cs_unpickle_push_ptr(u, &u->flagged, &u->nflagged, &u->capflagged, v)) return false;
-    v->type |= CS_UNPICKLE_MEMO_FLAG;
+  cs_val_t v = u->stack[u->nstack - 1];
+  /* A memo entry replaced while its old container is open: forget the old link. */
+  for (size_t i = 0; i < u->nopen_memo; i++)
+    if (u->open_memo[i].idx == idx) u->open_memo[i--] = u->open_memo[--u->nopen_memo];
+  if (cs_build_is_open(u->b, v)) {
+    void *a = u->open_memo;
+    if (!cs_unpickle_reserve(u, &a, &u->capopen_memo, u->nopen_memo, sizeof *u->open_memo)) return false;
+    u->open_memo = a;
+    u->open_memo[u->nopen_memo++] = (struct cs_unpickle_open_memo_s){idx, v};
   }
   u->memo[idx] = v;
   u->memo_puts++;
@@ -643,15 +423,20 @@ static bool cs_unpickle_memo_put(cs_unpickle_t *u, size_t idx) {
 }
 
 static bool cs_unpickle_memo_get(cs_unpickle_t *u, size_t idx) {
-  if (idx >= u->nmemo || u->memo[idx] == NULL)
+  if (idx >= u->nmemo || cs_val_absent(u->memo[idx]))
     return cs_unpickle_fail(u, "memo index %zu was never stored", idx);
   u->st->memo_copies++;
-  if (u->st->values + cs_unpickle_nodes(u->memo[idx]) > u->max_values) return cs_unpickle_too_many(u);
-  if (cJSON_IsString(u->memo[idx])) return cs_unpickle_push_slot(u, u->memo[idx], 0, true);
-  uint32_t h = 0;
-  cJSON *c = cs_unpickle_copy(u, u->memo[idx], &h);
-  if (c == NULL) return false;
-  return cs_unpickle_push(u, c, h);
+  cs_val_t v = u->memo[idx];
+  size_t open = cs_build_open_index(u->b, v);
+  if (open != SIZE_MAX) {
+    /* Handed out again: it is complete (see the top). Close it where it stands on the stack. */
+    size_t slot = u->open_slot[open];
+    if (slot >= u->nstack || u->stack[slot] != v)
+      return cs_unpickle_fail(u, "memo index %zu names a container that is no longer on the stack", idx);
+    if (!cs_unpickle_close(u, &u->stack[slot])) return false;
+    v = u->stack[slot];
+  }
+  return cs_unpickle_push(u, v);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -700,20 +485,16 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     return true;
   }
   case CS_OP_EMPTY_DICT:
-    return cs_unpickle_push_new(u, cs_unpickle_new_container(true), 1);
+    return cs_unpickle_push(u, cs_build_open(u->b, CS_TAG_DICT));
   case CS_OP_EMPTY_LIST:
-    return cs_unpickle_push_new(u, cs_unpickle_new_container(false), 1);
-  case CS_OP_EMPTY_TUPLE: {
-    cJSON *t = cs_unpickle_new_container(false);
-    if (t != NULL) t->type |= CS_READER_TUPLE;
-    return cs_unpickle_push_new(u, t, 1);
-  }
+    return cs_unpickle_push(u, cs_build_open(u->b, CS_TAG_LIST));
+  case CS_OP_EMPTY_TUPLE:
+    return cs_unpickle_make_list(u, false, 0, true);
   case CS_OP_SETITEM: {
     if (!cs_unpickle_need(u, 3)) return false;
     size_t d = u->nstack - 3;
-    if (!cs_unpickle_is_dict(u->stack[d].v)) return cs_unpickle_fail(u, "SETITEM on a value that is not a dict");
-    if (!cs_unpickle_attach_pair(u, d, d + 1, d + 2)) return false;
-    cs_unpickle_truncate(u, d + 1);
+    if (!cs_unpickle_target(u, d, true) || !cs_unpickle_set(u, u->stack[d], d + 1, d + 2)) return false;
+    u->nstack = d + 1;
     return true;
   }
   case CS_OP_SETITEMS:
@@ -723,9 +504,8 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   case CS_OP_APPEND: {
     if (!cs_unpickle_need(u, 2)) return false;
     size_t l = u->nstack - 2;
-    if (!cs_unpickle_is_list(u->stack[l].v)) return cs_unpickle_fail(u, "APPEND to a value that is not a list");
-    if (!cs_unpickle_attach(u, l, l + 1)) return false;
-    cs_unpickle_truncate(u, l + 1);
+    if (!cs_unpickle_target(u, l, false) || !cs_unpickle_append(u, u->stack[l], l + 1)) return false;
+    u->nstack = l + 1;
     return true;
   }
   case CS_OP_APPENDS:
@@ -742,13 +522,13 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     return cs_unpickle_make_list(u, false, 3, true);
   case CS_OP_BININT:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_push_int(u, (int64_t)(int32_t)cs_le32(p));
+    return cs_unpickle_push(u, cs_build_int(u->b, (int64_t)(int32_t)cs_le32(p)));
   case CS_OP_BININT1:
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
-    return cs_unpickle_push_int(u, p[0]);
+    return cs_unpickle_push(u, cs_build_int(u->b, p[0]));
   case CS_OP_BININT2:
     if ((p = cs_unpickle_take(u, 2)) == NULL) return false;
-    return cs_unpickle_push_int(u, (int64_t)p[0] | (int64_t)p[1] << 8);
+    return cs_unpickle_push(u, cs_build_int(u->b, (int64_t)p[0] | (int64_t)p[1] << 8));
   case CS_OP_LONG1: {
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
     size_t n = p[0];
@@ -760,7 +540,7 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     if (n > 0 && n < 8 && (p[n - 1] & 0x80)) x |= ~(((uint64_t)1 << (8 * n)) - 1); /* sign-extend */
     int64_t sx;
     memcpy(&sx, &x, sizeof sx);
-    return cs_unpickle_push_int(u, sx);
+    return cs_unpickle_push(u, cs_build_int(u->b, sx));
   }
   case CS_OP_BINFLOAT: {
     if ((p = cs_unpickle_take(u, 8)) == NULL) return false;
@@ -768,16 +548,14 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     for (size_t i = 0; i < 8; i++) x = x << 8 | p[i]; /* big-endian */
     double d;
     memcpy(&d, &x, sizeof d);
-    cJSON *v = cJSON_CreateNumber(d);
-    if (v != NULL) v->type |= CS_READER_FLOAT;
-    return cs_unpickle_push_new(u, v, 0);
+    return cs_unpickle_push(u, cs_build_float(u->b, d, false));
   }
   case CS_OP_NONE:
-    return cs_unpickle_push_new(u, cJSON_CreateNull(), 0);
+    return cs_unpickle_push(u, CS_VAL_NULL);
   case CS_OP_NEWTRUE:
-    return cs_unpickle_push_new(u, cJSON_CreateTrue(), 0);
+    return cs_unpickle_push(u, CS_VAL_TRUE);
   case CS_OP_NEWFALSE:
-    return cs_unpickle_push_new(u, cJSON_CreateFalse(), 0);
+    return cs_unpickle_push(u, CS_VAL_FALSE);
   case CS_OP_SHORT_BINUNICODE: {
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
     size_t n = p[0];
@@ -819,21 +597,7 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   }
 }
 
-static void cs_unpickle_finish(cJSON *tree);
-
-static void cs_unpickle_cleanup(cs_unpickle_t *u) {
-  for (size_t i = 0; i < u->nflagged; i++) u->flagged[i]->type &= ~CS_UNPICKLE_MEMO_FLAG;
-  for (size_t i = 0; i < u->nstack; i++)
-    if (!u->stack[i].borrowed) cJSON_Delete(u->stack[i].v);
-  for (size_t i = 0; i < u->ngrave; i++) cJSON_Delete(u->grave[i]);
-  free(u->stack);
-  free(u->marks);
-  free(u->memo);
-  free(u->flagged);
-  free(u->grave);
-}
-
-cJSON *cs_unpickle(const uint8_t *data, size_t len, cs_unpickle_stats_t *stats, cs_read_error_t *err) {
+cs_doc_t *cs_unpickle(const uint8_t *data, size_t len, cs_unpickle_stats_t *stats, cs_read_error_t *err) {
   cs_unpickle_stats_t local_stats;
   cs_read_error_t local_err;
   if (stats == NULL) stats = &local_stats;
@@ -849,9 +613,11 @@ cJSON *cs_unpickle(const uint8_t *data, size_t len, cs_unpickle_stats_t *stats, 
   u.len = len;
   u.st = stats;
   u.err = err;
-  u.max_values = len < CS_UNPICKLE_MAX_VALUES / CS_UNPICKLE_VALUES_PER_BYTE ? len * CS_UNPICKLE_VALUES_PER_BYTE
-                                                                            : CS_UNPICKLE_MAX_VALUES;
-  if (u.max_values < CS_UNPICKLE_MIN_VALUES) u.max_values = CS_UNPICKLE_MIN_VALUES;
+  u.b = cs_build_new();
+  if (u.b == NULL) {
+    cs_unpickle_fail(&u, "out of host memory");
+    return NULL;
+  }
 
   bool done = false;
   while (!done) {
@@ -863,93 +629,23 @@ cJSON *cs_unpickle(const uint8_t *data, size_t len, cs_unpickle_stats_t *stats, 
     u.op = u.data[u.pos++];
     if (!cs_unpickle_step(&u, &done)) break;
   }
-  cJSON *root = NULL;
+  cs_doc_t *doc = NULL;
   if (done && !u.failed) {
-    cs_unpickle_slot_t *top = &u.stack[u.nstack - 1];
-    if (top->borrowed) {
-      uint32_t h = 0;
-      root = cs_unpickle_copy(&u, top->v, &h);
-    } else {
-      root = top->v;
-      top->v = NULL;
+    cs_val_t root = u.stack[u.nstack - 1];
+    if (cs_unpickle_close(&u, &root)) {
+      stats->end_offset = u.pos;
+      stats->values = cs_build_doc(u.b) != NULL ? u.nstack : 0;
+      doc = cs_build_finish(u.b, root);
+      u.b = NULL;
+      if (doc == NULL) cs_unpickle_fail(&u, "out of host memory");
     }
-    stats->end_offset = u.pos;
   }
-  cs_unpickle_cleanup(&u); /* unmarks root too: it is in u.flagged if memoized */
-  if (root != NULL) cs_unpickle_finish(root);
-  return root;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Duplicate keys (shared with the JSON reader)
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct cs_dedupe_ent_s {
-  cJSON *item;
-  size_t pos;
-} cs_dedupe_ent_t;
-
-static const char *cs_dedupe_key(const cJSON *item) {
-  return item->string ? item->string : "";
-}
-
-static int cs_dedupe_cmp(const void *a, const void *b) {
-  const cs_dedupe_ent_t *x = a, *y = b;
-  int c = strcmp(cs_dedupe_key(x->item), cs_dedupe_key(y->item));
-  if (c != 0) return c;
-  return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static bool cs_dedupe_has_dups_small(const cJSON *obj, size_t n) {
-  if (n > 16) return true; /* let the sort decide */
-  for (const cJSON *a = obj->child; a != NULL; a = a->next)
-    for (const cJSON *b = a->next; b != NULL; b = b->next)
-      if (strcmp(cs_dedupe_key(a), cs_dedupe_key(b)) == 0) return true;
-  return false;
-}
-
-static size_t cs_dedupe_object(cJSON *obj) {
-  size_t n = 0;
-  for (cJSON *c = obj->child; c != NULL; c = c->next) n++;
-  if (n < 2 || !cs_dedupe_has_dups_small(obj, n)) return 0;
-  cs_dedupe_ent_t *ents = malloc(n * sizeof *ents);
-  if (ents == NULL) return 0; /* out of memory: leave duplicates (cJSON finds the first) */
-  size_t i = 0;
-  for (cJSON *c = obj->child; c != NULL; c = c->next, i++) {
-    ents[i].item = c;
-    ents[i].pos = i;
-  }
-  qsort(ents, n, sizeof *ents, cs_dedupe_cmp);
-  size_t removed = 0;
-  for (size_t g = 0; g < n;) {
-    size_t e = g + 1;
-    while (e < n && strcmp(cs_dedupe_key(ents[g].item), cs_dedupe_key(ents[e].item)) == 0) e++;
-    if (e - g > 1) {
-      cJSON *first = ents[g].item, *last = ents[e - 1].item;
-      for (size_t k = g + 1; k + 1 < e; k++) cJSON_Delete(cJSON_DetachItemViaPointer(obj, ents[k].item));
-      cJSON_DetachItemViaPointer(obj, last);
-      cJSON_ReplaceItemViaPointer(obj, first, last); /* frees first */
-      removed += e - g - 1;
-    }
-    g = e;
-  }
-  free(ents);
-  return removed;
-}
-
-size_t cs_reader_dedupe_keys(cJSON *tree) {
-  size_t removed = 0;
-  if (tree == NULL) return 0;
-  if (cJSON_IsObject(tree)) removed += cs_dedupe_object(tree);
-  for (cJSON *c = tree->child; c != NULL; c = c->next)
-    if (cJSON_IsObject(c) || cJSON_IsArray(c)) removed += cs_reader_dedupe_keys(c);
-  return removed;
-}
-
-/* Clears the subtree counts kept in containers' valueint, and removes duplicate keys. */
-static void cs_unpickle_finish(cJSON *tree) {
-  if (cJSON_IsObject(tree)) cs_dedupe_object(tree);
-  if (cJSON_IsArray(tree) || cJSON_IsObject(tree)) tree->valueint = 0;
-  for (cJSON *c = tree->child; c != NULL; c = c->next)
-    if (cJSON_IsObject(c) || cJSON_IsArray(c)) cs_unpickle_finish(c);
+  cs_build_abort(u.b);
+  free(u.stack);
+  free(u.marks);
+  free(u.memo);
+  free(u.open_memo);
+  free(u.open_slot);
+  free(u.strbuf);
+  return doc;
 }

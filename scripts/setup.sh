@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 # chromium: the browser test of `cudasnap report` pages (ctest label browser) and its benchmark.
 # patchelf: the $ORIGIN run paths of the GPU bundle (scripts/gpu-check.sh --bundle).
-packages=(cmake make gcc g++ pkg-config python3 libunwind-dev libcjson-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
+packages=(cmake make gcc g++ pkg-config python3 libunwind-dev libcjson-dev libyajl-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
   chromium patchelf)
 
 missing=()

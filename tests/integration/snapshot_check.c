@@ -7,42 +7,57 @@
  *   --devices N             device_traces has N lists
  *   --dropped               the ring dropped entries (trace_alloc_overflowed)
  * Exits 0 when everything holds; otherwise prints what failed. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/doc.h"
 #include "reader/reader.h"
 #include "reader/validate.h"
 
-static bool frame_matches(const cJSON *frames, const char *name, const char *file, int line) {
-  const cJSON *f;
-  cJSON_ArrayForEach(f, frames) {
-    const cJSON *n = cJSON_GetObjectItem(f, "name"), *fn = cJSON_GetObjectItem(f, "filename");
-    const cJSON *l = cJSON_GetObjectItem(f, "line");
-    if (!cJSON_IsString(n) || !cJSON_IsString(fn) || !cJSON_IsNumber(l)) continue;
-    size_t flen = strlen(fn->valuestring), want = strlen(file);
-    if (strcmp(n->valuestring, name) == 0 && flen >= want && strcmp(fn->valuestring + flen - want, file) == 0 &&
-        l->valueint == line)
-      return true;
+static bool frame_matches(const cs_doc_t *doc, cs_val_t frames, const char *name, const char *file, int line) {
+  size_t n = cs_doc_len(doc, frames);
+  const cs_val_t *it = cs_doc_items(doc, frames);
+  for (size_t i = 0; i < n; i++) {
+    size_t flen;
+    const char *nm = cs_doc_str(doc, cs_doc_get_key(doc, it[i], CS_KEY_NAME), NULL);
+    const char *fn = cs_doc_str(doc, cs_doc_get_key(doc, it[i], CS_KEY_FILENAME), &flen);
+    int64_t l;
+    if (nm == NULL || fn == NULL || !cs_doc_int(doc, cs_doc_get_key(doc, it[i], CS_KEY_LINE), &l)) continue;
+    size_t want = strlen(file);
+    if (strcmp(nm, name) == 0 && flen >= want && strcmp(fn + flen - want, file) == 0 && l == line) return true;
   }
   return false;
 }
 
-static bool has_frame(const cJSON *snap, const char *name, const char *file, int line) {
-  const cJSON *trace, *entry, *seg, *blk;
-  cJSON_ArrayForEach(trace, cJSON_GetObjectItem(snap, "device_traces"))
-    cJSON_ArrayForEach(entry, trace) if (frame_matches(cJSON_GetObjectItem(entry, "frames"), name, file, line)) return true;
-  cJSON_ArrayForEach(seg, cJSON_GetObjectItem(snap, "segments"))
-    cJSON_ArrayForEach(blk, cJSON_GetObjectItem(seg, "blocks"))
-      if (frame_matches(cJSON_GetObjectItem(blk, "frames"), name, file, line)) return true;
+static bool has_frame(const cs_doc_t *doc, const char *name, const char *file, int line) {
+  cs_val_t root = cs_doc_root(doc);
+  cs_val_t traces = cs_doc_get_key(doc, root, CS_KEY_DEVICE_TRACES);
+  for (size_t d = 0; d < cs_doc_len(doc, traces); d++) {
+    cs_val_t trace = cs_doc_at(doc, traces, d);
+    for (size_t i = 0; i < cs_doc_len(doc, trace); i++)
+      if (frame_matches(doc, cs_doc_get_key(doc, cs_doc_at(doc, trace, i), CS_KEY_FRAMES), name, file, line))
+        return true;
+  }
+  cs_val_t segs = cs_doc_get_key(doc, root, CS_KEY_SEGMENTS);
+  for (size_t s = 0; s < cs_doc_len(doc, segs); s++) {
+    cs_val_t blocks = cs_doc_get_key(doc, cs_doc_at(doc, segs, s), CS_KEY_BLOCKS);
+    for (size_t b = 0; b < cs_doc_len(doc, blocks); b++)
+      if (frame_matches(doc, cs_doc_get_key(doc, cs_doc_at(doc, blocks, b), CS_KEY_FRAMES), name, file, line))
+        return true;
+  }
   return false;
 }
 
-static bool has_action(const cJSON *snap, const char *action) {
-  const cJSON *trace, *entry;
-  cJSON_ArrayForEach(trace, cJSON_GetObjectItem(snap, "device_traces")) cJSON_ArrayForEach(entry, trace) {
-    const cJSON *a = cJSON_GetObjectItem(entry, "action");
-    if (cJSON_IsString(a) && strcmp(a->valuestring, action) == 0) return true;
+static bool has_action(const cs_doc_t *doc, const char *action) {
+  cs_val_t traces = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_DEVICE_TRACES);
+  for (size_t d = 0; d < cs_doc_len(doc, traces); d++) {
+    cs_val_t trace = cs_doc_at(doc, traces, d);
+    for (size_t i = 0; i < cs_doc_len(doc, trace); i++) {
+      const char *a = cs_doc_str(doc, cs_doc_get_key(doc, cs_doc_at(doc, trace, i), CS_KEY_ACTION), NULL);
+      if (a != NULL && strcmp(a, action) == 0) return true;
+    }
   }
   return false;
 }
@@ -52,54 +67,44 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: snapshot_check FILE [--frame NAME FILE LINE] [--action NAME] [--devices N] [--dropped]\n");
     return 2;
   }
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) {
-    perror(argv[1]);
-    return 1;
-  }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  rewind(f);
-  char *data = malloc((size_t)size + 1);
-  if (!data || fread(data, 1, (size_t)size, f) != (size_t)size) return 1;
-  fclose(f);
-
   int failures = 0;
   cs_report_t report;
   cs_report_init(&report);
-  if (!cs_validate_bytes(data, (size_t)size, &report)) failures++;
+  if (!cs_validate_file(argv[1], &report)) failures++;
   for (size_t i = 0; i < report.count; i++)
     fprintf(stderr, "%s: %s: %s: %s\n", argv[1], report.findings[i].level == CS_FINDING_ERROR ? "error" : "warning",
             report.findings[i].where, report.findings[i].message);
   cs_report_free(&report);
 
   cs_read_error_t err;
-  cJSON *snap = cs_read_snapshot(data, (size_t)size, NULL, &err);
-  if (!snap) {
+  cs_doc_t *doc = cs_read_snapshot_file(argv[1], NULL, NULL, &err);
+  if (!doc) {
     fprintf(stderr, "%s: byte %zu: %s\n", argv[1], err.offset, err.message);
     return 1;
   }
+  cs_val_t root = cs_doc_root(doc);
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--frame") == 0 && i + 3 < argc) {
-      if (!has_frame(snap, argv[i + 1], argv[i + 2], atoi(argv[i + 3]))) {
+      if (!has_frame(doc, argv[i + 1], argv[i + 2], atoi(argv[i + 3]))) {
         fprintf(stderr, "%s: no frame %s at %s:%s\n", argv[1], argv[i + 1], argv[i + 2], argv[i + 3]);
         failures++;
       }
       i += 3;
     } else if (strcmp(argv[i], "--action") == 0 && i + 1 < argc) {
-      if (!has_action(snap, argv[++i])) {
+      if (!has_action(doc, argv[++i])) {
         fprintf(stderr, "%s: no %s entry in the trace\n", argv[1], argv[i]);
         failures++;
       }
     } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
       int want = atoi(argv[++i]);
-      if (cJSON_GetArraySize(cJSON_GetObjectItem(snap, "device_traces")) != want) {
+      cs_val_t traces = cs_doc_get_key(doc, root, CS_KEY_DEVICE_TRACES);
+      if (!cs_val_is_array(traces) || cs_doc_len(doc, traces) != (size_t)want) {
         fprintf(stderr, "%s: expected %d device traces\n", argv[1], want);
         failures++;
       }
     } else if (strcmp(argv[i], "--dropped") == 0) {
-      const cJSON *o = cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "allocator_settings"), "trace_alloc_overflowed");
-      if (!cJSON_IsTrue(o)) {
+      cs_val_t o = cs_doc_get(doc, cs_doc_get_key(doc, root, CS_KEY_ALLOCATOR_SETTINGS), "trace_alloc_overflowed");
+      if (!cs_val_is_true(o)) {
         fprintf(stderr, "%s: expected the ring to have dropped entries\n", argv[1]);
         failures++;
       }
@@ -108,7 +113,6 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  cJSON_Delete(snap);
-  free(data);
+  cs_doc_free(doc);
   return failures ? 1 : 0;
 }

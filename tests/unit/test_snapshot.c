@@ -123,28 +123,30 @@ static void test_json_and_pickle_agree_and_validate(void **state) {
   assert_clean(pickle, plen);
   cs_read_error_t err;
   cs_snapshot_format_t fmt;
-  cJSON *a = cs_read_snapshot(json, jlen, &fmt, &err);
+  cs_doc_t *a = cs_read_snapshot(json, jlen, &fmt, &err);
   assert_non_null(a);
   assert_int_equal(fmt, CS_SNAPSHOT_JSON);
-  cJSON *b = cs_read_snapshot(pickle, plen, &fmt, &err);
+  cs_doc_t *b = cs_read_snapshot(pickle, plen, &fmt, &err);
   assert_non_null(b);
   assert_int_equal(fmt, CS_SNAPSHOT_PICKLE);
-  assert_true(cJSON_Compare(a, b, true));
+  assert_true(cs_doc_values_equal(a, cs_doc_root(a), b, cs_doc_root(b)));
   assert_true(plen < jlen); /* frame lists are shared in the pickle */
 
   /* what a user looks for: the allocation's frames name this function at the call's line */
-  const cJSON *trace = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "device_traces"), 0);
-  const cJSON *first = cJSON_GetArrayItem(trace, 0);
-  assert_string_equal(cJSON_GetObjectItem(first, "action")->valuestring, "segment_alloc");
+  cs_val_t trace = cs_doc_at(a, cs_doc_get(a, cs_doc_root(a), "device_traces"), 0);
+  cs_val_t first = cs_doc_at(a, trace, 0);
+  assert_string_equal(cs_doc_str(a, cs_doc_get(a, first, "action"), NULL), "segment_alloc");
   bool found = false;
-  const cJSON *entry;
-  cJSON_ArrayForEach(entry, trace) {
-    if (strcmp(cJSON_GetObjectItem(entry, "action")->valuestring, "alloc") != 0) continue;
-    const cJSON *frame = cJSON_GetArrayItem(cJSON_GetObjectItem(entry, "frames"), 0);
+  for (size_t i = 0; i < cs_doc_len(a, trace); i++) {
+    cs_val_t entry = cs_doc_at(a, trace, i);
+    if (strcmp(cs_doc_str(a, cs_doc_get(a, entry, "action"), NULL), "alloc") != 0) continue;
+    cs_val_t frame = cs_doc_at(a, cs_doc_get(a, entry, "frames"), 0);
     assert_non_null(frame);
-    assert_string_equal(cJSON_GetObjectItem(frame, "name")->valuestring, "stack_of_model_forward");
-    assert_non_null(strstr(cJSON_GetObjectItem(frame, "filename")->valuestring, "test_snapshot.c"));
-    assert_int_equal(cJSON_GetObjectItem(frame, "line")->valueint, alloc_line);
+    int64_t line = 0;
+    assert_string_equal(cs_doc_str(a, cs_doc_get(a, frame, "name"), NULL), "stack_of_model_forward");
+    assert_non_null(strstr(cs_doc_str(a, cs_doc_get(a, frame, "filename"), NULL), "test_snapshot.c"));
+    assert_true(cs_doc_int(a, cs_doc_get(a, frame, "line"), &line));
+    assert_int_equal(line, alloc_line);
     found = true;
     break;
   }
@@ -152,8 +154,8 @@ static void test_json_and_pickle_agree_and_validate(void **state) {
   /* one pending block (fence mode) and its unpaired free_requested */
   assert_non_null(strstr(json, "\"active_pending_free\""));
   assert_non_null(strstr(json, "\"action\":\"oom\""));
-  cJSON_Delete(a);
-  cJSON_Delete(b);
+  cs_doc_free(a);
+  cs_doc_free(b);
   free(json);
   free(pickle);
   finish_program(f);
@@ -301,31 +303,35 @@ static void test_entries_carry_what_the_viewer_reads(void **state) {
   char *json = write_snapshot(f, CS_EMIT_JSON, &len);
   assert_clean(json, len);
   cs_read_error_t err;
-  cJSON *root = cs_read_snapshot(json, len, NULL, &err);
-  assert_non_null(root);
-  const cJSON *prev = NULL, *entry;
+  cs_doc_t *doc = cs_read_snapshot(json, len, NULL, &err);
+  assert_non_null(doc);
+  cs_val_t trace = cs_doc_at(doc, cs_doc_get(doc, cs_doc_root(doc), "device_traces"), 0);
+  cs_val_t prev = CS_VAL_ABSENT;
   size_t merged = 0, with_frames = 0;
-  cJSON_ArrayForEach(entry, cJSON_GetArrayItem(cJSON_GetObjectItem(root, "device_traces"), 0)) {
-    const char *action = cJSON_GetObjectItem(entry, "action")->valuestring;
-    const cJSON *frames = cJSON_GetObjectItemCaseSensitive(entry, "frames");
-    assert_null(cJSON_GetObjectItemCaseSensitive(entry, "compile_context"));
-    assert_null(cJSON_GetObjectItemCaseSensitive(entry, "user_metadata"));
+  for (size_t i = 0; i < cs_doc_len(doc, trace); i++) {
+    cs_val_t entry = cs_doc_at(doc, trace, i);
+    const char *action = cs_doc_str(doc, cs_doc_get(doc, entry, "action"), NULL);
+    cs_val_t frames = cs_doc_get(doc, entry, "frames");
+    assert_true(cs_val_absent(cs_doc_get(doc, entry, "compile_context")));
+    assert_true(cs_val_absent(cs_doc_get(doc, entry, "user_metadata")));
+    int64_t prev_addr = -1, addr = -2;
     bool after_its_request =
-        prev != NULL && strcmp(action, "free_completed") == 0 &&
-        strcmp(cJSON_GetObjectItem(prev, "action")->valuestring, "free_requested") == 0 &&
-        cJSON_GetObjectItem(prev, "addr")->valuedouble == cJSON_GetObjectItem(entry, "addr")->valuedouble;
+        !cs_val_absent(prev) && strcmp(action, "free_completed") == 0 &&
+        strcmp(cs_doc_str(doc, cs_doc_get(doc, prev, "action"), NULL), "free_requested") == 0 &&
+        cs_doc_int(doc, cs_doc_get(doc, prev, "addr"), &prev_addr) &&
+        cs_doc_int(doc, cs_doc_get(doc, entry, "addr"), &addr) && prev_addr == addr;
     if (after_its_request) {
-      assert_null(frames);
+      assert_true(cs_val_absent(frames));
       merged++;
     } else if (strcmp(action, "alloc") == 0 || strcmp(action, "free_requested") == 0) {
-      assert_non_null(frames);
+      assert_false(cs_val_absent(frames));
       with_frames++;
     }
     prev = entry;
   }
   assert_true(merged >= 20); /* sync mode: every free completes at once */
   assert_true(with_frames >= 2 * merged);
-  cJSON_Delete(root);
+  cs_doc_free(doc);
   free(json);
   finish_program(f);
 }

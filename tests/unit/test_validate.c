@@ -1,10 +1,15 @@
 /* reader/validate: the viewer's rules (snapshot-format.md sections 3.2-3.9).
  *
- * Every fixture of tests/data/fixtures/MANIFEST.tsv gets its verdict (PASS = no error). The backward
- * replay of the Allocator State History view is checked on its own: a trace that is valid only
- * because free_requested + free_completed collapse into one event; ring-buffer truncation (dropping
- * the oldest N entries keeps a valid trace valid, for every N) on the fixture and on a generated
- * trace with expandable segments; and entries dropped from the middle that break it. */
+ * Every fixture of tests/data/fixtures/MANIFEST.tsv gets its verdict (PASS = no error), from its
+ * bytes and from its file alike. The backward replay of the Allocator State History view is checked
+ * on its own: a trace that is valid only because free_requested + free_completed collapse into one
+ * event; ring-buffer truncation (dropping the oldest N entries keeps a valid trace valid, for every
+ * N) on the fixture and on a generated trace with expandable segments; and entries dropped from the
+ * middle that break it.
+ *
+ * The small snapshots are built and edited as cJSON trees (the easiest mutable form at hand), then
+ * handed to the validator as a snapshot model built from them (tree_doc). */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +20,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
+#include "model/build.h"
+#include "model/doc.h"
 #include "reader/reader.h"
 #include "reader/validate.h"
 
@@ -44,13 +53,78 @@ static uint8_t *slurp_fixture(const char *name, size_t *len) {
   return b;
 }
 
-static cJSON *read_fixture(const char *name) {
+/* ---- cJSON trees <-> the snapshot model (tests only) ------------------------------------------ */
+
+/* A tree's value in the builder: integral numbers that fit int64 as integers, others as floats
+ * (NaN and the infinities included, which no JSON text can hold). */
+static cs_val_t tree_val(cs_build_t *b, const cJSON *j) {
+  if (cJSON_IsNull(j)) return CS_VAL_NULL;
+  if (cJSON_IsTrue(j)) return CS_VAL_TRUE;
+  if (cJSON_IsFalse(j)) return CS_VAL_FALSE;
+  if (cJSON_IsNumber(j)) {
+    double d = j->valuedouble;
+    if (isfinite(d) && d == floor(d) && fabs(d) < 9.2e18) return cs_build_int(b, (int64_t)d);
+    return cs_build_float(b, d, false);
+  }
+  if (cJSON_IsString(j)) return cs_build_str(b, j->valuestring, strlen(j->valuestring));
+  bool dict = cJSON_IsObject(j);
+  assert_true(dict || cJSON_IsArray(j));
+  cs_val_t open = cs_build_open(b, dict ? CS_TAG_DICT : CS_TAG_LIST);
+  assert_false(cs_val_absent(open));
+  for (const cJSON *c = j->child; c != NULL; c = c->next) {
+    cs_val_t v = tree_val(b, c);
+    assert_false(cs_val_absent(v));
+    if (dict)
+      assert_true(cs_build_set(b, open, cs_build_key(b, c->string, strlen(c->string)), v));
+    else
+      assert_true(cs_build_append(b, open, v));
+  }
+  cs_val_t v = cs_build_close(b, open);
+  assert_false(cs_val_absent(v));
+  return v;
+}
+
+static cs_doc_t *tree_doc(const cJSON *j) {
+  cs_build_t *b = cs_build_new();
+  assert_non_null(b);
+  cs_doc_t *doc = cs_build_finish(b, tree_val(b, j));
+  assert_non_null(doc);
+  return doc;
+}
+
+/* A model's value as a tree (numbers as doubles: the fixtures edited here hold none above 2^53). */
+static cJSON *doc_tree(const cs_doc_t *doc, cs_val_t v) {
+  if (cs_val_is_null(v)) return cJSON_CreateNull();
+  if (cs_val_is_bool(v)) return cJSON_CreateBool(cs_val_is_true(v));
+  if (cs_val_is_number(v)) return cJSON_CreateNumber(cs_doc_number(doc, v));
+  if (cs_val_is_string(v)) return cJSON_CreateString(cs_doc_str(doc, v, NULL));
+  size_t n = cs_doc_len(doc, v);
+  if (cs_val_is_dict(v)) {
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToObject(o, cs_doc_key_at(doc, v, i), doc_tree(doc, cs_doc_at(doc, v, i)));
+    return o;
+  }
+  assert_true(cs_val_is_array(v));
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, doc_tree(doc, cs_doc_at(doc, v, i)));
+  return a;
+}
+
+static cs_doc_t *read_fixture_doc(const char *name) {
   size_t n;
   uint8_t *b = slurp_fixture(name, &n);
   cs_read_error_t err;
-  cJSON *t = cs_read_snapshot(b, n, NULL, &err);
+  cs_doc_t *doc = cs_read_snapshot(b, n, NULL, &err);
   free(b);
-  if (t == NULL) fail_msg("%s: %s", name, err.message);
+  if (doc == NULL) fail_msg("%s: %s", name, err.message);
+  return doc;
+}
+
+/* A fixture as a tree, to edit. */
+static cJSON *read_fixture(const char *name) {
+  cs_doc_t *doc = read_fixture_doc(name);
+  cJSON *t = doc_tree(doc, cs_doc_root(doc));
+  cs_doc_free(doc);
   return t;
 }
 
@@ -66,11 +140,19 @@ static void dump(const cs_report_t *r) {
                   r->findings[i].where, r->findings[i].message);
 }
 
-/* Validates a tree; returns true when clean. The report is kept for inspection. */
-static bool check_tree(const cJSON *t, cs_report_t *r) {
+/* Validates a model; returns true when clean. The report is kept for inspection. */
+static bool check_doc(const cs_doc_t *doc, cs_report_t *r) {
   cs_report_init(r);
-  bool ok = cs_validate_tree(t, r);
+  bool ok = cs_validate_doc(doc, r);
   assert_true(ok == (r->errors == 0));
+  return ok;
+}
+
+/* Validates (the model of) a tree. */
+static bool check_tree(const cJSON *t, cs_report_t *r) {
+  cs_doc_t *doc = tree_doc(t);
+  bool ok = check_doc(doc, r);
+  cs_doc_free(doc);
   return ok;
 }
 
@@ -612,10 +694,17 @@ static void test_findings_cap(void **state) {
 
 /* The errors that leave the numbers meaningless (validate.h: `unreadable`), which summary and diff
  * refuse: exactly those, on the fixtures and on small trees; everything else stays readable. */
-static bool readable(const cJSON *t, cs_report_t *r) {
+static bool readable_doc(const cs_doc_t *doc, cs_report_t *r) {
   cs_report_init(r);
-  bool ok = cs_validate_readable(t, r);
+  bool ok = cs_validate_readable(doc, r);
   assert_true(ok == (r->unreadable == 0));
+  return ok;
+}
+
+static bool readable(const cJSON *t, cs_report_t *r) {
+  cs_doc_t *doc = tree_doc(t);
+  bool ok = readable_doc(doc, r);
+  cs_doc_free(doc);
   return ok;
 }
 
@@ -658,21 +747,21 @@ static void test_unreadable(void **state) {
     size_t len;
     uint8_t *data = slurp_fixture(line, &len);
     cs_read_error_t err;
-    cJSON *t = cs_read_snapshot(data, len, NULL, &err);
+    cs_doc_t *t = cs_read_snapshot(data, len, NULL, &err);
     free(data);
     if (t == NULL) continue; /* refused by the reader already */
     bool want = true;
     for (size_t i = 0; i < sizeof unreadable_fixtures / sizeof unreadable_fixtures[0]; i++)
       if (strcmp(line, unreadable_fixtures[i]) == 0) want = false;
     cs_report_t r;
-    bool got = readable(t, &r);
+    bool got = readable_doc(t, &r);
     if (got != want)
       fail_msg("%s: readable %d, expected %d (%s: %s)", line, got, want, r.first_unreadable.where,
                r.first_unreadable.message);
     refused += !got;
     checked++;
     cs_report_free(&r);
-    cJSON_Delete(t);
+    cs_doc_free(t);
   }
   free(manifest);
   assert_int_equal(checked, 29);
@@ -747,13 +836,239 @@ static void test_unreadable(void **state) {
   cJSON_Delete(s);
 }
 
+
+/* ---------------------------------------------------------------------------------------------
+ * From a file, numbers above 2^53, shared values
+ * ------------------------------------------------------------------------------------------- */
+
+static void assert_same_report(const cs_report_t *a, const cs_report_t *b, const char *what) {
+  if (a->count != b->count || a->errors != b->errors || a->warnings != b->warnings || a->dropped != b->dropped ||
+      a->unreadable != b->unreadable || a->read_failed != b->read_failed)
+    fail_msg("%s: the reports differ in their counts", what);
+  for (size_t i = 0; i < a->count; i++) {
+    assert_int_equal(a->findings[i].level, b->findings[i].level);
+    assert_int_equal(a->findings[i].unreadable, b->findings[i].unreadable);
+    assert_string_equal(a->findings[i].where, b->findings[i].where);
+    assert_string_equal(a->findings[i].message, b->findings[i].message);
+  }
+}
+
+/* cs_validate_file finds what cs_validate_bytes finds on the same bytes, fixture by fixture. */
+static void test_validate_file(void **state) {
+  (void)state;
+  size_t n;
+  char *manifest = (char *)slurp_fixture("MANIFEST.tsv", &n);
+  char *save = NULL;
+  size_t files = 0;
+  for (char *line = strtok_r(manifest, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+    char *tab = strchr(line, '\t');
+    if (tab == NULL || strncmp(line, "file\t", 5) == 0) continue;
+    *tab = '\0';
+    size_t len;
+    uint8_t *data = slurp_fixture(line, &len);
+    cs_report_t a, b;
+    cs_report_init(&a);
+    cs_report_init(&b);
+    bool ok_bytes = cs_validate_bytes(data, len, &a);
+    char path[512];
+    snprintf(path, sizeof path, "%s/fixtures/%s", CS_TEST_DATA_DIR, line);
+    bool ok_file = cs_validate_file(path, &b);
+    assert_int_equal(ok_bytes, ok_file);
+    assert_same_report(&a, &b, line);
+    assert_int_equal(b.io_errno, 0);
+    cs_report_free(&a);
+    cs_report_free(&b);
+    free(data);
+    files++;
+  }
+  free(manifest);
+  assert_int_equal(files, 33);
+
+  /* a file that cannot be opened: one error, marked as a failed read */
+  cs_report_t r;
+  cs_report_init(&r);
+  assert_false(cs_validate_file(CS_TEST_DATA_DIR "/fixtures/no_such_file.json", &r));
+  assert_int_equal(r.errors, 1);
+  assert_true(r.read_failed);
+  assert_int_equal(r.io_errno, ENOENT);
+  cs_report_free(&r);
+  /* bytes that do not parse: the same, without an errno */
+  cs_report_init(&r);
+  assert_false(cs_validate_bytes("[NaN]", 5, &r));
+  assert_int_equal(r.errors, 1);
+  assert_true(r.read_failed);
+  assert_int_equal(r.io_errno, 0);
+  assert_true(strncmp(r.findings[0].where, "byte ", 5) == 0);
+  cs_report_free(&r);
+}
+
+/* One segment at address `addr` (JSON text); returns the report's findings about 2^53. */
+static size_t big_findings(const char *addr, cs_report_t *r) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "{\"segments\": [{\"device\": 0, \"address\": %s, \"total_size\": 4096, \"stream\": 0, \"blocks\": "
+           "[{\"size\": 4096, \"requested_size\": 4096, \"state\": \"inactive\", \"frames\": []}]}], "
+           "\"device_traces\": [[]]}",
+           addr);
+  cs_report_init(r);
+  bool ok = cs_validate_bytes(text, strlen(text), r);
+  assert_true(ok == (r->errors == 0));
+  size_t n = 0;
+  for (size_t i = 0; i < r->count; i++)
+    if (strstr(r->findings[i].message, "above 2^53") != NULL) n++;
+  return n;
+}
+
+/* The counted warning for addresses the viewer rounds: integers above 2^53 in magnitude, by their
+ * exact value (2^53 + 1 is a double's 2^53), floats above 2^53, integers beyond int64. */
+static void test_big_numbers(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    const char *first; /* the "(first: ...)" detail, NULL: no warning */
+  } cases[] = {
+      {"9007199254740992", NULL},                    /* 2^53: exact as a double */
+      {"9007199254740993", "9007199254740993"},      /* 2^53 + 1 */
+      {"1152921504606846977", "1152921504606846977"}, /* 2^60 + 1: beyond a small int */
+      {"9223372036854775807", "9223372036854775807"},
+      {"18446744073709551616", ""},                  /* 2^64: beyond int64, its double */
+      {"18014398509481984.0", ""},                   /* 2^54 written as a float */
+      {"9007199254740993.0", NULL},                  /* a float that is 2^53 */
+      {"4096.0", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cs_report_t r;
+    size_t n = big_findings(cases[i].text, &r);
+    if (r.errors != 0 || n != (cases[i].first != NULL ? 1u : 0u)) {
+      dump(&r);
+      fail_msg("address %s: %zu findings about 2^53", cases[i].text, n);
+    }
+    if (cases[i].first != NULL) {
+      char want[64];
+      snprintf(want, sizeof want, "(first: %s)", cases[i].first);
+      assert_string_equal(r.findings[0].where, "segments[0].address");
+      if (strstr(r.findings[0].message, want) == NULL) fail_msg("'%s' lacks '%s'", r.findings[0].message, want);
+    }
+    cs_report_free(&r);
+  }
+  /* a negative one too (an error as well, for being negative): -(2^53 + 1) */
+  cs_report_t r;
+  assert_int_equal(big_findings("-9007199254740993", &r), 1);
+  assert_int_equal(r.unreadable, 1);
+  cs_report_free(&r);
+}
+
+/* ---- hand-written pickles ---- */
+
+typedef struct pk_s {
+  uint8_t *b;
+  size_t n, cap;
+} pk_t;
+
+static void pk_put(pk_t *p, const void *s, size_t n) {
+  if (p->n + n > p->cap) {
+    p->cap = (p->n + n) * 2 + 256;
+    p->b = realloc(p->b, p->cap);
+    assert_non_null(p->b);
+  }
+  memcpy(p->b + p->n, s, n);
+  p->n += n;
+}
+#define PK(p, lit) pk_put((p), (lit), sizeof(lit) - 1)
+
+static void pk_str(pk_t *p, const char *s) {
+  uint8_t h[2] = {0x8c, (uint8_t)strlen(s)};
+  pk_put(p, h, 2);
+  pk_put(p, s, strlen(s));
+}
+
+static void pk_int(pk_t *p, uint32_t x) {
+  uint8_t h[5] = {'J', (uint8_t)x, (uint8_t)(x >> 8), (uint8_t)(x >> 16), (uint8_t)(x >> 24)};
+  pk_put(p, h, 5);
+}
+
+/* `count` BINGETs of memo slot `slot`, as items of the list being built (MARK ... APPENDS batches of
+ * 1000, the first batch already opened with `open` items in it). */
+static void pk_refs(pk_t *p, uint8_t slot, size_t count, size_t open) {
+  size_t in_batch = open;
+  for (size_t i = 0; i < count; i++) {
+    if (in_batch == 1000) {
+      PK(p, "e(");
+      in_batch = 0;
+    }
+    uint8_t g[2] = {'h', slot};
+    pk_put(p, g, 2);
+    in_batch++;
+  }
+  PK(p, "e");
+}
+
+/* A snapshot whose `nsegs` segments are one memoized segment of `nblocks` blocks, each block one
+ * memoized dict. A file of about 2 * (nsegs + nblocks) bytes. */
+static pk_t shared_pickle(size_t nsegs, size_t nblocks) {
+  pk_t p = {0};
+  PK(&p, "\x80\x02}(");
+  pk_str(&p, "segments");
+  PK(&p, "](}(");
+  pk_str(&p, "device");
+  PK(&p, "K\x00");
+  pk_str(&p, "address");
+  pk_int(&p, 0x100000);
+  pk_str(&p, "total_size");
+  pk_int(&p, (uint32_t)(nblocks * 4096));
+  pk_str(&p, "stream");
+  PK(&p, "K\x00");
+  pk_str(&p, "blocks");
+  PK(&p, "](}(");
+  pk_str(&p, "size");
+  pk_int(&p, 4096);
+  pk_str(&p, "state");
+  pk_str(&p, "inactive");
+  PK(&p, "uq\x00");             /* the block, memo 0 */
+  pk_refs(&p, 0, nblocks - 1, 1); /* the rest of the blocks */
+  PK(&p, "uq\x01");             /* the segment, memo 1 */
+  pk_refs(&p, 1, nsegs - 1, 1);
+  pk_str(&p, "device_traces");
+  PK(&p, "]]au.");
+  return p;
+}
+
+/* Memoized values stay shared in the model, and the rules still visit every occurrence: exact
+ * counts for a snapshot that repeats values, a bounded walk (one unreadable error) for one whose
+ * repetitions multiply. */
+static void test_shared_values(void **state) {
+  (void)state;
+  /* 3 segments, all the same one at the same address: they overlap in the history view */
+  pk_t p = shared_pickle(3, 1000);
+  cs_report_t r;
+  cs_report_init(&r);
+  bool ok = cs_validate_bytes(p.b, p.n, &r);
+  if (!ok || r.unreadable != 0) {
+    dump(&r);
+    fail_msg("shared segments");
+  }
+  cs_report_free(&r);
+  free(p.b);
+  /* 20,000 segments of 20,000 blocks: 4e8 block visits, from a file of 80 kB */
+  p = shared_pickle(20000, 20000);
+  cs_report_init(&r);
+  assert_false(cs_validate_bytes(p.b, p.n, &r));
+  if (r.unreadable != 1) dump(&r);
+  assert_int_equal(r.unreadable, 1);
+  assert_non_null(strstr(r.first_unreadable.message, "expands to more than"));
+  assert_true(strncmp(r.first_unreadable.where, "segments[", 9) == 0);
+  cs_report_free(&r);
+  free(p.b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_manifest),        cmocka_unit_test(test_replay_collapse),
       cmocka_unit_test(test_replay_rules),    cmocka_unit_test(test_ring_truncation),
       cmocka_unit_test(test_middle_drop),     cmocka_unit_test(test_appends_batches),
       cmocka_unit_test(test_findings_cap),    cmocka_unit_test(test_unreadable),
-      cmocka_unit_test(test_annotations),
+      cmocka_unit_test(test_annotations),     cmocka_unit_test(test_validate_file),
+      cmocka_unit_test(test_big_numbers),     cmocka_unit_test(test_shared_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

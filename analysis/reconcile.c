@@ -1,0 +1,99 @@
+#include "analysis/reconcile.h"
+
+#include <stdio.h>
+
+#include "analysis/snapview.h"
+#include "common/cs_format.h"
+
+/* Whatever container cudasnap.memory is: a dict's members are walked as its items, as they always
+ * were. CS_VAL_ABSENT when the device has no figures. */
+static cs_val_t cs_reconcile_find(const cs_doc_t *doc, int device) {
+  cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  cs_val_t memory = cs_doc_get(doc, cudasnap, "memory");
+  size_t n = cs_doc_len(doc, memory);
+  const cs_val_t *items = cs_doc_items(doc, memory);
+  for (size_t i = 0; i < n; i++) {
+    int64_t d = -1;
+    if (cs_view_int_key(doc, items[i], CS_KEY_DEVICE, &d) && d == device) return items[i];
+  }
+  return CS_VAL_ABSENT;
+}
+
+/* One row: the label padded to a column, then the bytes as "N B (x MiB)". */
+static void cs_reconcile_row(FILE *out, const char *label, int64_t bytes, const char *note) {
+  char text[64];
+  if (bytes < 0) {
+    char positive[64];
+    cs_format_bytes((uint64_t)-bytes, positive, sizeof positive);
+    snprintf(text, sizeof text, "-%s", positive);
+  } else {
+    cs_format_bytes((uint64_t)bytes, text, sizeof text);
+  }
+  fprintf(out, "  %-40s %s%s\n", label, text, note ? note : "");
+}
+
+static int64_t cs_reconcile_get(const cs_doc_t *doc, cs_val_t obj, const char *key) {
+  int64_t v = 0;
+  return cs_view_int(doc, obj, key, &v) ? v : 0;
+}
+
+/* A pool row: PREFIX_reserved, "; used" PREFIX_used, or that the driver was not asked or did not
+ * answer (known_key false). Snapshots older than the key have no row. */
+static void cs_reconcile_pool_row(FILE *out, const cs_doc_t *doc, cs_val_t m, const char *label,
+                                  const char *known_key, const char *prefix) {
+  char key[32];
+  cs_val_t known = cs_doc_get(doc, m, known_key);
+  if (!cs_val_is_bool(known)) return;
+  if (!cs_val_is_true(known)) {
+    fprintf(out, "  %-40s not known (not asked, or the driver has none)\n", label);
+    return;
+  }
+  char note[128], bytes[64];
+  snprintf(key, sizeof key, "%s_used", prefix);
+  cs_format_bytes((uint64_t)cs_reconcile_get(doc, m, key), bytes, sizeof bytes);
+  snprintf(note, sizeof note, "; used %s", bytes);
+  snprintf(key, sizeof key, "%s_reserved", prefix);
+  cs_reconcile_row(out, label, cs_reconcile_get(doc, m, key), note);
+}
+
+void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
+  cs_val_t m = cs_reconcile_find(doc, device);
+  if (cs_val_absent(m)) return;
+  fprintf(out, "device memory, reconciled with the driver:\n");
+  bool known = cs_val_is_true(cs_doc_get(doc, m, "driver_known"));
+  if (known) {
+    cs_reconcile_row(out, "driver total", cs_reconcile_get(doc, m, "driver_total"), NULL);
+    cs_reconcile_row(out, "driver used (total - free)", cs_reconcile_get(doc, m, "driver_used"), NULL);
+  } else {
+    fprintf(out, "  driver used: not asked (an exit snapshot, or no usable context at the snapshot)\n");
+  }
+  cs_reconcile_row(out, "cudasnap cache reserved", cs_reconcile_get(doc, m, "cache_reserved"), NULL);
+  cs_val_t pass = cs_doc_get(doc, m, "passthrough");
+  static const char *const counted[] = {"device", "pitch", "managed", "array", "vmm_physical"};
+  for (size_t i = 0; i < sizeof counted / sizeof *counted; i++) {
+    char label[64];
+    snprintf(label, sizeof label, "passed through: %s", counted[i]);
+    cs_reconcile_row(out, label, cs_reconcile_get(doc, pass, counted[i]), NULL);
+  }
+  cs_reconcile_pool_row(out, doc, m, "stream-ordered pools reserved", "pools_known", "pool");
+  cs_reconcile_pool_row(out, doc, m, "graph memory pool reserved", "graph_known", "graph");
+  if (known)
+    cs_reconcile_row(out, "remainder (context, modules, others)", cs_reconcile_get(doc, m, "remainder"), NULL);
+  /* drawn, but not more bytes of this process's: inside the lines above, or another process's */
+  cs_reconcile_row(out, "drawn: VMM mappings", cs_reconcile_get(doc, pass, "vmm_mapped"), " (of vmm_physical)");
+  cs_reconcile_row(out, "drawn: stream-ordered allocations", cs_reconcile_get(doc, pass, "async"), " (of the pools)");
+  cs_reconcile_row(out, "drawn: graph allocations", cs_reconcile_get(doc, pass, "graph"), " (of the graph pool)");
+  int64_t ipc = cs_reconcile_get(doc, pass, "ipc_imported");
+  if (ipc) cs_reconcile_row(out, "drawn: IPC imports", ipc, " (another process's)");
+}
+
+void cs_reconcile_print_host(const cs_doc_t *doc) {
+  cs_val_t host = cs_doc_get(doc, cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP), "host");
+  int64_t pinned = cs_reconcile_get(doc, host, "host_pinned");
+  int64_t registered = cs_reconcile_get(doc, host, "host_registered");
+  if (!pinned && !registered) return;
+  char a[64], b[64];
+  cs_format_bytes((uint64_t)pinned, a, sizeof a);
+  cs_format_bytes((uint64_t)registered, b, sizeof b);
+  printf("\nhost memory (not device memory): pinned %s, registered %s\n", a, b);
+}

@@ -1,0 +1,29 @@
+/* Internal to reader/: JSON into the snapshot model, streamed (a file is never held whole).
+ *
+ * The tokens come from YAJL (Debian's libyajl, a small, well-kept streaming parser in C): it is
+ * strict where JSON.parse is (no NaN or Infinity, no comments, no trailing commas, no leading zeros,
+ * no raw control characters in strings, nothing but whitespace after the value), reads a file in
+ * chunks of any size, and hands every number over as its text, so integers stay exact here: a plain
+ * integer token is an int64, a token with a fraction or an exponent a float (2.0 stays a float, as
+ * Python's json keeps it), and an integer beyond int64 keeps its double (JSON.parse takes it). A
+ * UTF-8 byte order mark is skipped (the viewer's TextDecoder drops it); invalid UTF-8 inside strings
+ * is kept as it is. JSON has no tuples: a list under the key "segment_pool_id" (the one tuple in
+ * PyTorch's snapshots and in cudasnap's pickles) becomes a tuple, so a conversion writes it back as
+ * one. Duplicate keys keep their first position and their last value (model/build.h). */
+#ifndef CS_READER_JSON_STREAM_H
+#define CS_READER_JSON_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/doc.h"
+#include "reader/reader.h"
+
+/* JSON held in memory. NULL with *err filled. */
+cs_doc_t *cs_json_read_bytes(const uint8_t *data, size_t len, cs_read_error_t *err);
+
+/* JSON read from fd to its end, in chunks, after `head` (bytes already read from fd, may be empty).
+ * NULL with *err filled (I/O errors too). */
+cs_doc_t *cs_json_read_fd(int fd, const uint8_t *head, size_t nhead, cs_read_error_t *err);
+
+#endif
