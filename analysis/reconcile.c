@@ -23,7 +23,7 @@ static cs_val_t cs_reconcile_find(const cs_doc_t *doc, int device) {
 static void cs_reconcile_row(FILE *out, const char *label, int64_t bytes, const char *note) {
   char text[64];
   if (bytes < 0) {
-    char positive[64];
+    char positive[sizeof text - 1]; /* room for the sign */
     cs_format_bytes((uint64_t)-bytes, positive, sizeof positive);
     snprintf(text, sizeof text, "-%s", positive);
   } else {

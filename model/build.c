@@ -317,22 +317,34 @@ static uint64_t cs_build_hash_words(const uint64_t *w, size_t n) {
   return h;
 }
 
+/* Trace events and blocks (dicts with an address or a time) are unique by what they hold: looking
+ * each one up would cost a cache miss in a table of millions for nothing. They are kept as they
+ * are; what repeats (frames, frame lists, empty containers, settings) is stored once. The words
+ * of w are the closed container (keys after the items). */
+static bool cs_build_unique(const uint64_t *w, size_t nw, unsigned tag) {
+  if (tag != CS_TAG_DICT) return false;
+  size_t n = cs_doc_header_count(w[0]);
+  const uint32_t *keys = (const uint32_t *)(const void *)(w + 1 + n);
+  (void)nw;
+  for (size_t i = 0; i < n; i++)
+    if (keys[i] == CS_KEY_ADDR || keys[i] == CS_KEY_ADDRESS || keys[i] == CS_KEY_TIME_US) return true;
+  return false;
+}
+
 static bool cs_build_rehash_cons(cs_build_t *b) {
   cs_doc_t *d = b->doc;
   size_t n = d->ncons_slots ? d->ncons_slots * 2 : 4096;
-  uint32_t *slots = calloc(n, sizeof *slots);
+  uint64_t *slots = calloc(n, sizeof *slots);
   if (slots == NULL) {
     b->error = "out of host memory";
     return false;
   }
   for (size_t s = 0; s < d->ncons_slots; s++) {
-    uint32_t off = d->cons_slots[s];
-    if (off == 0) continue;
-    uint64_t h = d->words[off];
-    size_t nw = cs_doc_container_words(cs_doc_header_count(h), cs_doc_header_tag(h));
-    size_t i = cs_build_hash_words(d->words + off, nw) & (n - 1);
+    uint64_t slot = d->cons_slots[s];
+    if (slot == 0) continue;
+    size_t i = (size_t)(slot >> 32) & (n - 1);
     while (slots[i] != 0) i = (i + 1) & (n - 1);
-    slots[i] = off;
+    slots[i] = slot;
   }
   free(d->cons_slots);
   d->cons_slots = slots;
@@ -352,10 +364,7 @@ cs_val_t cs_build_close(cs_build_t *b, cs_val_t open) {
   unsigned depth = 1;
   for (size_t i = 0; i < o->n; i++) {
     cs_val_t it = o->items[i];
-    if (cs_val_is_container(it)) {
-      unsigned c = cs_doc_header_depth(d->words[cs_val_payload(it)]) + 1;
-      if (c > depth) depth = c;
-    }
+    if (cs_val_is_container(it) && cs_val_depth(it) + 1 > depth) depth = cs_val_depth(it) + 1;
   }
   if (depth > CS_DOC_MAX_DEPTH) {
     b->error = "containers nested more than 1000 deep";
@@ -366,6 +375,10 @@ cs_val_t cs_build_close(cs_build_t *b, cs_val_t open) {
     return CS_VAL_ABSENT;
   }
   size_t nw = cs_doc_container_words(o->n, tag);
+  if (d->nwords + nw >= (size_t)1 << CS_VAL_OFFSET_BITS) {
+    b->error = "a snapshot of more than 8 TiB";
+    return CS_VAL_ABSENT;
+  }
   if (!CS_GROW(b, d->words, d->capwords, d->nwords + nw)) return CS_VAL_ABSENT;
   size_t off = d->nwords;
   uint64_t *w = d->words + off;
@@ -380,21 +393,25 @@ cs_val_t cs_build_close(cs_build_t *b, cs_val_t open) {
   size_t idx = (size_t)(cs_val_payload(open) - CS_BUILD_OPEN_BASE);
   if (CS_GROW(b, b->free_open, b->capfree, b->nfree + 1)) b->free_open[b->nfree++] = idx;
 
-  cs_val_t v = CS_VAL_MAKE(tag, off);
-  if (off > UINT32_MAX) { /* past 32 GiB of containers: keep, unshared */
+  cs_val_t v = CS_VAL_MAKE(tag, off | (uint64_t)depth << CS_VAL_OFFSET_BITS);
+  if (off > UINT32_MAX || cs_build_unique(w, nw, tag)) { /* kept as it is, unshared */
     d->nwords += nw;
     return v;
   }
   if (2 * (d->ncons + 1) > d->ncons_slots && !cs_build_rehash_cons(b)) return CS_VAL_ABSENT;
+  /* The slot index comes from the hash's high half, as the rehash above takes it from the slot. */
+  uint64_t hash_hi = cs_build_hash_words(w, nw) & ~(uint64_t)0xffffffffu;
   size_t mask = d->ncons_slots - 1;
-  size_t i = cs_build_hash_words(w, nw) & mask;
+  size_t i = (size_t)(hash_hi >> 32) & mask;
   for (;; i = (i + 1) & mask) {
-    uint32_t other = d->cons_slots[i];
-    if (other == 0) break;
+    uint64_t slot = d->cons_slots[i];
+    if (slot == 0) break;
+    if ((slot & ~(uint64_t)0xffffffffu) != hash_hi) continue;
+    uint32_t other = (uint32_t)slot;
     if (d->words[other] == w[0] && memcmp(d->words + other, w, nw * sizeof *w) == 0)
-      return CS_VAL_MAKE(tag, other); /* the same content is there: drop this copy */
+      return CS_VAL_MAKE(tag, other | (uint64_t)depth << CS_VAL_OFFSET_BITS); /* equal: drop this copy */
   }
-  d->cons_slots[i] = (uint32_t)off;
+  d->cons_slots[i] = hash_hi | (uint32_t)off;
   d->ncons++;
   d->nwords += nw;
   return v;

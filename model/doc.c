@@ -44,7 +44,7 @@ cs_val_t cs_doc_root(const cs_doc_t *doc) {
 size_t cs_doc_bytes(const cs_doc_t *doc) {
   return doc->capwords * sizeof(uint64_t) + doc->capints * sizeof(int64_t) + doc->capfloats * sizeof(double) +
          doc->capchars + doc->capstrs * (sizeof(uint64_t) + sizeof(uint32_t)) +
-         doc->nstr_slots * sizeof(uint32_t) + doc->ncons_slots * sizeof(uint32_t) + sizeof *doc;
+         doc->nstr_slots * sizeof(uint32_t) + doc->ncons_slots * sizeof(uint64_t) + sizeof *doc;
 }
 
 /* ---- scalars ---------------------------------------------------------------------------------- */
@@ -120,15 +120,15 @@ size_t cs_doc_len(const cs_doc_t *doc, cs_val_t v) {
 
 const cs_val_t *cs_doc_items(const cs_doc_t *doc, cs_val_t v) {
   if (!cs_val_is_container(v)) return NULL;
-  return doc->words + cs_val_payload(v) + 1;
+  return doc->words + cs_val_offset(v) + 1;
 }
 
 cs_val_t cs_doc_at(const cs_doc_t *doc, cs_val_t v, size_t i) {
-  return doc->words[cs_val_payload(v) + 1 + i];
+  return doc->words[cs_val_offset(v) + 1 + i];
 }
 
 static const uint32_t *cs_doc_keys(const cs_doc_t *doc, cs_val_t dict, size_t n) {
-  return (const uint32_t *)(const void *)(doc->words + cs_val_payload(dict) + 1 + n);
+  return (const uint32_t *)(const void *)(doc->words + cs_val_offset(dict) + 1 + n);
 }
 
 uint32_t cs_doc_key_id_at(const cs_doc_t *doc, cs_val_t dict, size_t i) {
@@ -145,7 +145,7 @@ cs_val_t cs_doc_get_id(const cs_doc_t *doc, cs_val_t dict, uint32_t key_id) {
   size_t n = cs_doc_header_count(cs_doc_header(doc, dict));
   const uint32_t *keys = cs_doc_keys(doc, dict, n);
   for (size_t i = 0; i < n; i++)
-    if (keys[i] == key_id) return doc->words[cs_val_payload(dict) + 1 + i];
+    if (keys[i] == key_id) return doc->words[cs_val_offset(dict) + 1 + i];
   return CS_VAL_ABSENT;
 }
 
@@ -156,8 +156,8 @@ cs_val_t cs_doc_get(const cs_doc_t *doc, cs_val_t dict, const char *key) {
 }
 
 unsigned cs_doc_depth(const cs_doc_t *doc, cs_val_t v) {
-  if (!cs_val_is_container(v)) return 0;
-  return cs_doc_header_depth(cs_doc_header(doc, v));
+  (void)doc;
+  return cs_val_is_container(v) ? cs_val_depth(v) : 0;
 }
 
 bool cs_doc_values_equal(const cs_doc_t *da, cs_val_t a, const cs_doc_t *db, cs_val_t b) {
@@ -177,7 +177,7 @@ bool cs_doc_values_equal(const cs_doc_t *da, cs_val_t a, const cs_doc_t *db, cs_
     return cs_doc_is_float(da, a) == cs_doc_is_float(db, b) && memcmp(&x, &y, sizeof x) == 0;
   }
   case CS_TAG_STRING: {
-    size_t la, lb;
+    size_t la = 0, lb = 0;
     const char *sa = cs_doc_str(da, a, &la), *sb = cs_doc_str(db, b, &lb);
     return la == lb && memcmp(sa, sb, la) == 0;
   }
@@ -186,7 +186,7 @@ bool cs_doc_values_equal(const cs_doc_t *da, cs_val_t a, const cs_doc_t *db, cs_
     if (n != cs_doc_len(db, b)) return false;
     for (size_t i = 0; i < n; i++) {
       if (ta == CS_TAG_DICT) {
-        size_t la, lb;
+        size_t la = 0, lb = 0;
         const char *ka = cs_doc_string(da, cs_doc_key_id_at(da, a, i), &la);
         const char *kb = cs_doc_string(db, cs_doc_key_id_at(db, b, i), &lb);
         if (la != lb || memcmp(ka, kb, la) != 0) return false;

@@ -8,7 +8,9 @@
  * ("hash-consed"): the thousands of identical frame dicts and frame lists of a trace, written out in
  * full for every event in JSON and shared through the memo in a pickle, are one value each, so a
  * frame list is interned and referred to by a single word, and two values with the same content
- * compare equal as words. A trace event (a dict of six members) costs 80 bytes plus its share of one
+ * compare equal as words. The exceptions are records unique by what they hold (dicts with an
+ * `addr`, `address` or `time_us`: trace events and blocks), which are kept as they come, and
+ * big integers and floats (side tables): compare those by content (cs_doc_values_equal). A trace event (a dict of six members) costs 80 bytes plus its share of one
  * hash slot, against about 64 bytes per node (and per frame of every event) in a cJSON tree.
  *
  * What the file says is kept exactly, so `convert` writes back what it read: integers as int64
@@ -36,7 +38,7 @@ enum {
   CS_TAG_BIGINT = 2,   /* payload: index into the doc's int64 table */
   CS_TAG_FLOAT = 3,    /* payload: index into the doc's float table << 1 | written as an integer */
   CS_TAG_STRING = 4,   /* payload: string id */
-  CS_TAG_LIST = 5,     /* payload: arena offset of the container */
+  CS_TAG_LIST = 5,     /* payload: arena offset of the container | its depth << CS_VAL_OFFSET_BITS */
   CS_TAG_TUPLE = 6,
   CS_TAG_DICT = 7,
 };
@@ -51,6 +53,12 @@ enum { CS_SPECIAL_NULL = 0, CS_SPECIAL_FALSE = 1, CS_SPECIAL_TRUE = 2, CS_SPECIA
 
 static inline unsigned cs_val_tag(cs_val_t v) { return (unsigned)(v & 7); }
 static inline uint64_t cs_val_payload(cs_val_t v) { return v >> 3; }
+
+/* A container's payload: its arena offset in the low bits, its nesting depth above them, so that a
+ * parent learns its depth from its items' words without reading their headers (a cache miss each). */
+#define CS_VAL_OFFSET_BITS 40
+static inline uint64_t cs_val_offset(cs_val_t v) { return cs_val_payload(v) & (((uint64_t)1 << CS_VAL_OFFSET_BITS) - 1); }
+static inline unsigned cs_val_depth(cs_val_t v) { return (unsigned)(cs_val_payload(v) >> CS_VAL_OFFSET_BITS); }
 
 static inline bool cs_val_absent(cs_val_t v) { return v == CS_VAL_ABSENT; }
 static inline bool cs_val_is_null(cs_val_t v) { return v == CS_VAL_NULL; }

@@ -6,8 +6,8 @@
  *   words[o+1 .. +n]   the items (dict: the members' values)
  *   then ceil(n/2)     words of 32-bit key ids (dicts)
  * Offset 0 is never a container. Containers are unique by content: `cons` is an open-addressing set
- * of their offsets, hashed over their words, so an equal container is found before a second copy is
- * kept. Strings are unique too: `strs` maps their bytes to ids. */
+ * of their offsets (with their hashes), hashed over their words, so an equal container is found
+ * before a second copy is kept. Strings are unique too: `strs` maps their bytes to ids. */
 #ifndef CS_MODEL_DOC_IMPL_H
 #define CS_MODEL_DOC_IMPL_H
 
@@ -32,14 +32,17 @@ struct cs_doc_s {
   uint32_t *str_slots; /* id + 1, 0 = empty; a power of two, kept above twice nstrs */
   size_t nstr_slots;
 
-  uint32_t *cons_slots; /* container offset, 0 = empty; a power of two, above twice ncons */
+  /* Containers by content: hash >> 32 in the high half, the offset in the low half; 0 = empty. A
+   * power of two, above twice ncons. Keeping the hash here lets a probe and a rehash skip the
+   * arena (a cache miss each) for every container but an equal one. */
+  uint64_t *cons_slots;
   size_t ncons_slots, ncons;
 
   cs_val_t root;
 };
 
 static inline uint64_t cs_doc_header(const cs_doc_t *d, cs_val_t v) {
-  return d->words[cs_val_payload(v)];
+  return d->words[cs_val_offset(v)];
 }
 static inline size_t cs_doc_header_count(uint64_t h) { return (size_t)(h & 0xffffffffu); }
 static inline unsigned cs_doc_header_depth(uint64_t h) { return (unsigned)((h >> 32) & 0xffffu); }

@@ -87,7 +87,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
       cs_val_t v = doc->words[off + 1 + i];
       uint64_t add = 1;
       if (cs_val_is_container(v)) {
-        const uint64_t *child = cs_offmap_find(&m, cs_val_payload(v));
+        const uint64_t *child = cs_offmap_find(&m, cs_val_offset(v));
         add = child ? (*child & CS_EXTENT_MAX) : 1;
         if (child) flags |= *child & CS_EXTENT_NONFINITE;
       } else if (cs_val_tag(v) == CS_TAG_FLOAT && !isfinite(cs_doc_number(doc, v))) {
@@ -101,7 +101,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
     }
     off += cs_doc_container_words(n, tag);
   }
-  const uint64_t *r = cs_offmap_find(&m, cs_val_payload(root));
+  const uint64_t *r = cs_offmap_find(&m, cs_val_offset(root));
   if (r != NULL) {
     out->values = *r & CS_EXTENT_MAX;
     out->nonfinite = (*r & CS_EXTENT_NONFINITE) != 0;
@@ -135,11 +135,11 @@ static void cs_doc_write_items(cs_doc_writer_t *w, cs_val_t v) {
 static void cs_doc_write_list(cs_doc_writer_t *w, cs_val_t v, uint32_t key) {
   uint32_t id = 0;
   if (w->share && key == CS_KEY_FRAMES && cs_doc_len(w->doc, v) > 0) {
-    uint64_t *known = cs_offmap_find(&w->ids, cs_val_payload(v));
+    uint64_t *known = cs_offmap_find(&w->ids, cs_val_offset(v));
     if (known != NULL) {
       if (cs_emit_frames_ref(w->e, (uint32_t)*known)) return;
       id = (uint32_t)*known;
-    } else if (w->next_id < UINT32_MAX && cs_offmap_put(&w->ids, cs_val_payload(v), w->next_id + 1) == 0) {
+    } else if (w->next_id < UINT32_MAX && cs_offmap_put(&w->ids, cs_val_offset(v), w->next_id + 1) == 0) {
       id = ++w->next_id;
     } else {
       w->share = false; /* without memory for the table: unshared, a bigger file, the same content */

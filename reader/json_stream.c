@@ -247,12 +247,9 @@ static bool cs_json_feed(cs_json_feed_t *f, const uint8_t *p, size_t n) {
    * error wherever it stands (inside a string it is a raw control character, which YAJL refuses):
    * parse up to it, then let YAJL see it alone, to tell the two apart. */
   size_t upto = n;
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] == 0x0b || p[i] == 0x0c) {
-      upto = i;
-      break;
-    }
-  }
+  const uint8_t *vt = memchr(p, 0x0b, n), *ff = memchr(p, 0x0c, n);
+  if (vt != NULL) upto = (size_t)(vt - p);
+  if (ff != NULL && (size_t)(ff - p) < upto) upto = (size_t)(ff - p);
   for (size_t i = 0; f->empty && i < upto; i++)
     if (!cs_json_is_ws(p[i])) f->empty = false;
   if (yajl_parse(f->h, p, upto) != yajl_status_ok) {

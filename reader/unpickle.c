@@ -328,7 +328,7 @@ static bool cs_unpickle_append(cs_unpickle_t *u, cs_val_t list, size_t from) {
 }
 
 static bool cs_unpickle_set(cs_unpickle_t *u, cs_val_t dict, size_t kslot, size_t vslot) {
-  uint32_t id;
+  uint32_t id = 0;
   if (!cs_unpickle_key(u, u->stack[kslot], &id) || !cs_unpickle_close(u, &u->stack[vslot])) return false;
   return cs_build_set(u->b, dict, id, u->stack[vslot]) || cs_unpickle_build_failed(u);
 }
