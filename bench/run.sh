@@ -7,14 +7,15 @@
 #
 #   bench/run.sh [--quick]
 #
-#   --quick   fewer rounds and iterations, no 1,000,000-event dumps, same-size pattern only for the
-#             thread scaling: under a minute on a 2-core machine, including a fresh build.
+#   --quick   fewer rounds and iterations, no 1,000,000-event dumps or reads, same-size pattern only
+#             for the thread scaling: under a minute on a 2-core machine, including a fresh build.
 #
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
 # snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
-# skipped with a message when the directory is absent). Inherited CUDASNAP_* variables and
-# LD_PRELOAD are cleared: every run sets exactly what it measures. The report's render time needs
-# python3 and Chromium (skipped with a message without them).
+# skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
+# torch/cuda/_memory_viz.py, for its `stats` beside ours in the reading figures; bench/read.sh).
+# Inherited CUDASNAP_* variables and LD_PRELOAD are cleared: every run sets exactly what it measures.
+# The report's render time needs python3 and Chromium (skipped with a message without them).
 set -euo pipefail
 
 usage() {
@@ -310,4 +311,8 @@ if python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import chromium; sys
 else
   log "skipping the render time: no Chromium (apt-get install chromium)"
 fi
+
+# ---- 6. reading at scale: every subcommand on 100,000 and 1,000,000 events -----------------------
+log "reading snapshots$([[ $quick == 1 ]] && echo ' (100,000 events only)')"
+bash "$root/bench/read.sh" "$build" $([[ $quick == 1 ]] && echo --quick)
 log "done"
