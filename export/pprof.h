@@ -1,0 +1,27 @@
+/* A snapshot as a pprof profile (profile.proto, https://github.com/google/pprof, proto/profile.proto):
+ * what `go tool pprof`, speedscope, Perfetto and Pyroscope read, and how JAX writes GPU memory.
+ *
+ * Sample types, in this order: inuse_objects/count, inuse_space/bytes (the blocks live at the
+ * snapshot, or at the trace's peak), alloc_objects/count, alloc_space/bytes (every `alloc` of the
+ * recorded traces); the default is inuse_space. Bytes are requested bytes, as the viewer's
+ * timeline shows them. One sample per distinct (stack, device, stream, kind, phase): its locations
+ * are the frames of the stack, leaf first, every frame kept (Python frames and the framework's
+ * too: pprof users hide them with -hide/-focus); a block with no stack gets one location,
+ * "(no stack)". Labels: device and stream (numeric, with units "index" and "id", since pprof drops
+ * a numeric label of value 0 that has no unit), kind (export/kinds.h) and phase (the innermost
+ * NVTX / record_function phase open at the allocation, when the snapshot has phases and its trace
+ * times). time_nanos is the snapshot's time (cudasnap.time_us, else its trace's last time). */
+#ifndef CS_EXPORT_PPROF_H
+#define CS_EXPORT_PPROF_H
+
+#include <stdbool.h>
+
+#include "memviz/sink.h"
+#include "model/doc.h"
+
+/* Write doc's profile, not compressed, to sink. at_peak: the in-use samples are the blocks live at
+ * each device's peak (analysis/peak.h) instead of at the snapshot. Returns 0, ENOMEM, or the
+ * sink's errno. */
+int cs_pprof_write(const cs_doc_t *doc, bool at_peak, cs_sink_t sink);
+
+#endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# export_test.sh CUDASNAP SOURCE_DIR PYTHON
+#
+# `cudasnap export`, read back by real readers: `go tool pprof` (-raw, -top, -diff_base) for the
+# pprof exports, and export_check.py (Perfetto's JSON importer rules, the peak) for the Perfetto
+# one, on real PyTorch snapshots (tests/data/traces) and a cudasnap one (tests/golden/cli/inputs).
+# Exits 77 (skipped) without `go`, which scripts/setup.sh installs (Debian's golang-go).
+set -u
+cudasnap=$1 src=$2 python=$3
+check() { "$python" "$src/tests/cli/export_check.py" "$@"; }
+fail() { echo "FAIL [export]: $*" >&2; exit 1; }
+command -v go >/dev/null || { echo "export: no go (apt-get install golang-go): skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export GOCACHE=$dir/gocache HOME=$dir # go tool pprof writes its cache and history under them
+inputs=("$src/tests/golden/cli/inputs/api.json" "$src"/tests/data/traces/*.pickle)
+
+# ---- pprof ----------------------------------------------------------------------------------------
+for f in "${inputs[@]}"; do
+  name=$(basename "${f%.*}")
+  "$cudasnap" export --format pprof -o "$dir/$name.pb.gz" "$f" >/dev/null || fail "export pprof $f"
+  go tool pprof -raw "$dir/$name.pb.gz" >"$dir/$name.raw" 2>"$dir/err" || fail "pprof -raw $f: $(cat "$dir/err")"
+  check pprof-raw "$dir/$name.raw" "$f" || exit 1
+  # The top site of `summary` (the first user frame of the stacks with the most live bytes) is
+  # among pprof's lines by cumulative in-use bytes, with at least its bytes.
+  top=$("$cudasnap" summary "$f" | sed -n '/^top allocation sites by live bytes:/{n;p;q}')
+  go tool pprof -top -cum -lines -unit=byte -nodecount=100000 "$dir/$name.pb.gz" >"$dir/$name.top" 2>"$dir/err" ||
+    fail "pprof -top $f: $(cat "$dir/err")"
+  if [[ $top =~ ^\ +([0-9]+)\ B.*:\ \(no\ stack\)$ ]]; then # blocks from before recording began
+    bytes=${BASH_REMATCH[1]} func="(no stack)" base="" line=""
+    row=$(grep -F " (no stack)" "$dir/$name.top" | head -1)
+  elif [[ $top =~ ^\ +([0-9]+)\ B.*:\ ([^ ]+)\ (.+):([0-9]+)$ ]]; then
+    bytes=${BASH_REMATCH[1]} func=${BASH_REMATCH[2]} base=$(basename "${BASH_REMATCH[3]}") line=${BASH_REMATCH[4]}
+    # pprof's short names drop what is in angle brackets (C++ templates), Python's <module> too
+    shown=$([[ $func == '<'* ]] || echo " $func ")
+    row=$(grep -F -- "$shown" "$dir/$name.top" | grep -F "$base:$line" | head -1)
+  else
+    fail "no top site in summary of $f: '$top'"
+  fi
+  [[ -n $row ]] || fail "$f: summary's top site '$top' is not in pprof -top: $(head -20 "$dir/$name.top")"
+  cum=$(awk '{print $4}' <<<"$row" | tr -d B)
+  ((cum >= bytes)) || fail "$f: pprof's $func $base:$line has $cum B cumulative, summary's site $bytes B"
+  echo "ok pprof top site $name: $func $base:$line ($bytes B; pprof cum $cum B)"
+done
+# The native snapshot's leaf is its site: pprof's top line by flat bytes is summary's top site.
+flat=$(go tool pprof -top -lines -unit=byte "$dir/api.pb.gz" 2>/dev/null | awk '/flat%/{getline; print; exit}')
+[[ $flat =~ ^\ *9437184B\ .*allocate_weights\ .*prog_snapshot_api.c:16 ]] || fail "api: pprof's top flat line: '$flat'"
+# --at peak: the in-use samples are the blocks live at the peak (summary's peak line).
+"$cudasnap" export --format pprof --at peak -o "$dir/peak.pb.gz" "${inputs[1]}" >/dev/null || fail "export --at peak"
+peak=$("$cudasnap" summary "${inputs[1]}" | sed -n "s/^top allocation sites at the trace's peak (\([0-9]*\) B.*/\1/p")
+got=$(go tool pprof -raw "$dir/peak.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && /:/{t+=$2} END{printf "%.0f\n", t}')
+[[ $got == "$peak" ]] || fail "--at peak: in-use bytes $got, summary's peak $peak"
+echo "ok pprof --at peak: $got B"
+# -diff_base: two runs compared by site; what the nodes account for is the difference of the totals.
+a=$dir/cs336-MAGMA27_memory_snapshot_pythononly.pb.gz b=$dir/cs336-kkaitlyn111_memory_ctx128_fullstep.pb.gz
+go tool pprof -top -unit=byte -nodefraction=0 -diff_base="$a" "$b" >"$dir/diff" 2>"$dir/err" || fail "-diff_base: $(cat "$dir/err")"
+total() { go tool pprof -top -unit=byte "$1" 2>/dev/null | sed -n 's/.* of \(-\{0,1\}[0-9]*\)B total.*/\1/p'; }
+want=$(($(total "$b") - $(total "$a")))
+grep -q "accounting for ${want}B, " "$dir/diff" || fail "-diff_base total is not $want B: $(head -5 "$dir/diff")"
+echo "ok pprof -diff_base: $want B"
+
+# ---- perfetto -------------------------------------------------------------------------------------
+"$cudasnap" export --format perfetto -o "$dir/all.trace.json" "${inputs[@]}" >/dev/null || fail "export perfetto"
+peaks=()
+for f in "${inputs[@]}"; do
+  peaks+=("$("$cudasnap" summary "$f" | sed -n "s/^top allocation sites at the trace's peak (\([0-9]*\) B.*/\1/p" | head -1)")
+done
+check perfetto "$dir/all.trace.json" "${peaks[@]}" || exit 1
+
+# ---- bad input: one line naming the file, exit 1; nothing written -----------------------------------
+printf '{"segments": 5' >"$dir/bad.json"
+"$cudasnap" export --format pprof -o "$dir/bad.pb.gz" "$dir/bad.json" >"$dir/out" 2>"$dir/err" && fail "bad input exited 0"
+[[ $(wc -l <"$dir/err") -eq 1 ]] && grep -qF "$dir/bad.json:" "$dir/err" || fail "bad input: $(cat "$dir/err")"
+[[ ! -e $dir/bad.pb.gz ]] || fail "bad input left $dir/bad.pb.gz"
+"$cudasnap" export --format perfetto -o "$dir/bad.trace.json" "${inputs[0]}" "$dir/bad.json" >"$dir/out" 2>"$dir/err" &&
+  fail "perfetto bad input exited 0"
+[[ $(wc -l <"$dir/err") -eq 1 ]] && grep -qF "$dir/bad.json:" "$dir/err" || fail "perfetto bad input: $(cat "$dir/err")"
+[[ ! -e $dir/bad.trace.json ]] || fail "perfetto bad input left a file"
+"$cudasnap" export --format svg "${inputs[0]}" >"$dir/out" 2>"$dir/err"
+[[ $? -eq 2 && $(wc -l <"$dir/err") -eq 1 ]] || fail "--format svg: $(cat "$dir/err")"
+echo "ok bad input"
