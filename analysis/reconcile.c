@@ -88,7 +88,10 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
 }
 
 void cs_reconcile_print_host(const cs_doc_t *doc) {
-  cs_val_t host = cs_doc_get(doc, cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP), "host");
+  cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  cs_val_t host = cs_doc_get(doc, cudasnap, "host_memory");
+  /* Snapshots before 0.1.0's fix wrote it under "host", where it hid the machine's name. */
+  if (!cs_val_is_dict(host)) host = cs_doc_get(doc, cudasnap, "host");
   int64_t pinned = cs_reconcile_get(doc, host, "host_pinned");
   int64_t registered = cs_reconcile_get(doc, host, "host_registered");
   if (!pinned && !registered) return;

@@ -480,7 +480,9 @@ static void cs_snap_write_passthrough(cs_snap_writer_t *w) {
   for (int d = 0; d < s->device_count; d++) cs_snap_write_memory(w, d);
   cs_emit_list_end(e);
   const cs_snap_device_memory_t *host = &s->memory[CS_SNAP_MAX_DEVICES];
-  cs_emit_key(e, "host");
+  /* Not "host": that key is the machine's name (cs_snap_write_meta), and a key written twice keeps
+   * only its last value for every reader (JSON.parse, pickle.load). */
+  cs_emit_key(e, "host_memory");
   cs_emit_dict_begin(e);
   cs_emit_kv_int(e, "host_pinned", (int64_t)host->kind_bytes[CS_FOREIGN_HOST]);
   cs_emit_kv_int(e, "host_registered", (int64_t)host->kind_bytes[CS_FOREIGN_HOST_REGISTERED]);

@@ -84,8 +84,10 @@ for m in cs["memory"]:
         errors.append(f"device {m['device']}: the pools were not asked")
 if when == "dump" and total_used != in_use:
     errors.append(f"the devices' used bytes sum to {total_used}, the fake driver holds {in_use}")
-if cs["host"]["host_pinned"] != 1 << 20:
-    errors.append(f"host_pinned is {cs['host']['host_pinned']}")
+if cs["host_memory"]["host_pinned"] != 1 << 20:
+    errors.append(f"host_pinned is {cs['host_memory']['host_pinned']}")
+if not isinstance(cs["host"], str) or not cs["host"]:
+    errors.append(f"cudasnap.host is {cs['host']!r}, not the machine's name")
 if any(seg["cudasnap"]["kind"].startswith("host") for seg in segments):
     errors.append("pinned host memory is drawn as a device segment")
 stats = cs["passthrough_stats"]
