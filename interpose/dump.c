@@ -346,7 +346,11 @@ static void cs_dump_at_exit(void) {
 /* ---- the control thread: snapshots on signal, and endings; handlers write one byte ---- */
 
 static int cs_dump_pipe[2] = {-1, -1};
-static struct sigaction cs_dump_previous;
+static int cs_dump_signal;                /* CUDASNAP_SIGNAL once its handler is installed, else 0 */
+static struct sigaction cs_dump_previous; /* the program's action for it before cudasnap's */
+
+/* sa_flags is an int, and SA_RESETHAND is glibc's unsigned top bit. */
+#define CS_SA(flags) ((int)(flags))
 static atomic_bool cs_dump_control_started; /* it reads the pipe once it runs */
 static atomic_long cs_dump_control_tid;      /* set by the thread itself */
 
@@ -365,13 +369,21 @@ static void cs_dump_send(char token) {
 /* A full pipe drops the byte; the control thread looks for an ending at every byte it reads. */
 void cs_dump_wake_control(void) { cs_dump_send('e'); }
 
+/* The dump signal's handler. The action the program had before stays in force otherwise: its
+ * handler runs (with its mask and flags, which the kernel got with cudasnap's handler), and a
+ * one-shot one (SA_RESETHAND) runs once, as without cudasnap; from then on, as when the program
+ * had SIG_DFL, the signal only asks for a snapshot. */
 static void cs_dump_on_signal(int sig, siginfo_t *info, void *uctx) {
   cs_dump_send('s');
-  /* a handler the program installed before cudasnap still runs */
-  if (cs_dump_previous.sa_flags & SA_SIGINFO) {
-    if (cs_dump_previous.sa_sigaction) cs_dump_previous.sa_sigaction(sig, info, uctx);
-  } else if (cs_dump_previous.sa_handler != SIG_DFL && cs_dump_previous.sa_handler != SIG_IGN) {
-    cs_dump_previous.sa_handler(sig);
+  struct sigaction previous = cs_dump_previous;
+  if (previous.sa_flags & CS_SA(SA_RESETHAND)) {
+    memset(&cs_dump_previous, 0, sizeof cs_dump_previous); /* SIG_DFL */
+    sigemptyset(&cs_dump_previous.sa_mask);
+  }
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction) previous.sa_sigaction(sig, info, uctx);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
   }
 }
 
@@ -433,19 +445,28 @@ static void cs_dump_start_control(void) {
 }
 
 static void cs_dump_start_signal(int sig) {
-  /* A fork child that activates again finds the handler it inherited: keep it, or it would chain
-   * to itself. */
+  /* A fork child that activates again finds the handler it inherited (cs_dump_postfork_child
+   * puts the program's back only where it was still cudasnap's): keep it, or it would chain to
+   * itself. */
   struct sigaction current;
-  if (cs_signals_real_sigaction(sig, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
-      current.sa_sigaction == cs_dump_on_signal)
-    return;
+  if (cs_signals_real_sigaction(sig, NULL, &current) != 0) current.sa_flags = 0;
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == cs_dump_on_signal) return;
+  /* The program's mask and delivery flags stay (a handler that relies on them still gets them);
+   * the one-shot reset is cs_dump_on_signal's to do, and a restarting handler keeps the
+   * program's system calls from seeing a snapshot request. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = cs_dump_on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (cs_signals_real_sigaction(sig, &sa, &cs_dump_previous) != 0)
+  bool program_handler = current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN;
+  int kept = CS_SA(SA_NODEFER | SA_ONSTACK) | (program_handler ? SA_RESTART : 0);
+  sa.sa_flags = SA_SIGINFO | (current.sa_flags & kept) | (program_handler ? 0 : SA_RESTART);
+  sa.sa_mask = current.sa_mask;
+  if (!program_handler) sigemptyset(&sa.sa_mask);
+  if (cs_signals_real_sigaction(sig, &sa, &cs_dump_previous) != 0) {
     cs_log_warn("cannot install the handler for signal %d (%s)", sig, strerror(errno));
+    return;
+  }
+  cs_dump_signal = sig;
 }
 
 void cs_dump_start(void) {
@@ -472,4 +493,12 @@ void cs_dump_postfork_child(void) {
     if (cs_dump_pipe[i] >= 0) close(cs_dump_pipe[i]);
     cs_dump_pipe[i] = -1;
   }
+  /* Until it uses CUDA itself, the child has the dump signal's disposition it would have without
+   * cudasnap (kill -USR1 ends a multiprocessing worker that kept SIG_DFL); unless the program has
+   * replaced cudasnap's handler since, which stays. */
+  struct sigaction current;
+  if (cs_dump_signal > 0 && cs_signals_real_sigaction(cs_dump_signal, NULL, &current) == 0 &&
+      (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == cs_dump_on_signal)
+    (void)cs_signals_real_sigaction(cs_dump_signal, &cs_dump_previous, NULL);
+  cs_dump_signal = 0;
 }
