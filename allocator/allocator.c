@@ -61,7 +61,7 @@ static int cs_new_block(cs_allocator_t *a, const cs_request_t *r, bool capturing
   int rc = cs_pool_alloc_segment(a, r, false, out);
   if (rc == -CS_ENOMEM && cs_release_available(a, r)) rc = cs_pool_alloc_segment(a, r, false, out);
   if (rc == -CS_ENOMEM && !capturing) {
-    cs_release_cached(a);
+    (void)cs_release_cached(a); /* what it could not release stays cached, and the retry says */
     rc = cs_pool_alloc_segment(a, r, true, out);
   }
   if (rc == -CS_ENOMEM) rc = cs_release_report_oom(a, r->requested, r->stream, r->stack_id);
@@ -123,7 +123,7 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
 
 static int cs_passthrough_free(cs_allocator_t *a, cs_block_t *b) {
   cs_pool_free_block_now(a, b);
-  return cs_pool_release_segment(a, b, true);
+  return cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND);
 }
 
 int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
@@ -165,9 +165,9 @@ bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
 
 int cs_allocator_empty_cache(cs_allocator_t *a) {
   cs_mutex_acquire(&a->lock);
-  if (!cs_alloc_is_capturing(a)) cs_release_cached(a);
+  int rc = cs_alloc_is_capturing(a) ? 0 : cs_release_cached(a);
   pthread_mutex_unlock(&a->lock);
-  return 0;
+  return rc;
 }
 
 static size_t cs_cached_free_locked(const cs_allocator_t *a) {
@@ -220,8 +220,8 @@ void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
   while (a->segments) {
     cs_block_t *whole = a->segments->first;
     cs_assert(cs_block_state(whole) == CS_BLOCK_FREE && !cs_block_is_split(whole));
-    if (cs_pool_release_segment(a, whole, context_alive) != 0)
-      (void)cs_pool_release_segment(a, whole, false); /* the context is going: forget it */
+    /* reported released once, whatever the backend says: the context is going */
+    (void)cs_pool_release_segment(a, whole, context_alive ? CS_RELEASE_OR_FORGET : CS_RELEASE_FORGET);
   }
   cs_assert(a->live.count == 0);
   a->gc_limit = 0;

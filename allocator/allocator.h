@@ -37,7 +37,9 @@ typedef enum cs_trace_action_e {
   CS_TRACE_FREE_REQUESTED = 1, /* the program freed it */
   CS_TRACE_FREE_COMPLETED = 2, /* it became reusable */
   CS_TRACE_SEGMENT_ALLOC = 3,  /* a device segment was obtained */
-  CS_TRACE_SEGMENT_FREE = 4,   /* a device segment was released (reported before the release) */
+  CS_TRACE_SEGMENT_FREE = 4,   /* a device segment was released (reported before the release;
+                                  followed at once by a SEGMENT_ALLOC of the same segment when the
+                                  backend refused to free it and it stays cached) */
   CS_TRACE_OOM = 5,            /* an allocation failed; device_free holds the free bytes */
 } cs_trace_action_t;
 
@@ -85,7 +87,9 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr);
 bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr);
 
 /* torch.cuda.empty_cache(): wait for pending frees, then release every cached segment that holds
- * no live block. Returns 0 or the backend's status. Does nothing while a capture is underway. */
+ * no live block. Returns 0 or the backend's first refusal: a segment the backend refuses to free
+ * stays cached (its segment_free event is followed by a segment_alloc that takes it back). Does
+ * nothing while a capture is underway. */
 int cs_allocator_empty_cache(cs_allocator_t *a);
 
 /* Bytes held in cached blocks that the program does not hold (reserved - allocated): what
@@ -101,9 +105,10 @@ bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *bas
  * is counted as free (never above total). Returns 0 or the backend's status. */
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes);
 
-/* The context is about to be reset or destroyed. If context_alive, release the cached free
- * segments to the backend first; then drop every block and segment, reporting live blocks as freed
- * and segments as released, so statistics and trace stay consistent. The allocator stays usable. */
+/* The context is about to be reset or destroyed, or is gone. Drop every block and segment,
+ * reporting live blocks as freed and each segment as released once, so statistics and trace stay
+ * consistent; if context_alive, each segment is given to the backend first (a refusal is ignored:
+ * the context takes the memory along). The allocator stays usable. */
 void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive);
 
 /* fork: take the lock before, release it after in the parent, and make it usable in the child

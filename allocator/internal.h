@@ -100,7 +100,14 @@ void cs_pool_insert(cs_allocator_t *a, cs_block_t *b);
 void cs_pool_remove(cs_allocator_t *a, cs_block_t *b);
 cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t **pred);
 int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retry, cs_block_t **out);
-int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend);
+/* How cs_pool_release_segment lets a segment go. */
+typedef enum cs_segment_release_e {
+  CS_RELEASE_TO_BACKEND,   /* the backend frees it; if it refuses, the segment stays cached */
+  CS_RELEASE_OR_FORGET,    /* the backend frees it; if it refuses, it is forgotten all the same
+                              (the context is about to go, and takes it along) */
+  CS_RELEASE_FORGET,       /* no backend call: the context is gone */
+} cs_segment_release_t;
+int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, cs_segment_release_t how);
 cs_block_t *cs_pool_alloc_cached_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b,
                                        const cs_block_t *pred);
 cs_block_t *cs_pool_alloc_found_block(cs_allocator_t *a, const cs_request_t *r, cs_block_t *b);
@@ -122,7 +129,7 @@ void cs_fence_sync_all(cs_allocator_t *a);
 void cs_fence_drop_all(cs_allocator_t *a, bool context_alive);
 
 /* releasing memory (release.c) */
-void cs_release_cached(cs_allocator_t *a);
+int cs_release_cached(cs_allocator_t *a);
 bool cs_release_available(cs_allocator_t *a, const cs_request_t *r);
 void cs_release_garbage(cs_allocator_t *a);
 int cs_release_report_oom(cs_allocator_t *a, size_t requested, uintptr_t stream, uint32_t stack_id);

@@ -174,16 +174,22 @@ int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retr
   return 0;
 }
 
-/* Give a whole-segment free block back to the backend (when call_backend) and forget it.
- * Returns 0, or the backend's status with nothing changed. pre: b is FREE and not split. */
-int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend) {
+/* Give a whole-segment free block back to the backend and forget it, as `how` says. Returns 0 or
+ * the backend's status; with CS_RELEASE_TO_BACKEND a failure changes nothing, and the trace says
+ * so. pre: b is FREE and not split. */
+int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, cs_segment_release_t how) {
   cs_assert(cs_block_state(b) == CS_BLOCK_FREE && !cs_block_is_split(b));
   cs_segment_t *s = b->segment;
   /* Reported before the release: once released, the driver may hand the address to anyone. */
   cs_emit(a, CS_TRACE_SEGMENT_FREE, s->addr, s->size, s->stream, s->stack_id);
-  if (call_backend) {
-    int rc = a->backend.ops->segment_free(a->backend.self, s->addr, s->size);
-    if (rc) return rc;
+  int rc = 0;
+  if (how != CS_RELEASE_FORGET) rc = a->backend.ops->segment_free(a->backend.self, s->addr, s->size);
+  if (rc && how == CS_RELEASE_TO_BACKEND) {
+    /* The segment is still ours (a sticky error: cuMemFree returns it and frees nothing). Take
+     * the report back, so that the trace replays to what is cached; the statistics never
+     * changed. */
+    cs_emit(a, CS_TRACE_SEGMENT_ALLOC, s->addr, s->size, s->stream, s->stack_id);
+    return rc;
   }
   cs_pool_remove(a, b);
   cs_stat_array_decrease(a->stats.segment, s->small, 1);
@@ -193,7 +199,7 @@ int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, bool call_backend)
   cs_segment_unlink(a, s);
   free(s);
   cs_block_give(a, b);
-  return 0;
+  return rc;
 }
 
 /* ------------------------------------------------------------------------------------------------

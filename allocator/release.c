@@ -5,21 +5,28 @@
 #include "common/cs_error.h"
 
 /* Release every whole-segment free block of a pool. A block the backend refuses to free stays
- * cached, so metadata never loses memory that is still allocated. */
-static void cs_release_pool(cs_allocator_t *a, cs_pool_t *pool) {
+ * cached, so metadata never loses memory that is still allocated. Returns 0 or the first refusal. */
+static int cs_release_pool(cs_allocator_t *a, cs_pool_t *pool) {
+  int first_error = 0;
   cs_block_t *b = cs_pool_first(pool);
   while (b) {
     cs_block_t *next = cs_pool_next(b);
-    if (!cs_block_is_split(b)) (void)cs_pool_release_segment(a, b, true);
+    if (!cs_block_is_split(b)) {
+      int rc = cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND);
+      if (rc && !first_error) first_error = rc;
+    }
     b = next;
   }
+  return first_error;
 }
 
-/* PyTorch's release_cached_blocks. pre: no capture is underway. */
-void cs_release_cached(cs_allocator_t *a) {
+/* PyTorch's release_cached_blocks. Returns 0 or the backend's first refusal (the segments it
+ * refused stay cached). pre: no capture is underway. */
+int cs_release_cached(cs_allocator_t *a) {
   cs_fence_sync_all(a);
-  cs_release_pool(a, &a->large);
-  cs_release_pool(a, &a->small);
+  int large = cs_release_pool(a, &a->large);
+  int small = cs_release_pool(a, &a->small);
+  return large ? large : small;
 }
 
 /* PyTorch's release_available_cached_blocks: with max_split_size set, free the smallest oversize
@@ -33,7 +40,7 @@ bool cs_release_available(cs_allocator_t *a, const cs_request_t *r) {
   cs_block_t *b = cs_pool_lower_bound(pool, r->stream, target);
   if (b && b->stream == r->stream) {
     if (cs_block_is_split(b)) return false;
-    return cs_pool_release_segment(a, b, true) == 0;
+    return cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND) == 0;
   }
   /* No single block is large enough: back up to the largest block of the stream. */
   b = b ? cs_pool_prev(b) : cs_pool_last(pool);
@@ -41,7 +48,7 @@ bool cs_release_available(cs_allocator_t *a, const cs_request_t *r) {
   while (b && released < target && cs_block_size(b) >= max_split && b->stream == r->stream) {
     cs_block_t *prev = cs_pool_prev(b);
     size_t size = cs_block_size(b);
-    if (!cs_block_is_split(b) && cs_pool_release_segment(a, b, true) == 0) released += size;
+    if (!cs_block_is_split(b) && cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND) == 0) released += size;
     b = prev;
   }
   return released >= target;
@@ -88,7 +95,8 @@ void cs_release_garbage(cs_allocator_t *a) {
       cs_block_t *next = cs_pool_next(b);
       double age = (double)(pool->lookups - b->u.free.gc_base);
       size_t size = cs_block_size(b);
-      if (!cs_block_is_split(b) && age >= age_threshold && cs_pool_release_segment(a, b, true) == 0) {
+      if (!cs_block_is_split(b) && age >= age_threshold &&
+          cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND) == 0) {
         freed_any = true;
         reclaimed += size;
         total_age -= age;

@@ -232,6 +232,25 @@ void cs_contexts_drop_primary(CUdevice device, bool context_alive) {
 
 /* ---- snapshots ---- */
 
+static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns);
+
+int64_t cs_contexts_allocations(unsigned wait_ms) {
+  uint64_t deadline = cs_deadline_in_ms(wait_ms);
+  int64_t n = 0;
+  int count = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  for (int i = 0; i < count; i++) {
+    cs_allocator_t *a = cs_contexts[i].allocator;
+    if (!a || !atomic_load(&cs_contexts[i].ctx)) continue; /* as a snapshot counts them */
+    if (!cs_contexts_allocator_lock_by(a, deadline)) return -1;
+    cs_stats_t st;
+    cs_allocator_get_stats_locked(a, &st);
+    cs_allocator_unlock(a);
+    n += st.allocation[CS_STAT_ALL].allocated;
+  }
+  return n;
+}
+
+
 /* Registry lock first (no context comes or goes), then each allocator's lock in slot order (the
  * only place that holds several). While all are held no allocator changes or emits, so the state
  * and the histories agree. A retired slot's history stays: its context's segments were freed in

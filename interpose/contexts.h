@@ -50,6 +50,11 @@ void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history);
 uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms,
                                      bool *passthrough_left_out);
 
+/* Successful allocations so far in every live context's allocator (allocation.all.allocated,
+ * summed, as a snapshot's memory_stats count them); each allocator's lock is held for the copy of
+ * its statistics only, and waited for wait_ms at most in all: -1 when one was not had. */
+int64_t cs_contexts_allocations(unsigned wait_ms);
+
 /* After a snapshot: a `snapshot` entry in each device's history, as PyTorch records one. */
 void cs_contexts_mark_snapshot(const cs_snap_state_t *state);
 

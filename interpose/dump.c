@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -185,29 +186,44 @@ static void cs_dump_devices_text(uint64_t devices, char *buf, size_t len) {
       used += (size_t)snprintf(buf + used, len - used, "%s %d", n++ ? "," : "", d);
 }
 
-static int cs_dump_run(const cs_dump_how_t *how) {
-  const cs_options_t *opts = cs_runtime_options();
-  const char *trigger_name = cs_dump_trigger_name(how->trigger);
-  pthread_mutex_lock(&cs_dump_lock);
-  cs_dump_here = true;
-  cs_dump_tick();
-  int number = how->snapshot ? ++cs_dump_number : cs_dump_number;
-  /* on the heap: 70 KB, and cudasnap_dump may run on a program's thread with a small stack */
-  cs_snap_state_t *state = malloc(sizeof *state);
-  if (!state) {
+/* ---- a dump in two steps: the copy (under the allocators' locks), then the writing ---- */
+
+/* The state one dump writes, copied at its moment. */
+typedef struct cs_dump_copy_s {
+  cs_snap_state_t *state;     /* on the heap (70 KB); NULL: no host memory */
+  cs_pool_list_t pools;
+  uint64_t left_out;          /* devices a bounded copy left out */
+  bool passthrough_left_out;
+  uint64_t time_us;           /* when copied, us since the epoch */
+  int64_t allocations;        /* successful allocations so far, every device (an OOM's recovery) */
+} cs_dump_copy_t;
+
+static int64_t cs_dump_allocations(const cs_snap_state_t *state) {
+  int64_t n = 0;
+  for (int d = 0; d < state->device_count && d < CS_SNAP_MAX_DEVICES; d++)
+    n += state->stats[d].allocation[CS_STAT_ALL].allocated;
+  return n;
+}
+
+/* Copy the state how asks for. Returns 0, or -1 when host memory ran out (reported). Takes no
+ * lock of the dump's own: an OOM's copy is taken on the allocating thread while another dump may
+ * be writing. */
+static int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how) {
+  memset(c, 0, sizeof *c);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  c->time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+  /* on the heap: cudasnap_dump may run on a program's thread with a small stack */
+  c->state = malloc(sizeof *c->state);
+  if (!c->state) {
     cs_log_error("cannot take a snapshot: out of host memory");
-    cs_dump_here = false;
-    pthread_mutex_unlock(&cs_dump_lock);
     return -1;
   }
-  int rc = -1;
-  uint64_t left_out = 0;
-  bool passthrough_left_out = false;
-  cs_pool_list_t pools;
-  if (cs_pools_copy(&pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
+  if (cs_pools_copy(&c->pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
+  cs_snap_state_t *state = c->state;
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
     if (how->bounded)
-      left_out = cs_contexts_snapshot_within(state, how->snapshot, CS_ENDING_LOCK_WAIT_MS, &passthrough_left_out);
+      c->left_out = cs_contexts_snapshot_within(state, how->snapshot, CS_ENDING_LOCK_WAIT_MS, &c->passthrough_left_out);
     else cs_contexts_snapshot(state, how->snapshot);
     /* the driver's figures, right after the copy; never as the process ends, where cudasnap makes
      * no CUDA call (at exit the runtime may be torn down; at a crash the driver may be what
@@ -216,26 +232,51 @@ static int cs_dump_run(const cs_dump_how_t *how) {
     if (how->snapshot) {
       cs_snap_state_finish(state);
       size_t drawn = 0;
-      if (cs_snap_state_add_pools(state, &pools, &drawn) != 0)
+      if (cs_snap_state_add_pools(state, &c->pools, &drawn) != 0)
         cs_log_warn("no memory to draw the NVTX pools; the snapshot shows their blocks whole");
-      if (drawn < pools.heap_count)
-        cs_log_debug("%zu of %zu NVTX heaps lie in no allocated block: not drawn", pools.heap_count - drawn,
-                     pools.heap_count);
+      if (drawn < c->pools.heap_count)
+        cs_log_debug("%zu of %zu NVTX heaps lie in no allocated block: not drawn", c->pools.heap_count - drawn,
+                     c->pools.heap_count);
     }
   }
+  c->allocations = cs_dump_allocations(state);
+  return 0;
+}
+
+static void cs_dump_copy_free(cs_dump_copy_t *c) {
+  if (!c->state) return;
+  cs_pool_list_free(&c->pools);
+  cs_snap_state_free(c->state);
+  free(c->state);
+  c->state = NULL;
+}
+
+/* What an OOM snapshot says of its OOM (cs_snapshot_meta_t). */
+typedef struct cs_dump_oom_note_s {
+  cs_oom_recovery_t recovered;
+  uint64_t coalesced;
+} cs_dump_oom_note_t;
+
+/* Write a copy: the file (how->snapshot) and the leak report (how->leaks). Returns 0 when a file
+ * was written, else -1 (the reason was reported). pre: cs_dump_lock held. */
+static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const cs_dump_oom_note_t *oom) {
+  const cs_options_t *opts = cs_runtime_options();
+  const char *trigger_name = cs_dump_trigger_name(how->trigger);
+  int number = how->snapshot ? ++cs_dump_number : cs_dump_number;
+  cs_snap_state_t *state = c->state;
   cs_dump_tick();
   /* one symbolizer for the file and the leak report: each distinct frame is named once */
   cs_symbolizer_t *sym = cs_record_intern() && !state->error ? cs_symbolizer_create() : NULL;
   cs_dump_tick();
   char best_effort[320] = "";
-  bool incomplete = left_out || passthrough_left_out;
-  if (left_out) {
+  bool incomplete = c->left_out || c->passthrough_left_out;
+  if (c->left_out) {
     char devices[160];
-    cs_dump_devices_text(left_out, devices, sizeof devices);
+    cs_dump_devices_text(c->left_out, devices, sizeof devices);
     snprintf(best_effort, sizeof best_effort, "%s left out: %s allocator stayed locked for %d ms", devices,
-             __builtin_popcountll(left_out) > 1 ? "their" : "its", CS_ENDING_LOCK_WAIT_MS);
+             __builtin_popcountll(c->left_out) > 1 ? "their" : "its", CS_ENDING_LOCK_WAIT_MS);
   }
-  if (passthrough_left_out) {
+  if (c->passthrough_left_out) {
     size_t used = strlen(best_effort);
     snprintf(best_effort + used, sizeof best_effort - used,
              "%smemory passed through left out: its lock stayed held for %d ms", used ? "; " : "",
@@ -247,6 +288,7 @@ static int cs_dump_run(const cs_dump_how_t *how) {
   cs_output_fields_t fields = {.executable = proc.exe, .pid = (long)getpid(), .host = proc.host,
                                .rank = cs_output_rank(), .dump_number = number, .trigger = trigger_name};
   const char *path = how->path;
+  int rc = -1;
   if (!how->snapshot) {
     /* the leak report alone */
     if (incomplete) cs_log_warn("the leak report is incomplete: %s", best_effort);
@@ -262,17 +304,16 @@ static int cs_dump_run(const cs_dump_how_t *how) {
     cs_log_error("cannot take a snapshot: the name from CUDASNAP_OUTPUT is too long");
   } else {
     if (!path) path = name;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = proc.argv,
                                .host = proc.host, .trigger = trigger_name, .dump_number = number,
-                               .time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u,
-                               .options = opts, .alloc_conf_text = opts->alloc_conf_text,
-                               .best_effort = incomplete ? best_effort : NULL};
+                               .time_us = c->time_us, .options = opts, .alloc_conf_text = opts->alloc_conf_text,
+                               .best_effort = incomplete ? best_effort : NULL,
+                               .oom_recovered = oom ? oom->recovered : CS_OOM_RECOVERY_UNKNOWN,
+                               .oom_coalesced = oom ? oom->coalesced : 0};
     cs_phase_list_t phases;
     if (cs_phases_copy(&phases) != 0) cs_log_warn("no memory to copy the NVTX phases; the snapshot has none");
     meta.phases = &phases;
-    meta.pools = &pools;
+    meta.pools = &c->pools;
     cs_output_t out;
     uint64_t bytes = 0;
     int err = cs_dump_to_file(state, &meta, sym, path, &out, &bytes);
@@ -297,9 +338,17 @@ static int cs_dump_run(const cs_dump_how_t *how) {
   cs_dump_tick();
   if (how->leaks && !state->error) cs_leak_report(state, cs_record_intern(), sym);
   if (sym) cs_symbolizer_destroy(sym);
-  cs_pool_list_free(&pools);
-  cs_snap_state_free(state);
-  free(state);
+  return rc;
+}
+
+static int cs_dump_run(const cs_dump_how_t *how) {
+  pthread_mutex_lock(&cs_dump_lock);
+  cs_dump_here = true;
+  cs_dump_tick();
+  cs_dump_copy_t copy;
+  int rc = cs_dump_copy_take(&copy, how);
+  if (rc == 0) rc = cs_dump_write_copy(&copy, how, NULL);
+  cs_dump_copy_free(&copy);
   cs_dump_here = false;
   pthread_mutex_unlock(&cs_dump_lock);
   return rc;
@@ -310,8 +359,76 @@ int cs_dump_write(cs_trigger_t trigger, const char *path) {
   return cs_dump_run(&how);
 }
 
+/* ---- out of memory: copied on the allocating thread, written on the control thread ----
+ *
+ * A program may meet OOM often and on purpose (PyTorch frees its cache and retries; cuDNN probes
+ * workspaces), so an OOM costs its thread the state copy only, and the files are coalesced: the
+ * first OOM is written at once, later ones at most one per CS_DUMP_OOM_INTERVAL_MS, each the
+ * latest OOM of its interval (the earlier ones folded into it, counted in oom_coalesced), and the
+ * last OOM before the process ends is always written: by the control thread when its interval is
+ * over, or else by the ending, before the final snapshot. */
+
+enum { CS_DUMP_OOM_INTERVAL_MS = 10000 };
+
+static pthread_mutex_t cs_dump_oom_lock = PTHREAD_MUTEX_INITIALIZER;
+static cs_dump_copy_t cs_dump_oom_pending;  /* the latest OOM's copy, not written yet (state NULL: none) */
+static uint64_t cs_dump_oom_folded;         /* OOMs replaced by a later one since the last written */
+static uint64_t cs_dump_oom_next_ms;        /* monotonic ms before which no OOM snapshot is written */
+static int64_t cs_dump_oom_latest;          /* the successful allocations at the latest OOM */
+
+static uint64_t cs_dump_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void cs_dump_send(char token);
+
 void cs_dump_on_oom(void) {
-  if (cs_runtime_options()->dump_on & CS_DUMP_ON_OOM) (void)cs_dump_write(CS_TRIGGER_OOM, NULL);
+  if (!(cs_runtime_options()->dump_on & CS_DUMP_ON_OOM)) return;
+  cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true};
+  cs_dump_copy_t copy;
+  if (cs_dump_copy_take(&copy, &how) != 0) return;
+  pthread_mutex_lock(&cs_dump_oom_lock);
+  if (cs_dump_oom_pending.state) {
+    cs_dump_copy_free(&cs_dump_oom_pending);
+    cs_dump_oom_folded++;
+  }
+  cs_dump_oom_pending = copy;
+  cs_dump_oom_latest = copy.allocations;
+  pthread_mutex_unlock(&cs_dump_oom_lock);
+  cs_dump_send('o');
+}
+
+/* Write the pending OOM copy if there is one and (unless ending) its interval allows; returns the
+ * milliseconds until it may be written (0: written, or nothing pending). ending: the process ends,
+ * so a pending OOM is written now, and an allocation that has not succeeded since never will. */
+static uint64_t cs_dump_oom_flush(bool ending) {
+  pthread_mutex_lock(&cs_dump_oom_lock);
+  uint64_t now = cs_dump_now_ms();
+  if (!cs_dump_oom_pending.state || (!ending && now < cs_dump_oom_next_ms)) {
+    uint64_t wait = cs_dump_oom_pending.state ? cs_dump_oom_next_ms - now : 0;
+    pthread_mutex_unlock(&cs_dump_oom_lock);
+    return wait;
+  }
+  cs_dump_copy_t copy = cs_dump_oom_pending;
+  cs_dump_oom_pending.state = NULL;
+  cs_dump_oom_note_t note = {.coalesced = cs_dump_oom_folded};
+  cs_dump_oom_folded = 0;
+  cs_dump_oom_next_ms = now + CS_DUMP_OOM_INTERVAL_MS;
+  pthread_mutex_unlock(&cs_dump_oom_lock);
+  /* recovered: an allocation succeeded after this OOM (a later OOM's copy knows as much) */
+  int64_t since = cs_contexts_allocations(CS_ENDING_LOCK_WAIT_MS);
+  if (cs_dump_oom_latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
+  else if (ending && since >= 0) note.recovered = CS_OOM_NOT_RECOVERED;
+  cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .bounded = ending};
+  pthread_mutex_lock(&cs_dump_lock);
+  cs_dump_here = true;
+  (void)cs_dump_write_copy(&copy, &how, &note);
+  cs_dump_here = false;
+  pthread_mutex_unlock(&cs_dump_lock);
+  cs_dump_copy_free(&copy);
+  return 0;
 }
 
 /* ---- the final snapshot: at exit, or as the process ends otherwise ---- */
@@ -328,6 +445,7 @@ static uint32_t cs_dump_on_bit(cs_trigger_t trigger) {
 static void cs_dump_final(cs_trigger_t trigger, bool bounded) {
   int none = CS_FINAL_NONE;
   if (!atomic_compare_exchange_strong(&cs_dump_final_state, &none, CS_FINAL_STARTED)) return;
+  (void)cs_dump_oom_flush(true); /* the last OOM before the end, if not written yet */
   cs_dump_how_t how = {.trigger = trigger, .snapshot = (cs_runtime_options()->dump_on & cs_dump_on_bit(trigger)) != 0,
                        .leaks = true, .bounded = bounded};
   (void)cs_dump_run(&how);
@@ -346,7 +464,11 @@ static void cs_dump_at_exit(void) {
 /* ---- the control thread: snapshots on signal, and endings; handlers write one byte ---- */
 
 static int cs_dump_pipe[2] = {-1, -1};
-static struct sigaction cs_dump_previous;
+static int cs_dump_signal;                /* CUDASNAP_SIGNAL once its handler is installed, else 0 */
+static struct sigaction cs_dump_previous; /* the program's action for it before cudasnap's */
+
+/* sa_flags is an int, and SA_RESETHAND is glibc's unsigned top bit. */
+#define CS_SA(flags) ((int)(flags))
 static atomic_bool cs_dump_control_started; /* it reads the pipe once it runs */
 static atomic_long cs_dump_control_tid;      /* set by the thread itself */
 
@@ -365,13 +487,21 @@ static void cs_dump_send(char token) {
 /* A full pipe drops the byte; the control thread looks for an ending at every byte it reads. */
 void cs_dump_wake_control(void) { cs_dump_send('e'); }
 
+/* The dump signal's handler. The action the program had before stays in force otherwise: its
+ * handler runs (with its mask and flags, which the kernel got with cudasnap's handler), and a
+ * one-shot one (SA_RESETHAND) runs once, as without cudasnap; from then on, as when the program
+ * had SIG_DFL, the signal only asks for a snapshot. */
 static void cs_dump_on_signal(int sig, siginfo_t *info, void *uctx) {
   cs_dump_send('s');
-  /* a handler the program installed before cudasnap still runs */
-  if (cs_dump_previous.sa_flags & SA_SIGINFO) {
-    if (cs_dump_previous.sa_sigaction) cs_dump_previous.sa_sigaction(sig, info, uctx);
-  } else if (cs_dump_previous.sa_handler != SIG_DFL && cs_dump_previous.sa_handler != SIG_IGN) {
-    cs_dump_previous.sa_handler(sig);
+  struct sigaction previous = cs_dump_previous;
+  if (previous.sa_flags & CS_SA(SA_RESETHAND)) {
+    memset(&cs_dump_previous, 0, sizeof cs_dump_previous); /* SIG_DFL */
+    sigemptyset(&cs_dump_previous.sa_mask);
+  }
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction) previous.sa_sigaction(sig, info, uctx);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
   }
 }
 
@@ -388,7 +518,18 @@ static void *cs_dump_control_thread(void *arg) {
   sigaddset(&faults, SIGILL);
   pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
   char token;
+  uint64_t oom_wait_ms = 0; /* a pending OOM snapshot is due in this long (0: none pending) */
   for (;;) {
+    struct pollfd pfd = {.fd = cs_dump_pipe[0], .events = POLLIN};
+    int ready = poll(&pfd, 1, oom_wait_ms ? (int)oom_wait_ms : -1);
+    if (ready == 0) { /* an OOM's interval is over */
+      oom_wait_ms = cs_dump_oom_flush(false);
+      continue;
+    }
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return NULL;
+    }
     ssize_t n = read(cs_dump_pipe[0], &token, 1);
     if (n == 1) {
       cs_trigger_t ending;
@@ -405,6 +546,7 @@ static void *cs_dump_control_thread(void *arg) {
         return NULL; /* the process is ending */
       }
       if (token == 's') (void)cs_dump_write(CS_TRIGGER_SIGNAL, NULL);
+      if (token == 'o') oom_wait_ms = cs_dump_oom_flush(false);
     } else if (n == 0 || (n < 0 && errno != EINTR)) {
       return NULL;
     }
@@ -433,19 +575,28 @@ static void cs_dump_start_control(void) {
 }
 
 static void cs_dump_start_signal(int sig) {
-  /* A fork child that activates again finds the handler it inherited: keep it, or it would chain
-   * to itself. */
+  /* A fork child that activates again finds the handler it inherited (cs_dump_postfork_child
+   * puts the program's back only where it was still cudasnap's): keep it, or it would chain to
+   * itself. */
   struct sigaction current;
-  if (cs_signals_real_sigaction(sig, NULL, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
-      current.sa_sigaction == cs_dump_on_signal)
-    return;
+  if (cs_signals_real_sigaction(sig, NULL, &current) != 0) current.sa_flags = 0;
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == cs_dump_on_signal) return;
+  /* The program's mask and delivery flags stay (a handler that relies on them still gets them);
+   * the one-shot reset is cs_dump_on_signal's to do, and a restarting handler keeps the
+   * program's system calls from seeing a snapshot request. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = cs_dump_on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (cs_signals_real_sigaction(sig, &sa, &cs_dump_previous) != 0)
+  bool program_handler = current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN;
+  int kept = CS_SA(SA_NODEFER | SA_ONSTACK) | (program_handler ? SA_RESTART : 0);
+  sa.sa_flags = SA_SIGINFO | (current.sa_flags & kept) | (program_handler ? 0 : SA_RESTART);
+  sa.sa_mask = current.sa_mask;
+  if (!program_handler) sigemptyset(&sa.sa_mask);
+  if (cs_signals_real_sigaction(sig, &sa, &cs_dump_previous) != 0) {
     cs_log_warn("cannot install the handler for signal %d (%s)", sig, strerror(errno));
+    return;
+  }
+  cs_dump_signal = sig;
 }
 
 void cs_dump_start(void) {
@@ -462,6 +613,12 @@ void cs_dump_start(void) {
 
 void cs_dump_postfork_child(void) {
   pthread_mutex_init(&cs_dump_lock, NULL);
+  /* the parent's OOM is not the child's to write */
+  pthread_mutex_init(&cs_dump_oom_lock, NULL);
+  cs_dump_copy_free(&cs_dump_oom_pending);
+  cs_dump_oom_folded = 0;
+  cs_dump_oom_next_ms = 0;
+  cs_dump_oom_latest = 0;
   cs_dump_number = 0;
   atomic_store(&cs_dump_final_state, CS_FINAL_NONE);
   atomic_store(&cs_dump_temp_open, false);
@@ -472,4 +629,12 @@ void cs_dump_postfork_child(void) {
     if (cs_dump_pipe[i] >= 0) close(cs_dump_pipe[i]);
     cs_dump_pipe[i] = -1;
   }
+  /* Until it uses CUDA itself, the child has the dump signal's disposition it would have without
+   * cudasnap (kill -USR1 ends a multiprocessing worker that kept SIG_DFL); unless the program has
+   * replaced cudasnap's handler since, which stays. */
+  struct sigaction current;
+  if (cs_dump_signal > 0 && cs_signals_real_sigaction(cs_dump_signal, NULL, &current) == 0 &&
+      (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == cs_dump_on_signal)
+    (void)cs_signals_real_sigaction(cs_dump_signal, &cs_dump_previous, NULL);
+  cs_dump_signal = 0;
 }

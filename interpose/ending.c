@@ -89,11 +89,18 @@ void cs_ending_run(cs_trigger_t trigger) {
     if (!cs_ending_impatient(trigger)) cs_ending_wait_for_first();
     return;
   }
-  if (cs_dump_running_here() || cs_dump_final_finished()) return;
+  if (cs_dump_running_here()) { /* a fault inside the dump, or a termination signal during it */
+    (void)cs_ending_impatient(trigger);
+    return;
+  }
+  if (cs_dump_final_finished()) return;
   long self = cs_ending_gettid();
   long first = 0;
   if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, self)) {
-    if (first == self) return; /* a fault in the ending path itself: end at once */
+    if (first == self) { /* a fault in the ending path itself, or a second Ctrl-C: end at once */
+      (void)cs_ending_impatient(trigger);
+      return;
+    }
     if (!cs_ending_impatient(trigger)) cs_ending_wait_for_first();
     return;
   }

@@ -533,14 +533,17 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr) {
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Contexts: drop a context's pools before it goes (no CUDA call is possible afterwards)
+ * Contexts: forget a context's pools once the driver has torn it down. Only after its success: a
+ * teardown it refuses (a bad handle, a primary context passed to cuCtxDestroy) leaves the context
+ * and every block the program holds in it alive. The driver frees the context's memory itself, so
+ * nothing is released by cudasnap (no CUDA call on the context is possible afterwards).
  * ----------------------------------------------------------------------------------------------*/
 
 #define CS_PRIMARY_RESET_HOOK(name, pfn)                                                          \
   CUresult name(CUdevice dev) {                                                                   \
     CUresult r;                                                                                   \
-    cs_contexts_drop_primary(dev, true);                                                          \
     CS_FORWARD(r, name, pfn, dev);                                                                \
+    if (r == CUDA_SUCCESS) cs_contexts_drop_primary(dev, false);                                  \
     return r;                                                                                     \
   }
 CS_PRIMARY_RESET_HOOK(cuDevicePrimaryCtxReset, PFN_cuDevicePrimaryCtxReset_v7000)
@@ -565,8 +568,8 @@ CS_PRIMARY_RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRele
 #define CS_CTX_DESTROY_HOOK(name, pfn)                                                            \
   CUresult name(CUcontext ctx) {                                                                  \
     CUresult r;                                                                                   \
-    cs_contexts_drop(ctx, true);                                                                  \
     CS_FORWARD(r, name, pfn, ctx);                                                                \
+    if (r == CUDA_SUCCESS) cs_contexts_drop(ctx, false);                                          \
     return r;                                                                                     \
   }
 CS_CTX_DESTROY_HOOK(cuCtxDestroy, PFN_cuCtxDestroy_v2000)

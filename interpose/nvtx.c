@@ -10,7 +10,10 @@
  *
  * So the constructor below sets NVTX_INJECTION64_PATH to this library (unless another tool's
  * injection is named there: that one is never replaced), and since the library is already loaded
- * (preloaded), NVTX's dlopen finds it. A process that never calls NVTX never calls anything here.
+ * (preloaded), NVTX's dlopen finds it. A process that never calls NVTX never calls anything here:
+ * the variable, which it and its children inherit, is then all it sees of cudasnap (pinned down by
+ * tests/integration/inert_touched.sh). It cannot be set later: NVTX reads it at the first NVTX
+ * call, which may come before any CUDA call.
  * The callbacks run on the program's threads, take no lock and call CUDA at most for
  * cuCtxGetCurrent (the annotation's device) once cudasnap is active. */
 #define NVTX_NO_IMPL

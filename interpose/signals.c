@@ -164,20 +164,24 @@ static void cs_signals_read(cs_sig_slot_t *s, struct sigaction *out) {
 static void cs_signals_handler(int sig, siginfo_t *info, void *uctx);
 
 /* What the kernel gets when the program's disposition is SIG_DFL: cudasnap's handler, on the
- * alternate stack where there is one (a stack overflow), with every signal but the faults blocked
- * while it runs (a second termination signal waits until this one has ended the process). */
-static void cs_signals_default_action(struct sigaction *kernel) {
+ * alternate stack where there is one (a stack overflow), with every signal blocked while it runs
+ * but the faults and the termination signals. A fault inside it is handled (and ends the process
+ * of the first cause); a termination signal (a second Ctrl-C, another kill) reaches the waiting
+ * ending thread, nested, whose give-up path ends the process at once (cs_ending_run). */
+static void cs_signals_default_action(int sig, struct sigaction *kernel) {
   memset(kernel, 0, sizeof *kernel);
   kernel->sa_sigaction = cs_signals_handler;
   kernel->sa_flags = CS_SA(SA_SIGINFO | SA_ONSTACK | SA_RESTART);
+  if (!cs_signals_is_crash(sig)) kernel->sa_flags |= CS_SA(SA_NODEFER); /* the same signal again too */
   sigfillset(&kernel->sa_mask);
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_fault_signals); i++) sigdelset(&kernel->sa_mask, cs_fault_signals[i]);
+  for (size_t i = 0; i < CS_ARRAY_SIZE(cs_term_signals); i++) sigdelset(&kernel->sa_mask, cs_term_signals[i]);
 }
 
 /* The kernel's action for the program's (see signals.h). */
-static void cs_signals_kernel_action(const struct sigaction *program, struct sigaction *kernel) {
+static void cs_signals_kernel_action(int sig, const struct sigaction *program, struct sigaction *kernel) {
   if (program->sa_handler == SIG_DFL) {
-    cs_signals_default_action(kernel);
+    cs_signals_default_action(sig, kernel);
     return;
   }
   *kernel = *program;
@@ -193,7 +197,7 @@ static void cs_signals_spend_one_shot(cs_sig_slot_t *s, int sig) {
   struct sigaction dfl, kernel;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
-  cs_signals_default_action(&kernel);
+  cs_signals_default_action(sig, &kernel);
   sigset_t saved;
   cs_signals_lock(&saved);
   cs_signals_write(s, &dfl);
@@ -263,9 +267,11 @@ static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
     }
   } else if (cs_guard_depth > 0 && uctx && cs_signals_from_outside(sig, info) &&
              cs_ending_defer(sig, cs_signals_is_crash(sig) ? CS_TRIGGER_CRASH : CS_TRIGGER_TERM)) {
-    /* a signal from outside, inside a CUDA call: this thread runs on, sig blocked, and the control
-     * thread ends the process once the snapshot is written */
-    sigaddset(&((ucontext_t *)uctx)->uc_sigmask, sig);
+    /* a signal from outside, inside a CUDA call: this thread runs on, and the control thread ends
+     * the process once the snapshot is written. A crash signal stays blocked here meanwhile; a
+     * termination signal does not, so that another one (a second Ctrl-C) ends the process at
+     * once (cs_ending_run). */
+    if (cs_signals_is_crash(sig)) sigaddset(&((ucontext_t *)uctx)->uc_sigmask, sig);
     errno = saved_errno;
     return;
   } else {
@@ -284,7 +290,7 @@ static int cs_signals_set(cs_sig_slot_t *s, int sig, const struct sigaction *act
   int rc = 0;
   if (act) {
     struct sigaction kernel;
-    cs_signals_kernel_action(act, &kernel);
+    cs_signals_kernel_action(sig, act, &kernel);
     cs_signals_write(s, act); /* first: a signal arriving now at cudasnap's handler sees the new one */
     rc = cs_signals_real_sigaction(sig, &kernel, NULL);
     if (rc != 0) cs_signals_write(s, &previous);
@@ -357,7 +363,7 @@ static void cs_signals_watch(int sig) {
   struct sigaction current, kernel;
   if (cs_signals_real_sigaction(sig, NULL, &current) == 0) {
     cs_signals_write(s, &current);
-    cs_signals_kernel_action(&current, &kernel);
+    cs_signals_kernel_action(sig, &current, &kernel);
     bool same = kernel.sa_handler == current.sa_handler && kernel.sa_flags == current.sa_flags;
     if (same || cs_signals_real_sigaction(sig, &kernel, NULL) == 0) atomic_store(&s->watched, true);
     else cs_log_warn("cannot watch signal %d (%s); no snapshot if it ends the process", sig, strerror(errno));

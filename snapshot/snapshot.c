@@ -415,6 +415,11 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_key(e, "pools");
   cs_snap_write_pools(e, meta->pools);
   if (meta->best_effort) cs_emit_kv_str(e, "best_effort", meta->best_effort);
+  if (meta->trigger && strcmp(meta->trigger, "oom") == 0) {
+    if (meta->oom_recovered != CS_OOM_RECOVERY_UNKNOWN)
+      cs_emit_kv_bool(e, "oom_recovered", meta->oom_recovered == CS_OOM_RECOVERED);
+    cs_emit_kv_int(e, "oom_coalesced", (int64_t)meta->oom_coalesced);
+  }
   cs_emit_key(e, "memory_stats");
   cs_emit_list_begin(e);
   for (int d = 0; d < s->device_count; d++) {

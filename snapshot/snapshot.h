@@ -124,6 +124,13 @@ void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring);
 void cs_snap_state_finish(cs_snap_state_t *s);
 
 /* Who wrote the snapshot, and why: the `cudasnap` key and `allocator_settings`. */
+/* Whether the program went on allocating successfully after an out-of-memory snapshot's OOM. */
+typedef enum cs_oom_recovery_e {
+  CS_OOM_RECOVERY_UNKNOWN = 0, /* not known when written (or not an OOM snapshot) */
+  CS_OOM_RECOVERED = 1,        /* an allocation succeeded after it */
+  CS_OOM_NOT_RECOVERED = 2,    /* none had when the process ended */
+} cs_oom_recovery_t;
+
 typedef struct cs_snapshot_meta_s {
   const char *version;
   long pid;
@@ -137,6 +144,8 @@ typedef struct cs_snapshot_meta_s {
   const cs_phase_list_t *phases; /* external_annotations (NULL: none) */
   const cs_pool_list_t *pools;    /* cudasnap.pools: NVTX-declared pools (NULL: none) */
   const char *best_effort;    /* NULL, or what a snapshot taken as the process ended left out */
+  cs_oom_recovery_t oom_recovered; /* trigger oom only: cudasnap.oom_recovered, omitted if unknown */
+  uint64_t oom_coalesced;     /* trigger oom only: later OOMs folded into this snapshot */
   /* Called now and then while writing (NULL: not), with the items written and their total. */
   void (*progress)(void *ctx, size_t done, size_t total);
   void *progress_ctx;

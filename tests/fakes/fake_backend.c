@@ -34,6 +34,11 @@ static int fake_segment_alloc(void *self, size_t size, uintptr_t *addr) {
 static int fake_segment_free(void *self, uintptr_t addr, size_t size) {
   fake_backend_t *fb = self;
   fb->frees++;
+  if (fb->fail_next_free) {
+    int rc = fb->fail_next_free;
+    fb->fail_next_free = 0;
+    return rc;
+  }
   for (size_t i = 0; i < fb->segment_count; i++) {
     if (fb->segments[i].addr != addr) continue;
     if (fb->segments[i].size != size) fb->violations++;

@@ -42,6 +42,8 @@ typedef struct fake_backend_s {
   bool capturing;
   int sync_status;            /* returned by synchronize (a sticky error from earlier work) */
   int fail_next_alloc;        /* if non-zero, the next segment_alloc returns it */
+  int fail_next_free;         /* if non-zero, the next segment_free returns it, freeing nothing
+                                 (a sticky error from earlier work) */
 
   /* call counts */
   int allocs, frees, syncs, records, queries, creates, destroys;

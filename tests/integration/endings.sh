@@ -175,6 +175,14 @@ dump_fault)
   run -- "$prog" term; expect_ending "signal SIGTERM"; snapshots term 0
   grep -qx "cudasnap: error: no snapshot at term: cudasnap's dump faulted" "$dir/with/err" ||
     fail "no line saying the dump faulted" ;;
+term_twice | term_twice_in_driver)
+  # A second SIGTERM (Ctrl-C again) 300 ms into a snapshot that takes 5 s to name: the process
+  # ends of it at once, and leaves no file behind (issue 24, defect 3).
+  also_preload=$bin/libit_slow_rename.so
+  started=$(date +%s%N)
+  run -- "$prog" "${scenario//_/-}"; expect_ending "signal SIGTERM"; snapshots term 0
+  took_ms=$((($(date +%s%N) - started) / 1000000))
+  ((took_ms < 3000)) || fail "the process lived ${took_ms} ms after the first SIGTERM: the second did not end it" ;;
 fork_cuda)
   # The child used CUDA itself: its _exit writes its own snapshot.
   run -- "$prog" fork-cuda; expect_ending "exit 0"; snapshots exit 2; leaks 2 3.0 ;;

@@ -18,7 +18,12 @@
  *                   lock); if the process is still alive when the call returns, it calls exit(0)
  *   abrt-in-driver  another process sends SIGABRT while this one is inside the driver's cuMemAlloc
  *                   (it waits there for the sender); then exit(0) if still alive
- *   kill PID SIG    (no CUDA) send SIG to PID: the other process of abrt-in-driver
+ *   term-twice      SIGTERM with the default action, and another one 300 ms later from a helper
+ *                   process (a second Ctrl-C during the snapshot)
+ *   term-twice-in-driver  the same, the first SIGTERM sent from inside the driver's cuMemAlloc;
+ *                   then exit(0) if still alive
+ *   kill PID SIG [MS]  (no CUDA) send SIG to PID (after MS milliseconds): the other process of
+ *                   abrt-in-driver and term-twice*
  *   resethand       a one-shot (SA_RESETHAND) SIGSEGV handler that raises SIGSEGV again
  *   view            no ending: sigaction and signal answer what the program installed; returns 0
  *   busy            another thread allocates and frees in a loop on device 0 while main crashes
@@ -141,6 +146,26 @@ static void hook_abrt_from_outside(size_t bytes) {
   }
 }
 
+/* A helper process (this program in mode kill, spawned: a fork would run cudasnap's fork handlers,
+ * which wait for the allocator lock a hook in the driver runs under) that sends SIGTERM to this one
+ * in 300 ms: the second Ctrl-C. */
+static void second_term_soon(void) {
+  char pid[32], sig[8];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  snprintf(sig, sizeof sig, "%d", SIGTERM);
+  char *args[] = {"it_endings", "kill", pid, sig, "300", NULL};
+  pid_t sender;
+  extern char **environ;
+  fflush(NULL);
+  IT_CHECK(posix_spawn(&sender, "/proc/self/exe", NULL, NULL, args, environ) == 0, "posix_spawn");
+}
+
+static void hook_term_twice(size_t bytes) {
+  if (bytes < (30u << 20) || atomic_exchange(&in_driver, 1)) return;
+  second_term_soon();
+  kill(getpid(), SIGTERM);
+}
+
 static void *busy_thread(void *ctx) {
   IT_CHECK(cuCtxSetCurrent((CUcontext)ctx) == CUDA_SUCCESS, "cuCtxSetCurrent in thread");
   for (unsigned i = 0;; i++) {
@@ -210,7 +235,8 @@ int main(int argc, char **argv) {
   IT_CHECK(argc >= 2, "usage: %s MODE", argv[0]);
   const char *mode = argv[1];
   if (strcmp(mode, "kill") == 0) {
-    IT_CHECK(argc == 4, "usage: %s kill PID SIG", argv[0]);
+    IT_CHECK(argc == 4 || argc == 5, "usage: %s kill PID SIG [MS]", argv[0]);
+    if (argc == 5) sleep_ms(atol(argv[4]));
     return kill((pid_t)atol(argv[2]), atoi(argv[3])) == 0 ? 0 : 1;
   }
   (void)it_preloaded();
@@ -236,6 +262,18 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "term") == 0 || strcmp(mode, "int") == 0) {
     kill(getpid(), strcmp(mode, "term") == 0 ? SIGTERM : SIGINT);
     for (;;) pause();
+  }
+  if (strcmp(mode, "term-twice") == 0) {
+    second_term_soon();
+    kill(getpid(), SIGTERM);
+    for (;;) pause();
+  }
+  if (strcmp(mode, "term-twice-in-driver") == 0) {
+    fake_cuda_control_t fake = it_fake();
+    fake.set_alloc_hook(hook_term_twice);
+    CUdeviceptr p = 0;
+    (void)cuMemAlloc(&p, 30u << 20);
+    exit(0);
   }
   if (strcmp(mode, "term-handled") == 0 || strcmp(mode, "term-handled-early") == 0) {
     if (strcmp(mode, "term-handled") == 0) IT_CHECK(signal(SIGTERM, on_term_flag) != SIG_ERR, "signal");

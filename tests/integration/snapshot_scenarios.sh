@@ -46,6 +46,23 @@ oom)
   check "$(one 'snap-oom.json')" --action oom
   check "$(one 'snap-exit.json')" --action oom
   ;;
+oom_loop)
+  # 1000 OOMs, each recovered from: a few snapshots, not 1000 (the first at once, then at most
+  # one per 10 s, and the last OOM's at the end); together they account for every OOM, and the
+  # last says the program recovered (issue 24, defect 2)
+  run env FAKE_CUDA_CAPACITY=$((64 << 20)) CUDASNAP_DUMP_ON=oom CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" \
+    "$bin/it_oom_loop" 1000
+  files=("$dir"/snap-*-oom.json)
+  ((${#files[@]} >= 2 && ${#files[@]} <= 4)) || fail "expected 2 to 4 OOM snapshots, found ${#files[@]}"
+  for f in "${files[@]}"; do check "$f" --action oom; done
+  python3 - "${files[@]}" <<'PY' || fail "the OOM snapshots do not account for the 1000 OOMs"
+import json, sys
+snaps = sorted((json.load(open(f))["cudasnap"] for f in sys.argv[1:]), key=lambda c: c["dump_number"])
+assert sum(c["oom_coalesced"] + 1 for c in snaps) == 1000, [c["oom_coalesced"] for c in snaps]
+assert snaps[-1]["oom_recovered"] is True, snaps[-1]
+assert all(c.get("oom_recovered", True) is True for c in snaps), snaps
+PY
+  ;;
 signal)
   run env CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" "$bin/it_snapshot_signal" "$dir"
   check "$(one 'snap-*-signal.json')" --action alloc

@@ -453,6 +453,51 @@ static void test_drop_all_after_context_is_gone(void **state) {
   fixture_free(f);
 }
 
+/* A segment the backend refuses to free (a sticky error: cuMemFree returns it) stays cached, and
+ * the trace and the statistics say so: replaying the trace gives the segments the allocator
+ * holds. The release by drop_all forgets it once, whatever the backend says. */
+static size_t replayed_segments(const recorder_t *rec) {
+  size_t held = 0;
+  for (size_t i = 0; i < rec->count && i < REC_MAX; i++) {
+    if (rec->events[i].action == CS_TRACE_SEGMENT_ALLOC) held++;
+    if (rec->events[i].action == CS_TRACE_SEGMENT_FREE) {
+      assert_true(held > 0);
+      held--;
+    }
+  }
+  return held;
+}
+
+static void test_failed_segment_release_stays_cached(void **state) {
+  (void)state;
+  alloc_fixture_t *f = fixture_new(64 * MiB);
+  recorder_t rec = {0};
+  cs_allocator_observer_t obs = {.on_event = record_event, .ctx = &rec};
+  fixture_start(f, &obs);
+  uintptr_t l1 = must_alloc(f->a, 5 * MiB);
+  assert_int_equal(cs_allocator_free(f->a, l1), 0);
+  f->fb.fail_next_free = 700; /* CUDA_ERROR_ILLEGAL_ADDRESS */
+  assert_int_equal(cs_allocator_empty_cache(f->a), 700);
+  assert_int_equal(stats_of(f->a).segment[CS_STAT_ALL].current, 1);
+  assert_int_equal(stats_of(f->a).num_device_free, 0);
+  assert_int_equal(replayed_segments(&rec), 1);
+  assert_allocator_consistent(f->a);
+
+  /* drop_all: the backend refuses again; the segment is forgotten, reported gone exactly once */
+  f->fb.fail_next_free = 700;
+  cs_allocator_drop_all(f->a, true);
+  assert_int_equal(stats_of(f->a).segment[CS_STAT_ALL].current, 0);
+  assert_int_equal(replayed_segments(&rec), 0);
+  size_t segment_frees = 0;
+  for (size_t i = 0; i < rec.count; i++) segment_frees += rec.events[i].action == CS_TRACE_SEGMENT_FREE;
+  size_t segment_allocs = 0;
+  for (size_t i = 0; i < rec.count; i++) segment_allocs += rec.events[i].action == CS_TRACE_SEGMENT_ALLOC;
+  assert_int_equal(segment_frees, segment_allocs);
+  f->fb.used = 0; /* the driver reclaims it with the context */
+  f->fb.segment_count = 0;
+  fixture_free(f);
+}
+
 /* ---- record only ---- */
 
 static void test_record_only_passes_everything_through(void **state) {
@@ -597,6 +642,7 @@ int main(void) {
       cmocka_unit_test(test_bad_sizes_and_backend_errors),
       cmocka_unit_test(test_drop_all_with_live_context),
       cmocka_unit_test(test_drop_all_after_context_is_gone),
+      cmocka_unit_test(test_failed_segment_release_stays_cached),
       cmocka_unit_test(test_record_only_passes_everything_through),
       cmocka_unit_test(test_trace_events_in_state_order),
       cmocka_unit_test(test_random_default_policy),

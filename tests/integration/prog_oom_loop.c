@@ -1,0 +1,39 @@
+/* Issue 24, defect 2: a program that meets out of memory on purpose, again and again, and recovers
+ * each time (as PyTorch does when it trims its cache and retries, or cuDNN probing workspaces).
+ * Run with FAKE_CUDA_CAPACITY=64 MiB:
+ *
+ *   it_oom_loop N    N times: ask for 1 GiB (out of memory), then allocate and free 1 MiB (it
+ *                    succeeds). Prints "ooms=N" and "us_per_oom=<mean microseconds per round>".
+ *
+ * Under cudasnap with oom in CUDASNAP_DUMP_ON, each OOM costs the program the state copy only;
+ * the snapshots are coalesced (interpose/dump.c). Also bench/oom_loop.sh's workload. */
+#include <cuda.h>
+#include <time.h>
+
+#include "tests/integration/it_driver.h"
+
+static double it_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int main(int argc, char **argv) {
+  IT_CHECK(argc == 2, "usage: %s N", argv[0]);
+  long rounds = atol(argv[1]);
+  IT_CHECK(rounds > 0, "N must be positive");
+  (void)it_driver_context();
+  CUdeviceptr keep = 0;
+  IT_CHECK(cuMemAlloc(&keep, 4 * IT_MIB) == CUDA_SUCCESS, "the first allocation failed");
+  double start = it_now_us();
+  for (long i = 0; i < rounds; i++) {
+    CUdeviceptr p = 0;
+    IT_CHECK(cuMemAlloc(&p, (size_t)1 << 30) == CUDA_ERROR_OUT_OF_MEMORY, "1 GiB did not fail with OOM");
+    IT_CHECK(cuMemAlloc(&p, IT_MIB) == CUDA_SUCCESS, "1 MiB after the OOM failed");
+    IT_CHECK(cuMemFree(p) == CUDA_SUCCESS, "cuMemFree_v2 failed");
+  }
+  double took = it_now_us() - start;
+  printf("ooms=%ld\nus_per_oom=%.1f\n", rounds, took / (double)rounds);
+  IT_CHECK(cuMemFree(keep) == CUDA_SUCCESS, "cuMemFree_v2 failed");
+  return 0;
+}
