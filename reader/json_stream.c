@@ -2,7 +2,6 @@
 #include "reader/json_stream.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +32,6 @@ typedef struct cs_json_s {
   const char *problem; /* set by a callback that stops the parse */
   char numbuf[128];
 } cs_json_t;
-
-CS_PRINTF(3, 4) static void cs_json_set_error(cs_read_error_t *err, size_t offset, const char *fmt, ...) {
-  err->offset = offset;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-}
 
 /* Puts a finished value into the innermost open container, or makes it the root. */
 static int cs_json_put(cs_json_t *j, cs_val_t v) {
@@ -175,26 +166,26 @@ static void cs_json_explain(cs_json_feed_t *f, const uint8_t *p, size_t n, size_
   cs_json_t *j = &f->j;
   size_t where = f->offset + at;
   if (j->problem != NULL) {
-    cs_json_set_error(f->err, where, "%s", j->problem);
+    cs_read_error_set(f->err, where, "%s", j->problem);
     return;
   }
   unsigned char *msg = yajl_get_error(f->h, 0, p, n);
   const char *text = msg ? (const char *)msg : "parse error";
   uint8_t c = at < n ? p[at] : 0;
   if (j->done && strstr(text, "trailing garbage") != NULL) {
-    cs_json_set_error(f->err, where,
+    cs_read_error_set(f->err, where,
                       "invalid JSON: trailing byte 0x%02x after the value (JSON.parse fails; the viewer's pickle "
                       "fallback then fails too)",
                       c);
   } else if (at < n && (c == 'N' || c == 'I' || (c == '-' && at + 1 < n && p[at + 1] == 'I'))) {
-    cs_json_set_error(f->err, where,
+    cs_read_error_set(f->err, where,
                       "invalid JSON: NaN/Infinity is not JSON (JSON.parse fails and the viewer's pickle fallback "
                       "throws 'UNKNOWN OPCODE')");
   } else if (at < n && c < 0x20 && !cs_json_is_ws(c) && strstr(text, "inside string") != NULL) {
-    cs_json_set_error(f->err, where, "invalid JSON: raw control character 0x%02x in a string", c);
+    cs_read_error_set(f->err, where, "invalid JSON: raw control character 0x%02x in a string", c);
   } else {
     size_t len = strcspn(text, "\n");
-    cs_json_set_error(f->err, where, "invalid JSON: %.*s", (int)(len < 200 ? len : 200), text);
+    cs_read_error_set(f->err, where, "invalid JSON: %.*s", (int)(len < 200 ? len : 200), text);
   }
   if (msg) yajl_free_error(f->h, msg);
 }
@@ -205,13 +196,13 @@ static bool cs_json_feed_init(cs_json_feed_t *f, cs_read_error_t *err) {
   f->empty = true;
   f->j.b = cs_build_new();
   if (f->j.b == NULL) {
-    cs_json_set_error(err, 0, "out of host memory");
+    cs_read_error_set(err, 0, "out of host memory");
     return false;
   }
   f->h = yajl_alloc(&cs_json_callbacks, NULL, &f->j);
   if (f->h == NULL) {
     cs_build_abort(f->j.b);
-    cs_json_set_error(err, 0, "out of host memory");
+    cs_read_error_set(err, 0, "out of host memory");
     return false;
   }
   yajl_config(f->h, yajl_dont_validate_strings, 1); /* JSON.parse takes any bytes in strings */
@@ -262,7 +253,7 @@ static bool cs_json_feed(cs_json_feed_t *f, const uint8_t *p, size_t n) {
   if (yajl_parse(f->h, p + upto, 1) != yajl_status_ok) {
     cs_json_explain(f, p + upto, 1, 0);
   } else {
-    cs_json_set_error(f->err, f->offset,
+    cs_read_error_set(f->err, f->offset,
                       "invalid JSON: unexpected byte 0x%02x (between values JSON allows only space, tab, LF "
                       "and CR)",
                       p[upto]);
@@ -277,15 +268,15 @@ static cs_doc_t *cs_json_feed_finish(cs_json_feed_t *f) {
     return NULL;
   }
   if (f->empty) {
-    cs_json_set_error(f->err, f->offset, "invalid JSON: no value (empty file)");
+    cs_read_error_set(f->err, f->offset, "invalid JSON: no value (empty file)");
     cs_json_feed_free(f);
     return NULL;
   }
   if (yajl_complete_parse(f->h) != yajl_status_ok || !f->j.done) {
     if (f->j.problem != NULL)
-      cs_json_set_error(f->err, f->offset, "%s", f->j.problem);
+      cs_read_error_set(f->err, f->offset, "%s", f->j.problem);
     else
-      cs_json_set_error(f->err, f->offset, "invalid JSON: the file ends %s",
+      cs_read_error_set(f->err, f->offset, "invalid JSON: the file ends %s",
                         f->j.depth > 0 ? "inside an unclosed container" : "inside a value");
     cs_json_feed_free(f);
     return NULL;
@@ -293,7 +284,7 @@ static cs_doc_t *cs_json_feed_finish(cs_json_feed_t *f) {
   cs_doc_t *doc = cs_build_finish(f->j.b, f->j.root);
   f->j.b = NULL;
   cs_json_feed_free(f);
-  if (doc == NULL) cs_json_set_error(f->err, 0, "out of host memory");
+  if (doc == NULL) cs_read_error_set(f->err, 0, "out of host memory");
   return doc;
 }
 
@@ -313,7 +304,7 @@ cs_doc_t *cs_json_read_fd(int fd, const uint8_t *head, size_t nhead, cs_read_err
   if (!cs_json_feed_init(&f, err)) return NULL;
   uint8_t *buf = malloc(CS_JSON_CHUNK);
   if (buf == NULL) {
-    cs_json_set_error(err, 0, "out of host memory");
+    cs_read_error_set(err, 0, "out of host memory");
     cs_json_feed_free(&f);
     return NULL;
   }
@@ -323,7 +314,7 @@ cs_doc_t *cs_json_read_fd(int fd, const uint8_t *head, size_t nhead, cs_read_err
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       err->io_errno = errno;
-      cs_json_set_error(err, f.offset, "%s", strerror(errno));
+      cs_read_error_set(err, f.offset, "%s", strerror(errno));
       f.failed = true;
       break;
     }

@@ -19,7 +19,7 @@
 #include "reader/reader.h"
 #include "reader/unpickle.h"
 
-CS_PRINTF(3, 4) static void cs_reader_set_error(cs_read_error_t *err, size_t offset, const char *fmt, ...) {
+void cs_read_error_set(cs_read_error_t *err, size_t offset, const char *fmt, ...) {
   err->offset = offset;
   va_list ap;
   va_start(ap, fmt);
@@ -40,7 +40,7 @@ static cs_doc_t *cs_reader_pickle_fallback(const uint8_t *p, size_t len, cs_snap
   }
   if (perr.offset > 0) {
     if (format != NULL) *format = CS_SNAPSHOT_PICKLE;
-    cs_reader_set_error(err, perr.offset, "not JSON, and as a pickle: %.200s", perr.message);
+    cs_read_error_set(err, perr.offset, "not JSON, and as a pickle: %.200s", perr.message);
   }
   memset(stats, 0, sizeof *stats);
   stats->protocol = -2;
@@ -58,7 +58,7 @@ cs_doc_t *cs_read_snapshot_ex(const void *data, size_t len, cs_snapshot_format_t
   memset(err, 0, sizeof *err);
   const uint8_t *p = data;
   if (len == 0 || p == NULL) {
-    cs_reader_set_error(err, 0, "empty file");
+    cs_read_error_set(err, 0, "empty file");
     return NULL;
   }
   if (p[0] == 0x80) {
@@ -81,7 +81,7 @@ static bool cs_reader_slurp(int fd, uint8_t **buf, size_t *cap, size_t *have, cs
     if (*have == *cap) {
       uint8_t *nb = *cap <= SIZE_MAX / 2 ? realloc(*buf, *cap * 2) : NULL;
       if (nb == NULL) {
-        cs_reader_set_error(err, *have, "out of host memory");
+        cs_read_error_set(err, *have, "out of host memory");
         return false;
       }
       *buf = nb;
@@ -91,7 +91,7 @@ static bool cs_reader_slurp(int fd, uint8_t **buf, size_t *cap, size_t *have, cs
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       err->io_errno = errno;
-      cs_reader_set_error(err, *have, "%s", strerror(errno));
+      cs_read_error_set(err, *have, "%s", strerror(errno));
       return false;
     }
     if (n == 0) return true;
@@ -116,7 +116,7 @@ cs_doc_t *cs_read_snapshot_file_ex(const char *path, cs_snapshot_format_t *forma
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     err->io_errno = errno;
-    cs_reader_set_error(err, 0, "%s", strerror(errno));
+    cs_read_error_set(err, 0, "%s", strerror(errno));
     return NULL;
   }
   struct stat sb;
@@ -127,7 +127,7 @@ cs_doc_t *cs_read_snapshot_file_ex(const char *path, cs_snapshot_format_t *forma
   uint8_t *buf = malloc(cap);
   if (buf == NULL) {
     close(fd);
-    cs_reader_set_error(err, 0, "out of host memory");
+    cs_read_error_set(err, 0, "out of host memory");
     return NULL;
   }
   while (have == 0) {
@@ -135,7 +135,7 @@ cs_doc_t *cs_read_snapshot_file_ex(const char *path, cs_snapshot_format_t *forma
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       err->io_errno = errno;
-      cs_reader_set_error(err, 0, "%s", strerror(errno));
+      cs_read_error_set(err, 0, "%s", strerror(errno));
       goto fail;
     }
     if (n == 0) break;
@@ -157,7 +157,7 @@ cs_doc_t *cs_read_snapshot_file_ex(const char *path, cs_snapshot_format_t *forma
   if (regular && (size_t)sb.st_size + 1 > cap) {
     uint8_t *nb = realloc(buf, (size_t)sb.st_size + 1);
     if (nb == NULL) {
-      cs_reader_set_error(err, 0, "out of host memory for %zu bytes", (size_t)sb.st_size + 1);
+      cs_read_error_set(err, 0, "out of host memory for %zu bytes", (size_t)sb.st_size + 1);
       goto fail;
     }
     buf = nb;

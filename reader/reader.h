@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cs_compiler.h"
 #include "model/doc.h"
 
 typedef enum cs_snapshot_format_e {
@@ -33,6 +34,9 @@ typedef struct cs_read_error_s {
   int io_errno;        /* not 0: the file could not be opened or read (message: strerror) */
   char message[256];   /* e.g. "unknown pickle opcode 0x63" */
 } cs_read_error_t;
+
+/* Fill *err (for the readers: "offset" and a printf-style message). */
+CS_PRINTF(3, 4) void cs_read_error_set(cs_read_error_t *err, size_t offset, const char *fmt, ...);
 
 /* Parse a whole file held in memory. Returns the model (free with cs_doc_free) or NULL with *err
  * filled. *format is set when the format could be told. */
