@@ -10,7 +10,6 @@
 
 #include <yajl/yajl_parse.h>
 
-#include "common/cs_compiler.h"
 #include "model/build.h"
 
 /* One read of a streamed file. */
