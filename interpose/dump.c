@@ -265,7 +265,8 @@ static int cs_dump_run(const cs_dump_how_t *how) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = proc.argv,
-                               .host = proc.host, .trigger = trigger_name, .dump_number = number,
+                               .host = proc.host, .job = cs_runtime_job(), .trigger = trigger_name,
+                               .dump_number = number,
                                .time_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u,
                                .options = opts, .alloc_conf_text = opts->alloc_conf_text,
                                .best_effort = incomplete ? best_effort : NULL};
