@@ -30,6 +30,7 @@ int cs_cli_diff(int argc, char **argv);
 int cs_cli_report(int argc, char **argv);
 int cs_cli_recover(int argc, char **argv);
 int cs_cli_export(int argc, char **argv);
+int cs_cli_ranks(int argc, char **argv);
 
 /* "cudasnap SUBCOMMAND: ..." and a newline on stderr. */
 CS_PRINTF(2, 3) void cs_cli_error(const char *subcommand, const char *fmt, ...);

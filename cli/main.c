@@ -20,6 +20,7 @@ static const cs_cli_command_t cs_cli_commands[] = {
     {"diff", cs_cli_diff, "diff [--top N] A B                      live bytes per allocation site, A -> B"},
     {"report", cs_cli_report, "report [-o OUT.html] FILE               one self-contained HTML page, no network"},
     {"export", cs_cli_export, "export --format F [-o OUT] FILE...      for pprof (F=pprof) or Perfetto (F=perfetto)"},
+    {"ranks", cs_cli_ranks, "ranks [--json] [--top N] DIR|FILE...     every rank of a job: peaks, OOMs, sites"},
     {"recover", cs_cli_recover, "recover [-o SNAPSHOT] RECORDING        a snapshot from a recording file (kill -9)"},
 };
 

@@ -305,8 +305,9 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
   } else {
     if (!path) path = name;
     cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = proc.argv,
-                               .host = proc.host, .trigger = trigger_name, .dump_number = number,
-                               .time_us = c->time_us, .options = opts, .alloc_conf_text = opts->alloc_conf_text,
+                               .host = proc.host, .job = cs_runtime_job(), .trigger = trigger_name,
+                               .dump_number = number, .time_us = c->time_us, .options = opts,
+                               .alloc_conf_text = opts->alloc_conf_text,
                                .best_effort = incomplete ? best_effort : NULL,
                                .oom_recovered = oom ? oom->recovered : CS_OOM_RECOVERY_UNKNOWN,
                                .oom_coalesced = oom ? oom->coalesced : 0};

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cs_error.h"
 
@@ -11,6 +12,7 @@ extern char **environ;
 /* ---- options: parsed once; concurrent first callers wait for the one that parses ---- */
 
 static cs_options_t cs_runtime_opts;
+static cs_job_t cs_runtime_job_info;
 static pthread_mutex_t cs_runtime_opts_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool cs_runtime_opts_ready;
 
@@ -22,10 +24,18 @@ const cs_options_t *cs_runtime_options(void) {
     cs_options_parse((const char *const *)environ, &cs_runtime_opts);
     cs_log_set_level(cs_runtime_opts.log);
     cs_options_log(&cs_runtime_opts);
+    cs_job_parse((const char *const *)environ, &cs_runtime_job_info);
+    if (gethostname(cs_runtime_job_info.host, sizeof cs_runtime_job_info.host - 1) != 0)
+      cs_runtime_job_info.host[0] = '\0';
     atomic_store_explicit(&cs_runtime_opts_ready, true, memory_order_release);
   }
   pthread_mutex_unlock(&cs_runtime_opts_lock);
   return &cs_runtime_opts;
+}
+
+const cs_job_t *cs_runtime_job(void) {
+  (void)cs_runtime_options();
+  return &cs_runtime_job_info;
 }
 
 /* ---- the device -> allocators registry ---- */

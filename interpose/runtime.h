@@ -12,6 +12,7 @@
 
 #include "allocator/allocator.h"
 #include "common/cs_options.h"
+#include "snapshot/job.h"
 
 enum {
   CS_MAX_DEVICES = 64,
@@ -20,6 +21,9 @@ enum {
 
 /* The options, parsed from the environment on first use (one warning line per bad value). */
 const cs_options_t *cs_runtime_options(void);
+
+/* The process's place in its job (snapshot/job.h), read with the options, once. */
+const cs_job_t *cs_runtime_job(void);
 
 /* Register a for `device`. Returns 0, or -CS_EINVAL for a bad ordinal or a full device slot. */
 int cs_runtime_add_allocator(int device, cs_allocator_t *a);

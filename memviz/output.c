@@ -45,7 +45,8 @@ int cs_output_expand(const char *pattern, const cs_output_fields_t *f, char *buf
 }
 
 const char *cs_output_rank(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"};
+  /* torchrun's RANK first: under `srun torchrun`, SLURM_PROCID counts nodes (snapshot/job.h) */
+  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
     if (v && *v) return v;

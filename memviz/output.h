@@ -13,7 +13,7 @@ typedef struct cs_output_fields_s {
   const char *executable; /* %e: the program's file name */
   long pid;               /* %p */
   const char *host;       /* %h */
-  const char *rank;       /* %r: OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID or RANK; "0" if none */
+  const char *rank;       /* %r: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "0" if none */
   int dump_number;        /* %n, from 1 */
   const char *trigger;    /* %t: exit, signal, oom, api */
 } cs_output_fields_t;

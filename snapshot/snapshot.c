@@ -407,6 +407,10 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   for (const char *const *a = meta->argv; a && *a; a++) cs_emit_str(e, *a);
   cs_emit_list_end(e);
   cs_emit_kv_str(e, "host", meta->host ? meta->host : "");
+  if (meta->job) {
+    cs_emit_key(e, "job");
+    cs_job_write(e, meta->job);
+  }
   cs_emit_kv_str(e, "trigger", meta->trigger);
   cs_emit_kv_int(e, "dump_number", meta->dump_number);
   cs_emit_kv_int(e, "time_us", (int64_t)meta->time_us);

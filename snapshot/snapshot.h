@@ -19,6 +19,7 @@
 #include "record/phases.h"
 #include "record/pools.h"
 #include "record/ring.h"
+#include "snapshot/job.h"
 #include "snapshot/passthrough.h"
 #include "snapshot/symbolize.h"
 #include "stats/stats.h"
@@ -136,6 +137,7 @@ typedef struct cs_snapshot_meta_s {
   long pid;
   const char *const *argv;    /* NULL-terminated, may be NULL */
   const char *host;
+  const cs_job_t *job;        /* cudasnap.job (NULL: not written) */
   const char *trigger;        /* exit, signal, oom, api, crash, term */
   int dump_number;
   uint64_t time_us;           /* wall clock, us since the epoch */

@@ -38,10 +38,10 @@ static void test_rank_from_launcher(void **state) {
   unsetenv("SLURM_PROCID");
   unsetenv("RANK");
   assert_string_equal(cs_output_rank(), "0");
-  setenv("RANK", "5", 1);
-  assert_string_equal(cs_output_rank(), "5");
-  setenv("SLURM_PROCID", "9", 1); /* earlier in the list wins */
+  setenv("SLURM_PROCID", "9", 1);
   assert_string_equal(cs_output_rank(), "9");
+  setenv("RANK", "5", 1); /* earlier in the list wins: torchrun's rank under srun */
+  assert_string_equal(cs_output_rank(), "5");
   unsetenv("RANK");
   unsetenv("SLURM_PROCID");
 }

@@ -1,0 +1,171 @@
+#include "analysis/rank_summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/peak.h"
+#include "analysis/phases.h"
+#include "analysis/sites.h"
+#include "analysis/snapstats.h"
+#include "analysis/snapview.h"
+
+void cs_rank_summary_init(cs_rank_summary_t *s) {
+  memset(s, 0, sizeof *s);
+  s->rank = s->local_rank = s->world_size = s->pid = s->time_us = s->dump_number = -1;
+}
+
+void cs_rank_summary_free(cs_rank_summary_t *s) {
+  free(s->job_id);
+  free(s->host);
+  free(s->trigger);
+  free(s->phase);
+  for (size_t i = 0; i < s->nsites; i++) free(s->sites[i].site);
+  cs_rank_summary_init(s);
+}
+
+/* A copy of a string member, NULL when absent; *failed on a failed copy. */
+static char *cs_rank_strdup(const char *s, bool *failed) {
+  if (s == NULL) return NULL;
+  char *copy = strdup(s);
+  if (copy == NULL) *failed = true;
+  return copy;
+}
+
+static int64_t cs_rank_int(const cs_doc_t *doc, cs_val_t obj, const char *key) {
+  int64_t v;
+  return cs_view_int(doc, obj, key, &v) && v >= 0 ? v : -1;
+}
+
+/* Who wrote it: the cudasnap key and its job (absent from PyTorch's files). */
+static void cs_rank_who(const cs_doc_t *doc, cs_rank_summary_t *s, bool *failed) {
+  cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  if (!cs_val_is_dict(cudasnap)) return;
+  cs_val_t job = cs_doc_get(doc, cudasnap, "job");
+  s->rank = cs_rank_int(doc, job, "rank");
+  s->local_rank = cs_rank_int(doc, job, "local_rank");
+  s->world_size = cs_rank_int(doc, job, "world_size");
+  s->job_id = cs_rank_strdup(cs_view_str(doc, job, "job_id"), failed);
+  const char *host = cs_view_str(doc, job, "host");
+  s->host = cs_rank_strdup(host ? host : cs_view_str(doc, cudasnap, "host"), failed);
+  s->pid = cs_rank_int(doc, cudasnap, "pid");
+  s->trigger = cs_rank_strdup(cs_view_str_key(doc, cudasnap, CS_KEY_TRIGGER), failed);
+  s->time_us = cs_rank_int(doc, cudasnap, "time_us");
+  s->dump_number = cs_rank_int(doc, cudasnap, "dump_number");
+  if (s->trigger && strcmp(s->trigger, "oom") == 0) s->oom = true;
+}
+
+/* The reserved bytes' high point over the trace: the segments at the snapshot, unwound through
+ * the trace's segment events to its start, then replayed forward. */
+static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oom) {
+  int64_t end = 0;
+  cs_val_t segments = cs_view_segments(doc);
+  for (size_t i = 0; i < cs_doc_len(doc, segments); i++) {
+    cs_val_t seg = cs_doc_at(doc, segments, i);
+    int64_t size;
+    if (cs_view_segment_device(doc, seg) == device && cs_view_int_key(doc, seg, CS_KEY_TOTAL_SIZE, &size))
+      end += size;
+  }
+  cs_val_t trace = cs_view_trace(doc, device);
+  size_t n = cs_doc_len(doc, trace);
+  int64_t net = 0, low = 0, now = 0;
+  for (size_t i = 0; i < n; i++) {
+    cs_val_t entry = cs_doc_at(doc, trace, i);
+    const char *action = cs_view_str_key(doc, entry, CS_KEY_ACTION);
+    int64_t size = 0;
+    if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
+    if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) now += size;
+    else if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) now -= size;
+    else if (strcmp(action, "oom") == 0) *oom = true;
+    if (now > net) net = now;
+    if (now < low) low = now;
+  }
+  /* start = end - now; the peak is start + the highest running sum */
+  int64_t start = end - now;
+  if (start + low < 0) start = -low; /* a trace cut short: never below nothing */
+  int64_t peak = start + net;
+  return peak > end ? (uint64_t)peak : (uint64_t)end;
+}
+
+/* "OUTER > INNER", the phases open at the peak's event (as `summary` says them). */
+static char *cs_rank_phase(const cs_doc_t *doc, int device, const cs_peak_t *peak, bool *failed) {
+  enum { CS_RANK_MAX_SPANS = 65536 };
+  if (peak->after == 0) return NULL;
+  cs_phase_span_t *spans = malloc(CS_RANK_MAX_SPANS * sizeof *spans);
+  size_t count = 0, left_out = 0;
+  if (spans == NULL || cs_phases_spans(doc, device, spans, CS_RANK_MAX_SPANS, &count, &left_out) != 0) {
+    free(spans);
+    *failed = true;
+    return NULL;
+  }
+  size_t len = 0;
+  for (size_t i = 0; i < count; i++)
+    if (spans[i].start_state < peak->after && spans[i].end_state >= peak->after) len += strlen(spans[i].name) + 3;
+  char *chain = len > 0 ? malloc(len + 1) : NULL;
+  if (chain != NULL) {
+    chain[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+      if (spans[i].start_state >= peak->after || spans[i].end_state < peak->after) continue;
+      if (chain[0]) strcat(chain, " > ");
+      strcat(chain, spans[i].name);
+    }
+  } else if (len > 0) {
+    *failed = true;
+  }
+  free(spans);
+  return chain;
+}
+
+/* The sites live at the device's peak, the CS_RANK_SITES with most bytes. */
+static void cs_rank_sites(const cs_sites_t *at_peak, cs_rank_summary_t *s, bool *failed) {
+  for (size_t i = 0; i < at_peak->count && s->nsites < CS_RANK_SITES && !*failed; i++) {
+    char text[1024];
+    cs_site_format(&at_peak->totals[i].site, text, sizeof text);
+    s->sites[s->nsites].site = cs_rank_strdup(text, failed);
+    s->sites[s->nsites].bytes = at_peak->totals[i].bytes;
+    if (!*failed) s->nsites++;
+  }
+}
+
+int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *s) {
+  cs_rank_summary_init(s);
+  bool failed = false;
+  cs_rank_who(doc, s, &failed);
+  int devices = cs_view_device_count(doc);
+  cs_sites_t best;
+  cs_sites_init(&best);
+  cs_peak_t best_peak = {0};
+  for (int d = 0; d < devices && !failed; d++) {
+    cs_stats_t stats;
+    bool has_stats = cs_snapstats_from_cudasnap(doc, d, &stats) >= 0;
+    if (has_stats && stats.num_ooms > 0) s->oom = true;
+    bool trace_oom = false;
+    uint64_t trace_reserved = cs_rank_trace_reserved(doc, d, &trace_oom);
+    if (trace_oom) s->oom = true;
+    cs_sites_t at_peak;
+    cs_sites_init(&at_peak);
+    cs_peak_t peak;
+    if (cs_peak_find(doc, d, &peak, &at_peak) != 0) {
+      failed = true;
+    } else if (d == 0 || peak.bytes > s->peak_allocated) {
+      cs_sites_free(&best);
+      best = at_peak;
+      best_peak = peak;
+      s->device = d;
+      s->peak_allocated = peak.bytes;
+      s->peak_reserved = has_stats ? (uint64_t)stats.reserved_bytes[CS_STAT_ALL].peak : trace_reserved;
+      continue;
+    }
+    cs_sites_free(&at_peak);
+  }
+  if (!failed && devices > 0) {
+    cs_sites_sort(&best);
+    cs_rank_sites(&best, s, &failed);
+    if (!failed) s->phase = cs_rank_phase(doc, s->device, &best_peak, &failed);
+  }
+  cs_sites_free(&best);
+  if (failed) {
+    cs_rank_summary_free(s);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,49 @@
+/* What `cudasnap ranks` needs from one snapshot of one process of a job (docs/ranks.md): who
+ * wrote it (cudasnap.job, or nothing for PyTorch's own files), its peak, the phase open then, OOMs,
+ * and the allocation sites live at the peak, most bytes first.
+ *
+ * It owns its strings (copied out of the model), so that a job's rows outlive the model of each
+ * file: files are read one at a time, and only these rows are kept. */
+#ifndef CS_ANALYSIS_RANK_SUMMARY_H
+#define CS_ANALYSIS_RANK_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/doc.h"
+
+/* Sites kept per process: enough for the differences that matter between two ranks, bounded so
+ * that a thousand ranks stay a few MB. */
+enum { CS_RANK_SITES = 32 };
+
+typedef struct cs_rank_site_s {
+  char *site;     /* "function file:line", or "(no stack)" */
+  uint64_t bytes; /* requested bytes live at the peak */
+} cs_rank_site_t;
+
+typedef struct cs_rank_summary_s {
+  int64_t rank, local_rank, world_size; /* -1: unknown */
+  char *job_id;                         /* NULL: unknown */
+  char *host;                           /* NULL: unknown */
+  int64_t pid;                          /* -1: unknown (PyTorch's files) */
+  char *trigger;                        /* NULL: unknown */
+  int64_t time_us, dump_number;         /* -1: unknown; which snapshot of a process is the latest */
+  int device;                           /* the device of the peak */
+  uint64_t peak_allocated;              /* requested bytes live at the trace's peak (analysis/peak.h) */
+  uint64_t peak_reserved;               /* memory_stats' peak, else the trace's segments' peak */
+  char *phase;                          /* "OUTER > INNER" open at the peak; NULL: none or unknown */
+  bool oom;                             /* trigger oom, num_ooms > 0, or an oom trace entry */
+  cs_rank_site_t sites[CS_RANK_SITES];  /* at the peak, most bytes first */
+  size_t nsites;
+} cs_rank_summary_t;
+
+/* Summarize doc (a model that passed cs_load_snapshot). The device whose peak is highest speaks
+ * for the process. Returns 0, or -1 without host memory (*out is then freed). */
+int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *out);
+
+/* An empty summary: every number unknown, no strings. */
+void cs_rank_summary_init(cs_rank_summary_t *s);
+void cs_rank_summary_free(cs_rank_summary_t *s);
+
+#endif

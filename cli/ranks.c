@@ -1,0 +1,298 @@
+/* `cudasnap ranks [--json] [--top N] DIR|FILE...`: one row per process of a job (cli/ranks.h). */
+#include "cli/ranks.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "cli/load.h"
+
+static const char cs_ranks_help[] =
+    "usage: cudasnap ranks [--json] [--top N] DIR|FILE...\n"
+    "\n"
+    "The processes of a job side by side (docs/ranks.md): which rank peaked, by how much more than\n"
+    "the others, which ranks hit OOM, which allocation sites make the difference. A DIR stands for\n"
+    "every snapshot in it (*.json, *.pickle, *.pkl: cudasnap's and PyTorch's own, such as\n"
+    "snapshot_{rank}.pickle or memory_snapshot-rank{r}.pickle). Files are read one at a time.\n"
+    "\n"
+    "One row per process (its snapshots share host and pid; each PyTorch file is one process): its\n"
+    "latest snapshot (cudasnap.time_us, then dump_number), sorted by peak allocated bytes, highest\n"
+    "first:\n"
+    "  RANK HOST PID TRIGGER PEAK_ALLOC PEAK_RESERVED PHASE OOM TOP_SITE\n"
+    "RANK comes from cudasnap.job.rank, else from the file's name (rank7, _7.pickle), else '?'.\n"
+    "PEAK_ALLOC: the requested bytes live at the trace's peak (as `summary`); for a file without a\n"
+    "trace, those live at the snapshot. PEAK_RESERVED: memory_stats' reserved peak, or the trace's\n"
+    "segments' high point for PyTorch's files. PHASE: the NVTX / record_function phases open at the\n"
+    "peak ('-': none). OOM: yes when any snapshot of the process was taken at an OOM, counts one\n"
+    "(num_ooms), or has an oom trace entry. TOP_SITE: the site with most bytes at the peak.\n"
+    "Then:\n"
+    "  spread: highest / median peak = X (rank R BYTES / rank M BYTES)\n"
+    "  sites that differ most at the peak, rank R vs rank M:\n"
+    "    +BYTES  SITE  (BYTES vs BYTES)\n"
+    "The median is the lower one (for 8 ranks, the 5th highest). Sites are compared among the 32\n"
+    "with most bytes at each peak.\n"
+    "\n"
+    "--json prints one object instead: {\"ranks\": [{\"rank\", \"local_rank\", \"world_size\", \"job_id\",\n"
+    "\"host\", \"pid\", \"trigger\", \"peak_allocated\", \"peak_reserved\", \"phase\", \"oom\", \"top_site\",\n"
+    "\"top_site_bytes\", \"device\", \"snapshots\", \"file\"}], \"spread\", \"highest_rank\",\n"
+    "\"median_rank\", \"differing_sites\": [{\"site\", \"bytes_highest\", \"bytes_median\"}]}; unknown\n"
+    "values are null.\n"
+    "\n"
+    "A file that is not a snapshot is refused with one line on stderr, exit 1 (as summary); so is a\n"
+    "DIR with no snapshot file.\n"
+    "\n"
+    "options:\n"
+    "  --json       the JSON object\n"
+    "  --top N      at most N rows and N differing sites (default: every row, 10 sites)\n"
+    "  -h, --help   this text\n";
+
+static const char cs_ranks_name[] = "ranks";
+
+enum { CS_RANKS_SITES_DEFAULT = 10, CS_RANKS_TOP_MAX = 1000000 };
+
+/* ---- the rank in a file's name --------------------------------------------------------------- */
+
+/* "rank" followed by digits (memory_snapshot-rank3.pickle, rank_3.json), else digits just before
+ * the extension after '_' or '-' (snapshot_3.pickle); -1 when neither. */
+static int64_t cs_ranks_from_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+  for (size_t i = 0; i + 4 <= len; i++) {
+    if (strncasecmp(base + i, "rank", 4) != 0) continue;
+    size_t j = i + 4;
+    if (j < len && (base[j] == '_' || base[j] == '-' || base[j] == '=')) j++;
+    if (j < len && base[j] >= '0' && base[j] <= '9') return strtoll(base + j, NULL, 10);
+  }
+  size_t end = len;
+  while (end > 0 && base[end - 1] >= '0' && base[end - 1] <= '9') end--;
+  if (end < len && end > 0 && (base[end - 1] == '_' || base[end - 1] == '-') && len - end < 10)
+    return strtoll(base + end, NULL, 10);
+  return -1;
+}
+
+/* ---- rows ------------------------------------------------------------------------------------ */
+
+static void cs_ranks_free(cs_ranks_job_t *job) {
+  for (size_t i = 0; i < job->count; i++) {
+    cs_rank_summary_free(&job->rows[i].s);
+    free(job->rows[i].file);
+  }
+  free(job->rows);
+}
+
+/* The row of the same process (same host and pid: cudasnap's files only), or NULL. */
+static cs_ranks_row_t *cs_ranks_find(cs_ranks_job_t *job, const cs_rank_summary_t *s) {
+  if (s->pid < 0) return NULL;
+  for (size_t i = 0; i < job->count; i++) {
+    const cs_rank_summary_t *r = &job->rows[i].s;
+    if (r->pid == s->pid && (r->host == s->host || (r->host && s->host && strcmp(r->host, s->host) == 0)))
+      return &job->rows[i];
+  }
+  return NULL;
+}
+
+static bool cs_ranks_later(const cs_rank_summary_t *a, const cs_rank_summary_t *b) {
+  if (a->time_us != b->time_us) return a->time_us > b->time_us;
+  return a->dump_number > b->dump_number;
+}
+
+/* Take s (owned from now on) as a snapshot of its process. 0, or -1 without host memory. */
+static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *path) {
+  cs_ranks_row_t *row = cs_ranks_find(job, s);
+  char *file = strdup(path);
+  if (file == NULL) return -1;
+  if (row != NULL) {
+    bool oom = row->s.oom || s->oom;
+    if (cs_ranks_later(s, &row->s)) {
+      cs_rank_summary_free(&row->s);
+      free(row->file);
+      row->s = *s;
+      row->file = file;
+    } else {
+      cs_rank_summary_free(s);
+      free(file);
+    }
+    row->s.oom = oom;
+    row->snapshots++;
+    return 0;
+  }
+  if (job->count == job->capacity) {
+    size_t cap = job->capacity ? job->capacity * 2 : 64;
+    cs_ranks_row_t *rows = realloc(job->rows, cap * sizeof *rows);
+    if (rows == NULL) {
+      free(file);
+      return -1;
+    }
+    job->rows = rows;
+    job->capacity = cap;
+  }
+  job->rows[job->count++] = (cs_ranks_row_t){.s = *s, .file = file, .snapshots = 1};
+  return 0;
+}
+
+/* Read one file into the job. CS_CLI_OK, or CS_CLI_FAIL after one line on stderr. */
+static int cs_ranks_read(cs_ranks_job_t *job, const char *path) {
+  cs_doc_t *doc = cs_load_snapshot(path, NULL, NULL);
+  if (doc == NULL) return CS_CLI_FAIL;
+  cs_rank_summary_t s;
+  int rc = cs_rank_summary_of(doc, &s);
+  cs_doc_free(doc);
+  if (rc == 0 && s.rank < 0) s.rank = cs_ranks_from_name(path);
+  if (rc == 0 && cs_ranks_add(job, &s, path) != 0) {
+    cs_rank_summary_free(&s);
+    rc = -1;
+  }
+  if (rc != 0) {
+    cs_cli_error(cs_ranks_name, "out of host memory");
+    return CS_CLI_FAIL;
+  }
+  return CS_CLI_OK;
+}
+
+static bool cs_ranks_is_snapshot_name(const char *name) {
+  static const char *const extensions[] = {".json", ".pickle", ".pkl"};
+  if (name[0] == '.' || strstr(name, ".tmp.") != NULL) return false; /* hidden, or being written */
+  size_t len = strlen(name);
+  for (size_t i = 0; i < CS_ARRAY_SIZE(extensions); i++) {
+    size_t n = strlen(extensions[i]);
+    if (len > n && strcmp(name + len - n, extensions[i]) == 0) return true;
+  }
+  return false;
+}
+
+static int cs_ranks_select(const struct dirent *d) { return cs_ranks_is_snapshot_name(d->d_name); }
+
+/* Every snapshot file of a directory, in name order. */
+static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir) {
+  struct dirent **names = NULL;
+  int n = scandir(dir, &names, cs_ranks_select, alphasort);
+  if (n < 0) {
+    fprintf(stderr, "%s: cannot read: %s\n", dir, strerror(errno));
+    return CS_CLI_FAIL;
+  }
+  int rc = n == 0 ? CS_CLI_FAIL : CS_CLI_OK;
+  if (n == 0) fprintf(stderr, "%s: no snapshot files (*.json, *.pickle, *.pkl) in this directory\n", dir);
+  for (int i = 0; i < n; i++) {
+    if (rc == CS_CLI_OK) {
+      size_t len = strlen(dir) + strlen(names[i]->d_name) + 2;
+      char *path = malloc(len);
+      if (path == NULL) {
+        cs_cli_error(cs_ranks_name, "out of host memory");
+        rc = CS_CLI_FAIL;
+      } else {
+        snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = cs_ranks_read(job, path);
+        free(path);
+      }
+    }
+    free(names[i]);
+  }
+  free(names);
+  return rc;
+}
+
+static int cs_ranks_cmp(const void *x, const void *y) {
+  const cs_ranks_row_t *a = x, *b = y;
+  if (a->s.peak_allocated != b->s.peak_allocated) return a->s.peak_allocated > b->s.peak_allocated ? -1 : 1;
+  if (a->s.rank != b->s.rank) return a->s.rank < b->s.rank ? -1 : 1;
+  return strcmp(a->file, b->file);
+}
+
+/* ---- the differing sites --------------------------------------------------------------------- */
+
+static uint64_t cs_ranks_site_bytes(const cs_rank_summary_t *s, const char *site) {
+  for (size_t i = 0; i < s->nsites; i++)
+    if (strcmp(s->sites[i].site, site) == 0) return s->sites[i].bytes;
+  return 0;
+}
+
+static int cs_ranks_diff_cmp(const void *x, const void *y) {
+  const cs_ranks_diff_t *a = x, *b = y;
+  uint64_t da = a->highest > a->median ? a->highest - a->median : a->median - a->highest;
+  uint64_t db = b->highest > b->median ? b->highest - b->median : b->median - b->highest;
+  if (da != db) return da > db ? -1 : 1;
+  return strcmp(a->site, b->site);
+}
+
+size_t cs_ranks_differing(const cs_ranks_job_t *job, cs_ranks_diff_t *out, size_t max) {
+  if (job->count < 2) return 0;
+  const cs_rank_summary_t *hi = &job->rows[0].s, *med = &job->rows[cs_ranks_median(job)].s;
+  cs_ranks_diff_t all[2 * CS_RANK_SITES];
+  size_t n = 0;
+  for (size_t i = 0; i < hi->nsites; i++)
+    all[n++] = (cs_ranks_diff_t){hi->sites[i].site, hi->sites[i].bytes, cs_ranks_site_bytes(med, hi->sites[i].site)};
+  for (size_t i = 0; i < med->nsites; i++)
+    if (cs_ranks_site_bytes(hi, med->sites[i].site) == 0 && med->sites[i].bytes > 0)
+      all[n++] = (cs_ranks_diff_t){med->sites[i].site, 0, med->sites[i].bytes};
+  qsort(all, n, sizeof *all, cs_ranks_diff_cmp);
+  size_t kept = 0;
+  for (size_t i = 0; i < n && kept < max; i++)
+    if (all[i].highest != all[i].median) out[kept++] = all[i];
+  return kept;
+}
+
+/* ---- the subcommand -------------------------------------------------------------------------- */
+
+typedef struct cs_ranks_opts_s {
+  bool json;
+  uint64_t top; /* 0: every row, CS_RANKS_SITES_DEFAULT sites */
+} cs_ranks_opts_t;
+
+/* Returns -1 to go on, else the exit status (--help, a bad option). */
+static int cs_ranks_options(int argc, char **argv, cs_ranks_opts_t *o) {
+  static const struct option options[] = {{"json", no_argument, NULL, 'j'},
+                                          {"top", required_argument, NULL, 't'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(cs_ranks_help, stdout); return CS_CLI_OK;
+    case 'j': o->json = true; break;
+    case 't':
+      if (!cs_cli_parse_count(cs_ranks_name, "--top", optarg, 1, CS_RANKS_TOP_MAX, &o->top)) return CS_CLI_USAGE;
+      break;
+    default: return cs_cli_bad_option(cs_ranks_name, c, argv);
+    }
+  }
+  if (optind >= argc && !cs_cli_operands(cs_ranks_name, argc, argv, 1, "DIR|FILE...")) return CS_CLI_USAGE;
+  return -1;
+}
+
+int cs_cli_ranks(int argc, char **argv) {
+  cs_ranks_opts_t o = {.json = false, .top = 0};
+  int status = cs_ranks_options(argc, argv, &o);
+  if (status >= 0) return status;
+  cs_ranks_job_t job = {0};
+  int rc = CS_CLI_OK;
+  for (int i = optind; i < argc && rc == CS_CLI_OK; i++) {
+    struct stat st;
+    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) rc = cs_ranks_read_dir(&job, argv[i]);
+    else rc = cs_ranks_read(&job, argv[i]);
+  }
+  if (rc == CS_CLI_OK) {
+    qsort(job.rows, job.count, sizeof *job.rows, cs_ranks_cmp);
+    size_t rows = o.top ? (size_t)o.top : job.count;
+    size_t sites = o.top ? (size_t)o.top : CS_RANKS_SITES_DEFAULT;
+    if (o.json) {
+      int err = cs_ranks_print_json(&job, rows, sites);
+      if (err != 0) {
+        cs_cli_error(cs_ranks_name, "cannot write: %s", strerror(err));
+        rc = CS_CLI_FAIL;
+      }
+    } else {
+      cs_ranks_print_table(&job, rows, sites);
+    }
+  }
+  cs_ranks_free(&job);
+  return rc;
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# ranks_test.sh CUDASNAP PROG_RANKS SOURCE_DIR PYTHON
+#
+# `cudasnap ranks` on a fake job: tests/cli/prog_ranks.c run as 8 ranks (RANK=0..7, WORLD_SIZE=8)
+# under the tool's `run` on the fake driver (the caller puts tests/fakes on LD_LIBRARY_PATH),
+# even ranks writing JSON, odd ones pickle. Rank 3 peaks through hold_embeddings, rank 5 hits OOM.
+# Checks cudasnap.job in the files, the table's order, the OOM row, the differing site, the JSON
+# fields (read by python3), PyTorch's own pickles under per-rank names, and bad input.
+set -u
+cudasnap=$1 prog=$2 src=$3 python=$4
+fail() { echo "FAIL [ranks]: $*" >&2; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/job"
+
+for r in 0 1 2 3 4 5 6 7; do
+  ext=json
+  ((r % 2)) && ext=pickle
+  cap=1073741824
+  ((r == 5)) && cap=50331648 # 48 MiB: rank 5 runs out
+  RANK=$r WORLD_SIZE=8 SLURM_JOB_ID=4242 FAKE_CUDA_CAPACITY=$cap CUDASNAP_OUTPUT="$dir/job/snap-r%r-%n-%t.$ext" \
+    "$cudasnap" run -- "$prog" >"$dir/run$r.out" 2>"$dir/run$r.err" || fail "rank $r failed: $(cat "$dir/run$r.err")"
+done
+ls "$dir/job" | grep -q 'snap-r5-.*-oom.pickle' || fail "rank 5 wrote no OOM snapshot: $(ls "$dir/job")"
+
+# cudasnap.job, as the viewer's JSON reader sees it
+"$python" - "$dir/job/snap-r2-1-exit.json" <<'PY' || fail "cudasnap.job"
+import json, socket, sys
+job = json.load(open(sys.argv[1]))["cudasnap"]["job"]
+want = {"rank": 2, "world_size": 8, "job_id": "4242", "host": socket.gethostname()}
+assert job == want, job  # local_rank: no variable set, left out
+PY
+echo "ok cudasnap.job"
+
+"$cudasnap" ranks "$dir/job" >"$dir/table" 2>"$dir/err" || fail "ranks: $(cat "$dir/err")"
+cat "$dir/table"
+[[ ! -s $dir/err ]] || fail "ranks wrote to stderr: $(cat "$dir/err")"
+order=$(awk 'NR > 1 && NF == 0 {exit} NR > 1 {printf "%s ", $1}' "$dir/table")
+[[ $order == "3 5 7 6 4 2 1 0 " ]] || fail "order by peak: '$order'"
+grep -qE '^ +5 .* yes ' "$dir/table" || fail "rank 5 is not OOM"
+[[ $(grep -cE ' yes ' "$dir/table") -eq 1 ]] || fail "OOM rows: $(grep ' yes ' "$dir/table")"
+grep -qE '^ +3 .*hold_embeddings .*prog_ranks.c' "$dir/table" || fail "rank 3's top site"
+grep -qE '^spread: highest / median peak = [0-9.]+x \(rank 3 .* / rank 4 ' "$dir/table" || fail "spread line"
+sed -n '/^sites that differ most/{n;p}' "$dir/table" | grep -qE '^  \+96\.0 MiB  hold_embeddings ' ||
+  fail "first differing site: $(sed -n '/^sites that differ/,$p' "$dir/table")"
+echo "ok table"
+
+"$cudasnap" ranks --json "$dir/job" >"$dir/json" 2>"$dir/err" || fail "ranks --json: $(cat "$dir/err")"
+"$python" - "$dir/json" <<'PY' || fail "ranks --json: $(head -c 2000 "$dir/json")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+rows = o["ranks"]
+assert [r["rank"] for r in rows] == [3, 5, 7, 6, 4, 2, 1, 0], [r["rank"] for r in rows]
+for r in rows:
+    for k in ("rank", "host", "pid", "trigger", "peak_allocated", "peak_reserved", "oom", "top_site", "file",
+              "world_size", "job_id", "phase"):
+        assert k in r, (k, r)
+    assert r["world_size"] == 8 and r["job_id"] == "4242", r
+    assert r["peak_reserved"] >= r["peak_allocated"], r
+assert [r["oom"] for r in rows] == [False, True] + [False] * 6
+assert rows[1]["snapshots"] == 2 and rows[1]["trigger"] == "exit", rows[1]  # the latest of rank 5's two
+assert rows[0]["peak_allocated"] >= 100 << 20 and "hold_embeddings" in rows[0]["top_site"], rows[0]
+peaks = [r["peak_allocated"] for r in rows]
+assert peaks == sorted(peaks, reverse=True)
+assert abs(o["spread"] - peaks[0] / peaks[4]) < 1e-9, o["spread"]
+d = o["differing_sites"][0]
+assert "hold_embeddings" in d["site"] and d["bytes_highest"] == 96 << 20 and d["bytes_median"] == 0, d
+print("ok json: spread %.2f" % o["spread"])
+PY
+"$cudasnap" ranks --top 2 --json "$dir/job" | "$python" -c 'import json,sys; o=json.load(sys.stdin); assert len(o["ranks"]) == 2 and len(o["differing_sites"]) <= 2' ||
+  fail "--top 2"
+# FILE operands: the same rows as the directory
+"$cudasnap" ranks "$dir"/job/* >"$dir/table2" 2>&1 || fail "ranks FILE...: $(cat "$dir/table2")"
+cmp -s "$dir/table" "$dir/table2" || fail "ranks FILE... differs from ranks DIR"
+
+# PyTorch's own per-rank pickles: the rank from the file's name
+mkdir "$dir/torch"
+traces=("$src"/tests/data/traces/*.pickle)
+cp "${traces[0]}" "$dir/torch/snapshot_0.pickle"
+cp "${traces[1]}" "$dir/torch/snapshot_1.pickle"
+cp "${traces[2]}" "$dir/torch/memory_snapshot-rank2.pickle"
+"$cudasnap" ranks --json "$dir/torch" >"$dir/tjson" 2>"$dir/err" || fail "ranks on PyTorch's pickles: $(cat "$dir/err")"
+"$python" - "$dir/tjson" <<'PY' || fail "PyTorch's pickles: $(head -c 2000 "$dir/tjson")"
+import json, sys
+rows = json.load(open(sys.argv[1]))["ranks"]
+assert sorted(r["rank"] for r in rows) == [0, 1, 2], rows
+for r in rows:
+    assert r["pid"] is None and r["host"] is None and r["peak_allocated"] > 0 and r["top_site"], r
+print("ok PyTorch pickles: " + ", ".join("rank %d %d B" % (r["rank"], r["peak_allocated"]) for r in rows))
+PY
+"$cudasnap" ranks "$dir/torch" >/dev/null || fail "table on PyTorch's pickles"
+
+# bad input: one line naming the file, exit 1
+mkdir "$dir/empty"
+"$cudasnap" ranks "$dir/empty" >"$dir/out" 2>"$dir/err" && fail "an empty directory exited 0"
+[[ $(wc -l <"$dir/err") -eq 1 ]] && grep -q "$dir/empty: no snapshot files" "$dir/err" || fail "empty: $(cat "$dir/err")"
+printf '{"segments": [' >"$dir/job/broken.json"
+"$cudasnap" ranks "$dir/job" >"$dir/out" 2>"$dir/err" && fail "a truncated file exited 0"
+[[ $(wc -l <"$dir/err") -eq 1 ]] && grep -q "broken.json: byte" "$dir/err" || fail "broken: $(cat "$dir/err")"
+"$cudasnap" ranks >"$dir/out" 2>"$dir/err"
+[[ $? -eq 2 ]] || fail "no operand: not a usage error"
+
+# a rank variable that is not a number: left out, one warning line
+RANK=two CUDASNAP_OUTPUT="$dir/bad.json" "$cudasnap" run -- "$prog" >/dev/null 2>"$dir/err" || fail "RANK=two run"
+[[ $(grep -c "cudasnap: warning: RANK='two' is not a number" "$dir/err") -eq 1 ]] || fail "RANK=two: $(cat "$dir/err")"
+"$python" -c 'import json,sys; j=json.load(open(sys.argv[1]))["cudasnap"]["job"]; assert "rank" not in j, j' "$dir/bad.json" ||
+  fail "RANK=two: rank written"
+echo "ok bad input"
