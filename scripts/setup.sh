@@ -31,6 +31,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# pprof-format (npm): a second reader of `cudasnap export --format pprof` files in the tests, next
+# to `go tool pprof`. Where node and npm are (Debian's nodejs has them), it goes under .cache/npm;
+# without them, or without the registry, the tests use go alone and say so.
+if command -v npm >/dev/null && ! [[ -d .cache/npm/node_modules/pprof-format ]]; then
+  mkdir -p .cache/npm
+  npm install --silent --no-audit --no-fund --prefix .cache/npm pprof-format@2 >/dev/null 2>&1 ||
+    echo "setup: npm could not install pprof-format: the export tests use go tool pprof alone"
+fi
+
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
 if ! cmake -S cmake/probe_cuda -B "$probe" >"$probe/log" 2>&1; then

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Checks `cudasnap export` against the snapshots it came from (tests/cli/export_test.sh runs it).
 
+  export_check.py pprof-format OUT SNAPSHOT    pprof_format_read.mjs's output (a second reader): the
+                                               same totals, the sample types, the default
   export_check.py pprof-raw RAW SNAPSHOT       the `go tool pprof -raw` text of an export: totals
                                                per sample type equal the snapshot's
   export_check.py perfetto TRACE PEAK...       a Perfetto export of N files and each file's peak
@@ -86,6 +88,21 @@ def pprof_raw(raw_path, snapshot):
     print(f"ok pprof totals {snapshot}: {totals}")
 
 
+def pprof_format(out_path, snapshot):
+    """The output of pprof_format_read.mjs (a second reader): sample types, default, totals."""
+    lines = dict(line.split(" ", 1) for line in open(out_path).read().splitlines() if " " in line)
+    types = "inuse_objects/count inuse_space/bytes alloc_objects/count alloc_space/bytes"
+    if lines.get("types") != types:
+        fail(f"{snapshot}: pprof-format reads the sample types {lines.get('types')!r}, not {types!r}")
+    if lines.get("default") != "inuse_space":
+        fail(f"{snapshot}: pprof-format reads the default sample type {lines.get('default')!r}")
+    totals = [int(x) for x in lines.get("totals", "").split()]
+    want = snapshot_totals(snapshot)
+    if totals != want:
+        fail(f"{snapshot}: pprof-format totals {totals} != the snapshot's {want}")
+    print(f"ok pprof-format totals {snapshot}: {totals}")
+
+
 def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -164,6 +181,8 @@ def perfetto(trace_path, peaks):
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "pprof-raw":
         pprof_raw(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "pprof-format":
+        pprof_format(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 3 and sys.argv[1] == "perfetto":
         perfetto(sys.argv[2], sys.argv[3:])
     else:

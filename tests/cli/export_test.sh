@@ -2,7 +2,7 @@
 # export_test.sh CUDASNAP SOURCE_DIR PYTHON
 #
 # `cudasnap export`, read back by real readers: `go tool pprof` (-raw, -top, -diff_base) for the
-# pprof exports, and export_check.py (Perfetto's JSON importer rules, the peak) for the Perfetto
+# pprof exports, the npm package pprof-format as a second reader of them, and export_check.py (Perfetto's JSON importer rules, the peak) for the Perfetto
 # one, on real PyTorch snapshots (tests/data/traces) and a cudasnap one (tests/golden/cli/inputs).
 # Exits 77 (skipped) without `go`, which scripts/setup.sh installs (Debian's golang-go).
 set -u
@@ -14,6 +14,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export GOCACHE=$dir/gocache HOME=$dir # go tool pprof writes its cache and history under them
 inputs=("$src/tests/golden/cli/inputs/api.json" "$src"/tests/data/traces/*.pickle)
+pprof_format=$src/.cache/npm/node_modules
+[[ -d $pprof_format ]] || echo "export: no pprof-format under .cache/npm (scripts/setup.sh installs it with npm): go tool pprof only"
 
 # ---- pprof ----------------------------------------------------------------------------------------
 for f in "${inputs[@]}"; do
@@ -21,6 +23,12 @@ for f in "${inputs[@]}"; do
   "$cudasnap" export --format pprof -o "$dir/$name.pb.gz" "$f" >/dev/null || fail "export pprof $f"
   go tool pprof -raw "$dir/$name.pb.gz" >"$dir/$name.raw" 2>"$dir/err" || fail "pprof -raw $f: $(cat "$dir/err")"
   check pprof-raw "$dir/$name.raw" "$f" || exit 1
+  # A second reader: the npm package pprof-format (scripts/setup.sh installs it under .cache/).
+  if [[ -d $pprof_format ]] && command -v node >/dev/null; then
+    node "$src/tests/cli/pprof_format_read.mjs" "$pprof_format" "$dir/$name.pb.gz" >"$dir/$name.pf" ||
+      fail "pprof-format cannot read the export of $f"
+    check pprof-format "$dir/$name.pf" "$f" || exit 1
+  fi
   # The top site of `summary` (the first user frame of the stacks with the most live bytes) is
   # among pprof's lines by cumulative in-use bytes, with at least its bytes.
   top=$("$cudasnap" summary "$f" | sed -n '/^top allocation sites by live bytes:/{n;p;q}')
