@@ -1,6 +1,7 @@
 #include "analysis/reconcile.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
@@ -56,6 +57,23 @@ static void cs_reconcile_pool_row(FILE *out, const cs_doc_t *doc, cs_val_t m, co
   cs_reconcile_row(out, label, cs_reconcile_get(doc, m, key), note);
 }
 
+/* The remainder is the driver's used bytes less every line above. With managed memory counted at
+ * its whole size while the driver counts only its resident pages, the true remainder lies between
+ * that figure and that figure plus the managed bytes (and is never below 0): a range, not a
+ * negative number presented as fact. */
+static void cs_reconcile_remainder(FILE *out, int64_t remainder, int64_t managed) {
+  const char *label = "remainder (context, modules, others)";
+  if (managed <= 0) {
+    cs_reconcile_row(out, label, remainder, NULL);
+    return;
+  }
+  char low[64], high[64];
+  cs_format_bytes(remainder > 0 ? (uint64_t)remainder : 0, low, sizeof low);
+  cs_format_bytes(remainder + managed > 0 ? (uint64_t)(remainder + managed) : 0, high, sizeof high);
+  fprintf(out, "  %-40s between %s and %s (as much of the managed memory as is not resident)\n", label, low,
+          high);
+}
+
 void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
   cs_val_t m = cs_reconcile_find(doc, device);
   if (cs_val_absent(m)) return;
@@ -70,15 +88,19 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
   cs_reconcile_row(out, "cudasnap cache reserved", cs_reconcile_get(doc, m, "cache_reserved"), NULL);
   cs_val_t pass = cs_doc_get(doc, m, "passthrough");
   static const char *const counted[] = {"device", "pitch", "managed", "array", "vmm_physical"};
+  int64_t managed = cs_reconcile_get(doc, pass, "managed");
   for (size_t i = 0; i < sizeof counted / sizeof *counted; i++) {
     char label[64];
     snprintf(label, sizeof label, "passed through: %s", counted[i]);
-    cs_reconcile_row(out, label, cs_reconcile_get(doc, pass, counted[i]), NULL);
+    /* The driver counts a managed allocation's resident pages only, this row its whole size. */
+    const char *note = strcmp(counted[i], "managed") == 0 && managed > 0 ? " (at most: pages not resident "
+                                                                           "on the device are not in use)"
+                                                                         : NULL;
+    cs_reconcile_row(out, label, cs_reconcile_get(doc, pass, counted[i]), note);
   }
   cs_reconcile_pool_row(out, doc, m, "stream-ordered pools reserved", "pools_known", "pool");
   cs_reconcile_pool_row(out, doc, m, "graph memory pool reserved", "graph_known", "graph");
-  if (known)
-    cs_reconcile_row(out, "remainder (context, modules, others)", cs_reconcile_get(doc, m, "remainder"), NULL);
+  if (known) cs_reconcile_remainder(out, cs_reconcile_get(doc, m, "remainder"), managed);
   /* drawn, but not more bytes of this process's: inside the lines above, or another process's */
   cs_reconcile_row(out, "drawn: VMM mappings", cs_reconcile_get(doc, pass, "vmm_mapped"), " (of vmm_physical)");
   cs_reconcile_row(out, "drawn: stream-ordered allocations", cs_reconcile_get(doc, pass, "async"), " (of the pools)");
