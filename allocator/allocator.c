@@ -126,6 +126,18 @@ static int cs_passthrough_free(cs_allocator_t *a, cs_block_t *b) {
   return cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND);
 }
 
+/* Fence mode could not fence the block just freed (too many streams): synchronize as sync mode
+ * does, outside the lock, then free it and every unfenced block queued before it. A capture begun
+ * meanwhile forbids the synchronization; the blocks then wait for the next one (another such
+ * free's, the release before an out-of-memory retry, or the context's teardown). */
+static void cs_fence_fallback(cs_allocator_t *a, uint64_t covered) {
+  if (cs_alloc_is_capturing(a)) return;
+  (void)a->backend.ops->synchronize(a->backend.self);
+  cs_mutex_acquire(&a->lock);
+  cs_fence_synced(a, covered);
+  pthread_mutex_unlock(&a->lock);
+}
+
 int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
   int sync_status = 0;
   /* Sync mode waits before taking the lock: the wait can be long (running kernels), and other
@@ -137,6 +149,7 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
   cs_mutex_acquire(&a->lock);
   cs_block_t *b = cs_block_map_remove(&a->live, addr);
   int rc = -CS_EINVAL;
+  bool unfenced = false;
   if (b) {
     cs_pool_free_request(a, b);
     if (!a->conf.cache) rc = cs_passthrough_free(a, b);
@@ -145,10 +158,12 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
       if (a->conf.free_mode == CS_FREE_STREAM) cs_pool_free_block_now(a, b);
       else if (cs_alloc_is_capturing(a)) cs_fence_park(a, b);
       else if (a->conf.free_mode == CS_FREE_SYNC) cs_pool_free_block_now(a, b);
-      else cs_fence_block(a, b);
+      else unfenced = !cs_fence_block(a, b);
     }
   }
+  uint64_t covered = a->unsynced_pushed;
   pthread_mutex_unlock(&a->lock);
+  if (unfenced) cs_fence_fallback(a, covered);
   return rc;
 }
 

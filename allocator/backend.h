@@ -14,7 +14,8 @@
  *
  * Preconditions and guarantees.
  *   - The allocator calls every operation with its own lock held, except `synchronize` on the
- *     free path of sync mode. An operation must not call back into the allocator.
+ *     free path of sync mode and of fence mode's fallback (a block it could not fence). An
+ *     operation must not call back into the allocator.
  *   - segment_alloc: size > 0 and a multiple of 512. On success *addr is non-zero and aligned to
  *     at least 512 bytes.
  *   - segment_free: addr and size are those of an earlier segment_alloc of the same backend that

@@ -4,8 +4,11 @@
  * of them have completed, checked (without waiting) at the next allocation. Blocks freed while a
  * stream capture is underway are parked instead, because recording or querying an event then would
  * add a node to the captured graph or invalidate the capture; they are fenced once no capture is
- * underway. When memory runs short, cs_fence_sync_all waits for everything (PyTorch's
- * synchronize_and_free_events). */
+ * underway. A block that cannot be fenced (more fence streams than CS_FENCE_MAX_STREAMS, no host
+ * memory, a backend failure) waits in `unsynced` for a synchronization, which its free performs
+ * once it has let go of the lock (cs_fence_synced), as sync mode does: the wait can be long and
+ * other threads must go on allocating meanwhile. When memory runs short, cs_fence_sync_all waits
+ * for everything (PyTorch's synchronize_and_free_events). */
 #include <stdlib.h>
 
 #include "allocator/internal.h"
@@ -109,16 +112,30 @@ static cs_fence_t *cs_fence_record(cs_allocator_t *a) {
 }
 
 /* pre: b is PENDING and in no queue; no capture is underway. */
-void cs_fence_block(cs_allocator_t *a, cs_block_t *b) {
+bool cs_fence_block(cs_allocator_t *a, cs_block_t *b) {
   cs_fence_t *f = cs_fence_record(a);
   if (!f) {
-    /* Correct but slower: what cudaFree itself would have done. */
-    (void)a->backend.ops->synchronize(a->backend.self);
-    cs_pool_free_block(a, b);
-    return;
+    /* Correct but slower: what cudaFree itself would have done, once the lock is let go. */
+    b->u.held.fence = NULL;
+    cs_queue_push(&a->unsynced, b);
+    a->unsynced_pushed++;
+    return false;
   }
   b->u.held.fence = f;
   cs_queue_push(&a->fenced, b);
+  return true;
+}
+
+/* A synchronization begun when unsynced_pushed was `covered` has completed: free the unfenced
+ * blocks queued before it. Blocks queued after it began may still be in use; they wait for the
+ * next one. */
+void cs_fence_synced(cs_allocator_t *a, uint64_t covered) {
+  while (a->unsynced_popped < covered) {
+    cs_block_t *b = cs_queue_pop(&a->unsynced);
+    cs_assert(b);
+    a->unsynced_popped++;
+    cs_pool_free_block(a, b);
+  }
 }
 
 void cs_fence_park(cs_allocator_t *a, cs_block_t *b) {
@@ -155,7 +172,7 @@ void cs_fence_process(cs_allocator_t *a) {
  * whether or not anything was waiting, as PyTorch does. pre: no capture is underway. */
 void cs_fence_sync_all(cs_allocator_t *a) {
   a->stats.num_sync_all_streams++;
-  if (!a->fenced.head && !a->parked.head) return;
+  if (!a->fenced.head && !a->parked.head && !a->unsynced.head) return;
   (void)a->backend.ops->synchronize(a->backend.self);
   cs_block_t *b;
   while ((b = cs_queue_pop(&a->fenced))) {
@@ -163,6 +180,7 @@ void cs_fence_sync_all(cs_allocator_t *a) {
     cs_pool_free_block(a, b);
   }
   while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);
+  cs_fence_synced(a, a->unsynced_pushed);
 }
 
 /* The context is going away: free every deferred block without waiting, and forget the events
@@ -174,5 +192,6 @@ void cs_fence_drop_all(cs_allocator_t *a, bool context_alive) {
     cs_pool_free_block(a, b);
   }
   while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);
+  cs_fence_synced(a, a->unsynced_pushed);
   cs_event_cache_clear(a, context_alive);
 }
