@@ -7,8 +7,9 @@
  * underway. A block that cannot be fenced (more fence streams than CS_FENCE_MAX_STREAMS, no host
  * memory, a backend failure) waits in `unsynced` for a synchronization, which its free performs
  * once it has let go of the lock (cs_fence_synced), as sync mode does: the wait can be long and
- * other threads must go on allocating meanwhile. When memory runs short, cs_fence_sync_all waits
- * for everything (PyTorch's synchronize_and_free_events). */
+ * other threads must go on allocating meanwhile. When memory runs short, or the cache is
+ * emptied, the allocator likewise waits for the device with its lock let go, then frees what the
+ * wait covered (PyTorch's synchronize_and_free_events, which waits under its lock). */
 #include <stdlib.h>
 
 #include "allocator/internal.h"
@@ -155,12 +156,11 @@ static bool cs_fence_done(cs_allocator_t *a, cs_fence_t *f) {
   return true;
 }
 
-/* Fence the parked blocks, then free the fenced blocks whose events have completed. Stops at the
- * first incomplete fence: later fences were recorded after it, so one driver query per call is
- * the most spent on waiting blocks. pre: no capture is underway. */
-void cs_fence_process(cs_allocator_t *a) {
+/* Free the fenced blocks whose events have completed. Stops at the first incomplete fence: later
+ * fences were recorded after it, so one driver query per call is the most spent on waiting
+ * blocks. pre: no capture is underway. */
+void cs_fence_reap(cs_allocator_t *a) {
   cs_block_t *b;
-  while ((b = cs_queue_pop(&a->parked))) cs_fence_block(a, b);
   while ((b = a->fenced.head) && cs_fence_done(a, b->u.held.fence)) {
     cs_queue_pop(&a->fenced);
     cs_fence_release(a, b->u.held.fence, true);
@@ -168,19 +168,15 @@ void cs_fence_process(cs_allocator_t *a) {
   }
 }
 
-/* Wait for all outstanding work, then free every deferred block. Counts num_sync_all_streams
- * whether or not anything was waiting, as PyTorch does. pre: no capture is underway. */
-void cs_fence_sync_all(cs_allocator_t *a) {
-  a->stats.num_sync_all_streams++;
-  if (!a->fenced.head && !a->parked.head && !a->unsynced.head) return;
-  (void)a->backend.ops->synchronize(a->backend.self);
+/* Fence the parked blocks, then free what has completed. pre: no capture is underway. */
+void cs_fence_process(cs_allocator_t *a) {
   cs_block_t *b;
-  while ((b = cs_queue_pop(&a->fenced))) {
-    cs_fence_release(a, b->u.held.fence, true);
-    cs_pool_free_block(a, b);
-  }
-  while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);
-  cs_fence_synced(a, a->unsynced_pushed);
+  while ((b = cs_queue_pop(&a->parked))) (void)cs_fence_block(a, b);
+  cs_fence_reap(a);
+}
+
+bool cs_fence_pending(const cs_allocator_t *a) {
+  return a->fenced.head || a->parked.head || a->unsynced.head;
 }
 
 /* The context is going away: free every deferred block without waiting, and forget the events

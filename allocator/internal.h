@@ -131,10 +131,14 @@ bool cs_fence_block(cs_allocator_t *a, cs_block_t *b);
 void cs_fence_synced(cs_allocator_t *a, uint64_t covered);
 void cs_fence_park(cs_allocator_t *a, cs_block_t *b);
 void cs_fence_process(cs_allocator_t *a);
-void cs_fence_sync_all(cs_allocator_t *a);
+void cs_fence_reap(cs_allocator_t *a);
+/* Are blocks waiting for the device (fenced, parked or unsynced)? */
+bool cs_fence_pending(const cs_allocator_t *a);
 void cs_fence_drop_all(cs_allocator_t *a, bool context_alive);
 
 /* releasing memory (release.c) */
+/* pre: the device was waited for since the last free (cs_fence_pending false, or the caller
+ * synchronized and freed what that covered): blocks still pending stay. */
 int cs_release_cached(cs_allocator_t *a);
 bool cs_release_available(cs_allocator_t *a, const cs_request_t *r);
 void cs_release_garbage(cs_allocator_t *a);

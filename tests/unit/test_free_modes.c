@@ -130,11 +130,13 @@ static void test_fence_mode_synchronizes_before_oom(void **state) {
   fixture_free(f);
 }
 
-/* A device with more non-blocking streams than a free fences (the allocator falls back to a
- * synchronization), whose synchronize notes whether the allocator's lock was held meanwhile. */
+/* A device with `streams` fence streams (past 64, more than a free fences: the allocator falls
+ * back to a synchronization), whose synchronize notes whether the allocator's lock was held
+ * meanwhile. */
 enum { MANY_STREAMS = 100 };
 static cs_allocator_t *probed;
 static int syncs_under_lock;
+static size_t probed_streams;
 
 static int probe_sync(void *self) {
   if (cs_allocator_trylock(probed)) cs_allocator_unlock(probed);
@@ -144,11 +146,11 @@ static int probe_sync(void *self) {
 
 static size_t many_streams(void *self, uintptr_t *streams, size_t cap) {
   (void)self;
-  for (size_t i = 0; i < cap && i < MANY_STREAMS; i++) streams[i] = 0x5000 + 16 * i;
-  return MANY_STREAMS;
+  for (size_t i = 0; i < cap && i < probed_streams; i++) streams[i] = 0x5000 + 16 * i;
+  return probed_streams;
 }
 
-static alloc_fixture_t *start_many_streams(size_t capacity) {
+static alloc_fixture_t *start_probed(size_t capacity, size_t streams) {
   alloc_fixture_t *f = fixture_new(capacity);
   f->conf.free_mode = CS_FREE_FENCE;
   static cs_backend_ops_t ops;
@@ -160,12 +162,13 @@ static alloc_fixture_t *start_many_streams(size_t capacity) {
   assert_non_null(f->a);
   probed = f->a;
   syncs_under_lock = 0;
+  probed_streams = streams;
   return f;
 }
 
 static void test_fence_mode_past_the_stream_limit_synchronizes_outside_the_lock(void **state) {
   (void)state;
-  alloc_fixture_t *f = start_many_streams(64 * MiB);
+  alloc_fixture_t *f = start_probed(64 * MiB, MANY_STREAMS);
   uintptr_t p = must_alloc(f->a, 4096);
   assert_int_equal(cs_allocator_free(f->a, p), 0);
   assert_int_equal(f->fb.syncs, 1);
@@ -183,7 +186,7 @@ static void test_fence_mode_past_the_stream_limit_synchronizes_outside_the_lock(
  * an out-of-memory retry. */
 static void test_fence_mode_past_the_stream_limit_unfenced_blocks_wait_for_a_sync(void **state) {
   (void)state;
-  alloc_fixture_t *f = start_many_streams(10 * MiB);
+  alloc_fixture_t *f = start_probed(10 * MiB, MANY_STREAMS);
   uintptr_t a = must_alloc(f->a, 3 * MiB);
   uintptr_t b = must_alloc(f->a, 3 * MiB);
   f->fb.capturing = true;
@@ -204,8 +207,34 @@ static void test_fence_mode_past_the_stream_limit_unfenced_blocks_wait_for_a_syn
   assert_int_equal(state_of(f->a, small), CS_BLOCK_PENDING);
   assert_int_equal(cs_allocator_free(f->a, d), 0); /* this free's synchronization covers both */
   assert_int_equal(state_of(f->a, small), CS_BLOCK_FREE);
-  assert_int_equal(syncs_under_lock, 1);            /* only the out-of-memory release's */
+  assert_int_equal(syncs_under_lock, 0);
   assert_int_equal(cs_allocator_free(f->a, b), 0);
+  assert_int_equal(cs_allocator_free(f->a, c), 0);
+  fixture_free(f);
+}
+
+/* The waits before releasing the cache (out of memory, empty_cache) let go of the lock too: a
+ * thread stuck there (a hung kernel) must not stall the others, nor the process's ending. */
+static void test_fence_mode_release_waits_outside_the_lock(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start_probed(10 * MiB, 2);
+  uintptr_t a = must_alloc(f->a, 3 * MiB);
+  uintptr_t b = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(cs_allocator_free(f->a, a), 0);
+  assert_int_equal(f->fb.syncs, 0); /* fenced: two events, incomplete */
+  uintptr_t c = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(syncs_under_lock, 0);
+  cs_stats_t st = stats_of(f->a);
+  assert_int_equal(st.num_sync_all_streams, 1);
+  assert_int_equal(st.num_alloc_retries, 1);
+  assert_int_equal(st.num_ooms, 0);
+  assert_int_equal(f->fb.frees, 1); /* a's segment, released before the retry */
+  assert_int_equal(cs_allocator_free(f->a, b), 0);
+  assert_int_equal(cs_allocator_empty_cache(f->a), 0);
+  assert_int_equal(f->fb.syncs, 2);
+  assert_int_equal(syncs_under_lock, 0);
+  assert_int_equal(f->fb.frees, 2); /* b's segment: the wait covered its fence */
   assert_int_equal(cs_allocator_free(f->a, c), 0);
   fixture_free(f);
 }
@@ -297,6 +326,7 @@ int main(void) {
       cmocka_unit_test(test_fence_mode_synchronizes_before_oom),
       cmocka_unit_test(test_fence_mode_past_the_stream_limit_synchronizes_outside_the_lock),
       cmocka_unit_test(test_fence_mode_past_the_stream_limit_unfenced_blocks_wait_for_a_sync),
+      cmocka_unit_test(test_fence_mode_release_waits_outside_the_lock),
       cmocka_unit_test(test_stream_mode_reuses_at_once),
       cmocka_unit_test(test_capture_in_sync_mode),
       cmocka_unit_test(test_capture_in_fence_mode),
