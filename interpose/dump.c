@@ -14,10 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cs_deadline.h"
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
 #include "interpose/ending.h"
-#include "interpose/guard.h"
 #include "interpose/reconcile.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
@@ -169,7 +169,7 @@ typedef struct cs_dump_how_s {
   const char *path; /* NULL: named from CUDASNAP_OUTPUT */
   bool snapshot;    /* write the file (else only the leak report) */
   bool leaks;       /* the leak report after it */
-  bool bounded;     /* wait CS_ENDING_LOCK_WAIT_MS at most for each busy allocator */
+  bool ending;      /* the process ends: no CUDA call, no `snapshot` entry in the histories */
 } cs_dump_how_t;
 
 /* The snapshot written as the process ends (exit, _exit, a crash, a termination signal). */
@@ -192,8 +192,9 @@ static void cs_dump_devices_text(uint64_t devices, char *buf, size_t len) {
 typedef struct cs_dump_copy_s {
   cs_snap_state_t *state;     /* on the heap (70 KB); NULL: no host memory */
   cs_pool_list_t pools;
-  uint64_t left_out;          /* devices a bounded copy left out */
-  bool passthrough_left_out;
+  uint64_t left_out;          /* devices left out: their allocator's lock was not had in time */
+  bool passthrough_left_out;  /* the memory passed through, likewise */
+  bool pools_left_out;        /* the NVTX pools, likewise */
   uint64_t time_us;           /* when copied, us since the epoch */
   int64_t allocations;        /* successful allocations so far, every device (an OOM's recovery) */
 } cs_dump_copy_t;
@@ -207,7 +208,10 @@ static int64_t cs_dump_allocations(const cs_snap_state_t *state) {
 
 /* Copy the state how asks for. Returns 0, or -1 when host memory ran out (reported). Takes no
  * lock of the dump's own: an OOM's copy is taken on the allocating thread while another dump may
- * be writing. */
+ * be writing. Every lock it takes, it takes within CS_ENDING_LOCK_WAIT_MS in all, whatever the
+ * trigger, and leaves out what that lock guards when it is not had (`best_effort`): its holder may
+ * be stuck in the driver for good, and a snapshot must neither hang the process's ending nor a
+ * program thread that asked for it. */
 static int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how) {
   memset(c, 0, sizeof *c);
   struct timespec now;
@@ -219,16 +223,17 @@ static int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how) {
     cs_log_error("cannot take a snapshot: out of host memory");
     return -1;
   }
-  if (cs_pools_copy(&c->pools) != 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
+  uint64_t deadline = cs_deadline_in_ms(CS_ENDING_LOCK_WAIT_MS);
+  int pools = cs_pools_copy(&c->pools, deadline);
+  if (pools < 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
+  c->pools_left_out = pools > 0;
   cs_snap_state_t *state = c->state;
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
-    if (how->bounded)
-      c->left_out = cs_contexts_snapshot_within(state, how->snapshot, CS_ENDING_LOCK_WAIT_MS, &c->passthrough_left_out);
-    else cs_contexts_snapshot(state, how->snapshot);
+    c->left_out = cs_contexts_snapshot(state, how->snapshot, deadline, &c->passthrough_left_out);
     /* the driver's figures, right after the copy; never as the process ends, where cudasnap makes
      * no CUDA call (at exit the runtime may be torn down; at a crash the driver may be what
      * crashed, or the ending thread may hold its locks) */
-    if (how->snapshot && !cs_dump_is_final(how->trigger)) cs_reconcile_query(state);
+    if (how->snapshot && !cs_dump_is_final(how->trigger)) cs_reconcile_query(state, deadline);
     if (how->snapshot) {
       cs_snap_state_finish(state);
       size_t drawn = 0;
@@ -269,7 +274,7 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
   cs_symbolizer_t *sym = cs_record_intern() && !state->error ? cs_symbolizer_create() : NULL;
   cs_dump_tick();
   char best_effort[320] = "";
-  bool incomplete = c->left_out || c->passthrough_left_out;
+  bool incomplete = c->left_out || c->passthrough_left_out || c->pools_left_out;
   if (c->left_out) {
     char devices[160];
     cs_dump_devices_text(c->left_out, devices, sizeof devices);
@@ -281,6 +286,11 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
     snprintf(best_effort + used, sizeof best_effort - used,
              "%smemory passed through left out: its lock stayed held for %d ms", used ? "; " : "",
              CS_ENDING_LOCK_WAIT_MS);
+  }
+  if (c->pools_left_out) {
+    size_t used = strlen(best_effort);
+    snprintf(best_effort + used, sizeof best_effort - used,
+             "%sNVTX pools left out: their lock stayed held for %d ms", used ? "; " : "", CS_ENDING_LOCK_WAIT_MS);
   }
   cs_dump_process_t proc;
   cs_dump_process(&proc);
@@ -332,8 +342,8 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
       rc = 0;
     }
     /* the `snapshot` entry, as PyTorch records one (not as the process ends: it would wait for the
-     * locks the bounded copy could not take, and no later snapshot shows it) */
-    if (!how->bounded) cs_contexts_mark_snapshot(state);
+     * locks the copy could not take, and no later snapshot shows it) */
+    if (!how->ending) cs_contexts_mark_snapshot(state, cs_deadline_in_ms(CS_ENDING_LOCK_WAIT_MS));
   }
   cs_dump_tick();
   if (how->leaks && !state->error) cs_leak_report(state, cs_record_intern(), sym);
@@ -421,7 +431,7 @@ static uint64_t cs_dump_oom_flush(bool ending) {
   int64_t since = cs_contexts_allocations(CS_ENDING_LOCK_WAIT_MS);
   if (cs_dump_oom_latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
   else if (ending && since >= 0) note.recovered = CS_OOM_NOT_RECOVERED;
-  cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .bounded = ending};
+  cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .ending = ending};
   pthread_mutex_lock(&cs_dump_lock);
   cs_dump_here = true;
   (void)cs_dump_write_copy(&copy, &how, &note);
@@ -442,23 +452,24 @@ static uint32_t cs_dump_on_bit(cs_trigger_t trigger) {
 }
 
 /* The snapshot if CUDASNAP_DUMP_ON has the trigger, and the leak report in any case; once. */
-static void cs_dump_final(cs_trigger_t trigger, bool bounded) {
+static void cs_dump_final(cs_trigger_t trigger) {
   int none = CS_FINAL_NONE;
   if (!atomic_compare_exchange_strong(&cs_dump_final_state, &none, CS_FINAL_STARTED)) return;
   (void)cs_dump_oom_flush(true); /* the last OOM before the end, if not written yet */
   cs_dump_how_t how = {.trigger = trigger, .snapshot = (cs_runtime_options()->dump_on & cs_dump_on_bit(trigger)) != 0,
-                       .leaks = true, .bounded = bounded};
+                       .leaks = true, .ending = true};
   (void)cs_dump_run(&how);
   atomic_store(&cs_dump_final_state, CS_FINAL_FINISHED);
 }
 
 /* Runs from exit() (and quick_exit()); the CUDA runtime may already be torn down, and nothing here
- * calls CUDA. A thread that calls exit() from a signal handler that interrupted cudasnap may hold
- * an allocator's lock: then the locks are waited for with a bound. */
+ * calls CUDA. Another thread may be stuck in the driver under an allocator's lock (a watchdog
+ * calls exit() on a hung device), or this one may hold it (exit() from a signal handler that
+ * interrupted cudasnap): the locks are waited for with a bound, as by every snapshot. */
 static void cs_dump_at_exit(void) {
   if (!cs_dump_owns_process()) return; /* a fork child's inherited handler */
   cs_ending_await_deferred();          /* a termination signal came first: it ends the process */
-  cs_dump_final(CS_TRIGGER_EXIT, cs_guard_depth > 0);
+  cs_dump_final(CS_TRIGGER_EXIT);
 }
 
 /* ---- the control thread: snapshots on signal, and endings; handlers write one byte ---- */
@@ -534,7 +545,7 @@ static void *cs_dump_control_thread(void *arg) {
     if (n == 1) {
       cs_trigger_t ending;
       if (cs_ending_take(&ending)) {
-        cs_dump_final(ending, true);
+        cs_dump_final(ending);
         /* a final snapshot started elsewhere (exit() on another thread) is waited for */
         while (!cs_dump_final_finished()) {
           struct timespec ms = {.tv_sec = 0, .tv_nsec = 10000000};
