@@ -18,6 +18,7 @@
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
 #include "interpose/ending.h"
+#include "interpose/process_info.h"
 #include "interpose/reconcile.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
@@ -58,34 +59,6 @@ bool cs_dump_final_finished(void) { return atomic_load(&cs_dump_final_state) == 
 
 void cs_dump_abandon(void) {
   if (atomic_exchange(&cs_dump_temp_open, false)) unlink(cs_dump_temp);
-}
-
-/* ---- what the snapshot says about the process ---- */
-
-/* argv from /proc/self/cmdline: the library has no access to main's arguments. */
-typedef struct cs_dump_process_s {
-  char cmdline[4096];
-  const char *argv[64];
-  char exe[256];
-  char host[256];
-} cs_dump_process_t;
-
-static void cs_dump_process(cs_dump_process_t *p) {
-  memset(p, 0, sizeof *p);
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, p->cmdline, sizeof p->cmdline - 1) : -1;
-  if (fd >= 0) close(fd);
-  size_t argc = 0;
-  for (ssize_t i = 0; i < n && argc < 63; i += (ssize_t)strlen(p->cmdline + i) + 1) p->argv[argc++] = p->cmdline + i;
-  char path[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
-  const char *exe = "unknown";
-  if (len > 0) {
-    path[len] = '\0';
-    exe = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  }
-  snprintf(p->exe, sizeof p->exe, "%.*s", (int)sizeof p->exe - 1, exe);
-  if (gethostname(p->host, sizeof p->host - 1) != 0) snprintf(p->host, sizeof p->host, "unknown");
 }
 
 static cs_emit_format_t cs_dump_format(const cs_options_t *opts, const char *path) {
@@ -292,8 +265,8 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
     snprintf(best_effort + used, sizeof best_effort - used,
              "%sNVTX pools left out: their lock stayed held for %d ms", used ? "; " : "", CS_ENDING_LOCK_WAIT_MS);
   }
-  cs_dump_process_t proc;
-  cs_dump_process(&proc);
+  cs_process_info_t proc;
+  cs_process_info_read(&proc);
   char name[4096];
   cs_output_fields_t fields = {.executable = proc.exe, .pid = (long)getpid(), .host = proc.host,
                                .rank = cs_output_rank(), .dump_number = number, .trigger = trigger_name};
