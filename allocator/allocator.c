@@ -54,16 +54,38 @@ static int cs_prepare(cs_allocator_t *a) {
   return err ? err : cs_block_map_reserve(&a->live, a->live.count + 1);
 }
 
+/* Wait for the device with the lock let go (the wait can be long, and other threads must go on
+ * allocating meanwhile; a thread stuck in it must not keep the lock from the process's ending),
+ * then free the deferred blocks the wait covered. Blocks freed meanwhile may stay pending.
+ * pre and post: the lock held, no capture underway at entry. */
+static void cs_wait_device(cs_allocator_t *a) {
+  cs_fence_process(a); /* parked blocks get their events, which the wait then covers */
+  uint64_t covered = a->unsynced_pushed;
+  pthread_mutex_unlock(&a->lock);
+  (void)a->backend.ops->synchronize(a->backend.self);
+  cs_mutex_acquire(&a->lock);
+  cs_fence_synced(a, covered);
+  if (!cs_alloc_is_capturing(a)) cs_fence_reap(a);
+}
+
+/* Release the cache, then retry (PyTorch's malloc, steps 6-7). pre: no block waits for the device
+ * unless the caller waited for it (cs_wait_device). */
+static int cs_new_block_released(cs_allocator_t *a, const cs_request_t *r, cs_block_t **out) {
+  (void)cs_release_cached(a); /* what it could not release stays cached, and the retry says */
+  int rc = cs_pool_alloc_segment(a, r, true, out);
+  if (rc == -CS_ENOMEM) rc = cs_release_report_oom(a, r->requested, r->stream, r->stack_id);
+  return rc;
+}
+
 /* No cached block fits: obtain a new segment, releasing cached memory step by step on failure
- * (PyTorch's malloc, step 6). */
+ * (PyTorch's malloc, step 6). Returns -CS_EAGAIN where the cache is to be released while blocks
+ * still wait for the device: the caller waits for it without the lock, then goes on with
+ * cs_new_block_released. */
 static int cs_new_block(cs_allocator_t *a, const cs_request_t *r, bool capturing, cs_block_t **out) {
   cs_release_garbage(a);
   int rc = cs_pool_alloc_segment(a, r, false, out);
   if (rc == -CS_ENOMEM && cs_release_available(a, r)) rc = cs_pool_alloc_segment(a, r, false, out);
-  if (rc == -CS_ENOMEM && !capturing) {
-    (void)cs_release_cached(a); /* what it could not release stays cached, and the retry says */
-    rc = cs_pool_alloc_segment(a, r, true, out);
-  }
+  if (rc == -CS_ENOMEM && !capturing) return cs_fence_pending(a) ? -CS_EAGAIN : cs_new_block_released(a, r, out);
   if (rc == -CS_ENOMEM) rc = cs_release_report_oom(a, r->requested, r->stream, r->stack_id);
   return rc;
 }
@@ -83,6 +105,20 @@ static int cs_cached_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *addr)
     return 0;
   }
   int rc = cs_new_block(a, r, capturing, &b);
+  if (rc) return rc;
+  *addr = cs_pool_alloc_found_block(a, r, b)->addr;
+  return 0;
+}
+
+/* cs_cached_malloc stopped short of releasing the cache (-CS_EAGAIN): wait, then release and retry. */
+static int cs_cached_malloc_after_wait(cs_allocator_t *a, const cs_request_t *r, uintptr_t *addr) {
+  cs_wait_device(a);
+  int rc = cs_prepare(a); /* other threads may have used what was reserved */
+  if (rc) return rc;
+  cs_block_t *b;
+  /* a capture begun meanwhile forbids releasing (cuMemFree) */
+  if (cs_alloc_is_capturing(a)) rc = cs_release_report_oom(a, r->requested, r->stream, r->stack_id);
+  else rc = cs_new_block_released(a, r, &b);
   if (rc) return rc;
   *addr = cs_pool_alloc_found_block(a, r, b)->addr;
   return 0;
@@ -110,7 +146,10 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
   int rc = cs_prepare(a);
   if (rc == 0) {
     if (size >= CS_MAX_REQUEST) rc = cs_release_report_oom(a, size, stream, stack_id);
-    else if (a->conf.cache) rc = cs_cached_malloc(a, &r, addr);
+    else if (a->conf.cache) {
+      rc = cs_cached_malloc(a, &r, addr);
+      if (rc == -CS_EAGAIN) rc = cs_cached_malloc_after_wait(a, &r, addr);
+    }
     else rc = cs_passthrough_malloc(a, &r, addr);
   }
   pthread_mutex_unlock(&a->lock);
@@ -126,6 +165,18 @@ static int cs_passthrough_free(cs_allocator_t *a, cs_block_t *b) {
   return cs_pool_release_segment(a, b, CS_RELEASE_TO_BACKEND);
 }
 
+/* Fence mode could not fence the block just freed (too many streams): synchronize as sync mode
+ * does, outside the lock, then free it and every unfenced block queued before it. A capture begun
+ * meanwhile forbids the synchronization; the blocks then wait for the next one (another such
+ * free's, the release before an out-of-memory retry, or the context's teardown). */
+static void cs_fence_fallback(cs_allocator_t *a, uint64_t covered) {
+  if (cs_alloc_is_capturing(a)) return;
+  (void)a->backend.ops->synchronize(a->backend.self);
+  cs_mutex_acquire(&a->lock);
+  cs_fence_synced(a, covered);
+  pthread_mutex_unlock(&a->lock);
+}
+
 int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
   int sync_status = 0;
   /* Sync mode waits before taking the lock: the wait can be long (running kernels), and other
@@ -137,6 +188,7 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
   cs_mutex_acquire(&a->lock);
   cs_block_t *b = cs_block_map_remove(&a->live, addr);
   int rc = -CS_EINVAL;
+  bool unfenced = false;
   if (b) {
     cs_pool_free_request(a, b);
     if (!a->conf.cache) rc = cs_passthrough_free(a, b);
@@ -145,10 +197,12 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
       if (a->conf.free_mode == CS_FREE_STREAM) cs_pool_free_block_now(a, b);
       else if (cs_alloc_is_capturing(a)) cs_fence_park(a, b);
       else if (a->conf.free_mode == CS_FREE_SYNC) cs_pool_free_block_now(a, b);
-      else cs_fence_block(a, b);
+      else unfenced = !cs_fence_block(a, b);
     }
   }
+  uint64_t covered = a->unsynced_pushed;
   pthread_mutex_unlock(&a->lock);
+  if (unfenced) cs_fence_fallback(a, covered);
   return rc;
 }
 
@@ -165,6 +219,7 @@ bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
 
 int cs_allocator_empty_cache(cs_allocator_t *a) {
   cs_mutex_acquire(&a->lock);
+  if (!cs_alloc_is_capturing(a) && cs_fence_pending(a)) cs_wait_device(a);
   int rc = cs_alloc_is_capturing(a) ? 0 : cs_release_cached(a);
   pthread_mutex_unlock(&a->lock);
   return rc;

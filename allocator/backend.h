@@ -13,8 +13,10 @@
  *                what the driver said.
  *
  * Preconditions and guarantees.
- *   - The allocator calls every operation with its own lock held, except `synchronize` on the
- *     free path of sync mode. An operation must not call back into the allocator.
+ *   - The allocator calls every operation with its own lock held, except `synchronize`, which it
+ *     calls with the lock let go (it may wait long, or for ever on a hung kernel, and other
+ *     threads and the process's ending must not wait with it). An operation must not call back
+ *     into the allocator.
  *   - segment_alloc: size > 0 and a multiple of 512. On success *addr is non-zero and aligned to
  *     at least 512 bytes.
  *   - segment_free: addr and size are those of an earlier segment_alloc of the same backend that

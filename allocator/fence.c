@@ -4,8 +4,12 @@
  * of them have completed, checked (without waiting) at the next allocation. Blocks freed while a
  * stream capture is underway are parked instead, because recording or querying an event then would
  * add a node to the captured graph or invalidate the capture; they are fenced once no capture is
- * underway. When memory runs short, cs_fence_sync_all waits for everything (PyTorch's
- * synchronize_and_free_events). */
+ * underway. A block that cannot be fenced (more fence streams than CS_FENCE_MAX_STREAMS, no host
+ * memory, a backend failure) waits in `unsynced` for a synchronization, which its free performs
+ * once it has let go of the lock (cs_fence_synced), as sync mode does: the wait can be long and
+ * other threads must go on allocating meanwhile. When memory runs short, or the cache is
+ * emptied, the allocator likewise waits for the device with its lock let go, then frees what the
+ * wait covered (PyTorch's synchronize_and_free_events, which waits under its lock). */
 #include <stdlib.h>
 
 #include "allocator/internal.h"
@@ -109,16 +113,30 @@ static cs_fence_t *cs_fence_record(cs_allocator_t *a) {
 }
 
 /* pre: b is PENDING and in no queue; no capture is underway. */
-void cs_fence_block(cs_allocator_t *a, cs_block_t *b) {
+bool cs_fence_block(cs_allocator_t *a, cs_block_t *b) {
   cs_fence_t *f = cs_fence_record(a);
   if (!f) {
-    /* Correct but slower: what cudaFree itself would have done. */
-    (void)a->backend.ops->synchronize(a->backend.self);
-    cs_pool_free_block(a, b);
-    return;
+    /* Correct but slower: what cudaFree itself would have done, once the lock is let go. */
+    b->u.held.fence = NULL;
+    cs_queue_push(&a->unsynced, b);
+    a->unsynced_pushed++;
+    return false;
   }
   b->u.held.fence = f;
   cs_queue_push(&a->fenced, b);
+  return true;
+}
+
+/* A synchronization begun when unsynced_pushed was `covered` has completed: free the unfenced
+ * blocks queued before it. Blocks queued after it began may still be in use; they wait for the
+ * next one. */
+void cs_fence_synced(cs_allocator_t *a, uint64_t covered) {
+  while (a->unsynced_popped < covered) {
+    cs_block_t *b = cs_queue_pop(&a->unsynced);
+    cs_assert(b);
+    a->unsynced_popped++;
+    cs_pool_free_block(a, b);
+  }
 }
 
 void cs_fence_park(cs_allocator_t *a, cs_block_t *b) {
@@ -138,12 +156,11 @@ static bool cs_fence_done(cs_allocator_t *a, cs_fence_t *f) {
   return true;
 }
 
-/* Fence the parked blocks, then free the fenced blocks whose events have completed. Stops at the
- * first incomplete fence: later fences were recorded after it, so one driver query per call is
- * the most spent on waiting blocks. pre: no capture is underway. */
-void cs_fence_process(cs_allocator_t *a) {
+/* Free the fenced blocks whose events have completed. Stops at the first incomplete fence: later
+ * fences were recorded after it, so one driver query per call is the most spent on waiting
+ * blocks. pre: no capture is underway. */
+void cs_fence_reap(cs_allocator_t *a) {
   cs_block_t *b;
-  while ((b = cs_queue_pop(&a->parked))) cs_fence_block(a, b);
   while ((b = a->fenced.head) && cs_fence_done(a, b->u.held.fence)) {
     cs_queue_pop(&a->fenced);
     cs_fence_release(a, b->u.held.fence, true);
@@ -151,18 +168,15 @@ void cs_fence_process(cs_allocator_t *a) {
   }
 }
 
-/* Wait for all outstanding work, then free every deferred block. Counts num_sync_all_streams
- * whether or not anything was waiting, as PyTorch does. pre: no capture is underway. */
-void cs_fence_sync_all(cs_allocator_t *a) {
-  a->stats.num_sync_all_streams++;
-  if (!a->fenced.head && !a->parked.head) return;
-  (void)a->backend.ops->synchronize(a->backend.self);
+/* Fence the parked blocks, then free what has completed. pre: no capture is underway. */
+void cs_fence_process(cs_allocator_t *a) {
   cs_block_t *b;
-  while ((b = cs_queue_pop(&a->fenced))) {
-    cs_fence_release(a, b->u.held.fence, true);
-    cs_pool_free_block(a, b);
-  }
-  while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);
+  while ((b = cs_queue_pop(&a->parked))) (void)cs_fence_block(a, b);
+  cs_fence_reap(a);
+}
+
+bool cs_fence_pending(const cs_allocator_t *a) {
+  return a->fenced.head || a->parked.head || a->unsynced.head;
 }
 
 /* The context is going away: free every deferred block without waiting, and forget the events
@@ -174,5 +188,6 @@ void cs_fence_drop_all(cs_allocator_t *a, bool context_alive) {
     cs_pool_free_block(a, b);
   }
   while ((b = cs_queue_pop(&a->parked))) cs_pool_free_block(a, b);
+  cs_fence_synced(a, a->unsynced_pushed);
   cs_event_cache_clear(a, context_alive);
 }

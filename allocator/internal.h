@@ -56,6 +56,9 @@ struct cs_allocator_s {
   cs_segment_t *segments;     /* every segment, newest first */
   cs_block_queue_t fenced;    /* PENDING blocks waiting for their fence, in free order */
   cs_block_queue_t parked;    /* PENDING blocks freed during a capture, not yet fenced */
+  cs_block_queue_t unsynced;  /* PENDING blocks that could not be fenced: free after a sync */
+  uint64_t unsynced_pushed;   /* blocks ever queued in unsynced (a synchronization's ticket) */
+  uint64_t unsynced_popped;   /* blocks ever freed from unsynced */
   cs_event_cache_t idle_events;
   cs_stats_t stats;
   size_t gc_limit;            /* reserved bytes above which GC runs; 0 = not computed yet */
@@ -122,13 +125,20 @@ cs_block_t *cs_pool_prev(cs_block_t *b);
 cs_block_t *cs_pool_lower_bound(cs_pool_t *pool, uintptr_t stream, size_t size);
 
 /* deferred frees (fence.c) */
-void cs_fence_block(cs_allocator_t *a, cs_block_t *b);
+/* Fences b, or queues it in `unsynced` and returns false: the caller then synchronizes once it
+ * has let go of the lock and calls cs_fence_synced with the unsynced_pushed it saw. */
+bool cs_fence_block(cs_allocator_t *a, cs_block_t *b);
+void cs_fence_synced(cs_allocator_t *a, uint64_t covered);
 void cs_fence_park(cs_allocator_t *a, cs_block_t *b);
 void cs_fence_process(cs_allocator_t *a);
-void cs_fence_sync_all(cs_allocator_t *a);
+void cs_fence_reap(cs_allocator_t *a);
+/* Are blocks waiting for the device (fenced, parked or unsynced)? */
+bool cs_fence_pending(const cs_allocator_t *a);
 void cs_fence_drop_all(cs_allocator_t *a, bool context_alive);
 
 /* releasing memory (release.c) */
+/* pre: the device was waited for since the last free (cs_fence_pending false, or the caller
+ * synchronized and freed what that covered): blocks still pending stay. */
 int cs_release_cached(cs_allocator_t *a);
 bool cs_release_available(cs_allocator_t *a, const cs_request_t *r);
 void cs_release_garbage(cs_allocator_t *a);

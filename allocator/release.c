@@ -20,10 +20,13 @@ static int cs_release_pool(cs_allocator_t *a, cs_pool_t *pool) {
   return first_error;
 }
 
-/* PyTorch's release_cached_blocks. Returns 0 or the backend's first refusal (the segments it
+/* PyTorch's release_cached_blocks, whose synchronize_and_free_events the caller has done with
+ * the lock let go (allocator.c, cs_wait_device); counted here, whether or not anything was
+ * waiting, as PyTorch counts it. Returns 0 or the backend's first refusal (the segments it
  * refused stay cached). pre: no capture is underway. */
 int cs_release_cached(cs_allocator_t *a) {
-  cs_fence_sync_all(a);
+  a->stats.num_sync_all_streams++;
+  cs_fence_reap(a);
   int large = cs_release_pool(a, &a->large);
   int small = cs_release_pool(a, &a->small);
   return large ? large : small;

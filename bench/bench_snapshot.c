@@ -9,7 +9,7 @@
  *   bench_snapshot write EVENTS FILE      one JSON snapshot of the same workload, kept in FILE: input
  *                                         for other benchmarks (`cudasnap report` of 100,000 events)
  *
- * The dump is what interpose/dump.c does at a trigger: copy the state (cs_snap_state_*) from an
+ * The dump is what interpose/snap_write.c does at a trigger: copy the state (cs_snap_state_*) from an
  * allocator over the simulated device and a ring of EVENTS entries, then symbolizer + emitter +
  * cs_snapshot_write into a file through an fd sink. The ring is filled by a mixed workload
  * (mostly small tensors, some large ones, 512 live) whose allocations carry stacks interned from a

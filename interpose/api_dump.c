@@ -4,7 +4,7 @@
 #include "include/cudasnap.h"
 
 #include "interpose/contexts.h"
-#include "interpose/dump.h"
+#include "interpose/snap.h"
 #include "interpose/lifecycle.h"
 #include "interpose/record.h"
 

@@ -179,15 +179,20 @@ size_t cs_contexts_cached_free_bytes(int device) {
   return cached;
 }
 
-void cs_contexts_with_device(int device, void (*f)(int device, void *arg), void *arg) {
+/* The registry lock is held for the look-up only, and taken before deadline_ns: the driver calls
+ * (which a hung device can stall) run without it. Holding it would not keep the context alive in
+ * any case: teardown drops a context after the driver destroyed it. A context destroyed meanwhile
+ * makes the push fail, and f is not called. */
+void cs_contexts_with_device(int device, uint64_t deadline_ns, void (*f)(int device, void *arg), void *arg) {
   PFN_cuCtxPushCurrent_v4000 push = CS_REAL_FN(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
   PFN_cuCtxPopCurrent_v4000 pop = CS_REAL_FN(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
   if (!push || !pop) return;
-  pthread_mutex_lock(&cs_contexts_lock);
+  if (!cs_deadline_lock(&cs_contexts_lock, deadline_ns)) return;
   CUcontext ctx = NULL;
   int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
   for (int i = 0; i < n && !ctx; i++)
     if (cs_contexts[i].device == device) ctx = atomic_load(&cs_contexts[i].ctx);
+  pthread_mutex_unlock(&cs_contexts_lock);
   bool retained = false;
   if (!ctx) {
     unsigned flags = 0;
@@ -203,7 +208,6 @@ void cs_contexts_with_device(int device, void (*f)(int device, void *arg), void 
     pop(&popped);
   }
   if (retained) CS_REAL_FN(cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000)(device);
-  pthread_mutex_unlock(&cs_contexts_lock);
 }
 
 /* ---- context teardown ---- */
@@ -230,51 +234,33 @@ void cs_contexts_drop_primary(CUdevice device, bool context_alive) {
   pthread_mutex_unlock(&cs_contexts_lock);
 }
 
-/* ---- snapshots ---- */
+/* ---- snapshots ----
+ *
+ * A snapshot takes each lock before a deadline or leaves out what it guards, and never waits for
+ * an allocator while holding the registry lock: a thread stuck in the driver under an allocator's
+ * lock (a hung device) must stall neither the process's ending nor allocation on other devices
+ * (cs_context_create and teardown take the registry lock). The registry lock is held only to list
+ * the slots: a slot counted then keeps its allocator for the life of the process, and a context
+ * retired afterwards is copied as its allocator's lock finds it (emptied, or not yet). */
 
-static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns);
+typedef struct cs_slot_list_s {
+  cs_context_t *slots[CS_MAX_CONTEXTS];
+  int devices[CS_MAX_CONTEXTS];
+  int count;
+} cs_slot_list_t;
 
-int64_t cs_contexts_allocations(unsigned wait_ms) {
-  uint64_t deadline = cs_deadline_in_ms(wait_ms);
-  int64_t n = 0;
-  int count = atomic_load_explicit(&cs_context_count, memory_order_acquire);
-  for (int i = 0; i < count; i++) {
-    cs_allocator_t *a = cs_contexts[i].allocator;
-    if (!a || !atomic_load(&cs_contexts[i].ctx)) continue; /* as a snapshot counts them */
-    if (!cs_contexts_allocator_lock_by(a, deadline)) return -1;
-    cs_stats_t st;
-    cs_allocator_get_stats_locked(a, &st);
-    cs_allocator_unlock(a);
-    n += st.allocation[CS_STAT_ALL].allocated;
-  }
-  return n;
-}
-
-
-/* Registry lock first (no context comes or goes), then each allocator's lock in slot order (the
- * only place that holds several). While all are held no allocator changes or emits, so the state
- * and the histories agree. A retired slot's history stays: its context's segments were freed in
- * it, so it replays like any other. */
-void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history) {
-  pthread_mutex_lock(&cs_contexts_lock);
-  int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
-  size_t history_room = 0;
-  for (int i = 0; with_history && i < n; i++)
-    if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
-  if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
-  (void)cs_snap_state_reserve_history(state, history_room); /* on failure the copy reports it */
-  for (int i = 0; i < n; i++)
-    if (cs_contexts[i].allocator) cs_allocator_lock(cs_contexts[i].allocator);
+/* The slots that have an allocator, with their devices. Without the registry lock by deadline_ns
+ * (its holder stuck), they are read without it: a context being set up is then not listed. */
+static void cs_contexts_list(cs_slot_list_t *list, uint64_t deadline_ns) {
+  bool listed = cs_deadline_lock(&cs_contexts_lock, deadline_ns);
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  list->count = 0;
   for (int i = 0; i < n; i++) {
-    cs_context_t *c = &cs_contexts[i];
-    if (!c->allocator) continue;
-    if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
-    if (with_history) cs_snap_state_add_history(state, &c->history.ring);
+    if (!cs_contexts[i].allocator) continue;
+    list->slots[list->count] = &cs_contexts[i];
+    list->devices[list->count++] = cs_contexts[i].device;
   }
-  cs_foreign_snapshot(state, with_history); /* under the same locks: its history merges with theirs */
-  for (int i = n - 1; i >= 0; i--)
-    if (cs_contexts[i].allocator) cs_allocator_unlock(cs_contexts[i].allocator);
-  pthread_mutex_unlock(&cs_contexts_lock);
+  if (listed) pthread_mutex_unlock(&cs_contexts_lock);
 }
 
 static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns) {
@@ -285,41 +271,56 @@ static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_n
   }
 }
 
-uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms,
-                                     bool *passthrough_left_out) {
+int64_t cs_contexts_allocations(unsigned wait_ms) {
   uint64_t deadline = cs_deadline_in_ms(wait_ms);
-  /* The slots are read without this lock elsewhere too; without it, a context being set up is
-   * not counted yet, and one being retired is copied as it is when its allocator's lock is had. */
-  bool listed = cs_deadline_lock(&cs_contexts_lock, deadline);
-  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  cs_slot_list_t list;
+  cs_contexts_list(&list, deadline);
+  int64_t n = 0;
+  for (int i = 0; i < list.count; i++) {
+    cs_context_t *c = list.slots[i];
+    if (!atomic_load(&c->ctx)) continue; /* as a snapshot counts them */
+    if (!cs_contexts_allocator_lock_by(c->allocator, deadline)) return -1;
+    cs_stats_t st;
+    cs_allocator_get_stats_locked(c->allocator, &st);
+    cs_allocator_unlock(c->allocator);
+    n += st.allocation[CS_STAT_ALL].allocated;
+  }
+  return n;
+}
+
+/* Each allocator's lock in slot order (the only place that holds several), then the copies: while
+ * all are held no allocator changes or emits, so the state and the histories agree. A retired
+ * slot's history stays: its context's segments were freed in it, so it replays like any other. */
+uint64_t cs_contexts_snapshot(cs_snap_state_t *state, bool with_history, uint64_t deadline_ns,
+                              bool *passthrough_left_out) {
+  cs_slot_list_t list;
+  cs_contexts_list(&list, deadline_ns);
   size_t history_room = 0;
-  for (int i = 0; with_history && i < n; i++)
-    if (cs_contexts[i].allocator) history_room += cs_contexts[i].history.ring.capacity;
+  for (int i = 0; with_history && i < list.count; i++) history_room += list.slots[i]->history.ring.capacity;
   if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
-  (void)cs_snap_state_reserve_history(state, history_room);
+  (void)cs_snap_state_reserve_history(state, history_room); /* on failure the copy reports it */
   bool locked[CS_MAX_CONTEXTS] = {false};
   uint64_t left_out = 0;
-  for (int i = 0; i < n; i++) {
-    cs_context_t *c = &cs_contexts[i];
-    if (!c->allocator) continue;
-    locked[i] = cs_contexts_allocator_lock_by(c->allocator, deadline);
-    if (!locked[i] && c->device >= 0 && c->device < 64) left_out |= UINT64_C(1) << c->device;
+  for (int i = 0; i < list.count; i++) {
+    locked[i] = cs_contexts_allocator_lock_by(list.slots[i]->allocator, deadline_ns);
+    int device = list.devices[i];
+    if (!locked[i] && device >= 0 && device < 64) left_out |= UINT64_C(1) << device;
   }
-  for (int i = 0; i < n; i++) {
-    cs_context_t *c = &cs_contexts[i];
+  for (int i = 0; i < list.count; i++) {
+    cs_context_t *c = list.slots[i];
     if (!locked[i]) continue;
-    if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, c->device, c->allocator);
+    if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, list.devices[i], c->allocator);
     if (with_history) cs_snap_state_add_history(state, &c->history.ring);
   }
-  /* under the same locks, as cs_contexts_snapshot copies it */
-  *passthrough_left_out = !cs_foreign_snapshot_by(state, with_history, deadline);
-  for (int i = n - 1; i >= 0; i--)
-    if (locked[i]) cs_allocator_unlock(cs_contexts[i].allocator);
-  if (listed) pthread_mutex_unlock(&cs_contexts_lock);
+  /* under the same locks: its history merges with theirs */
+  *passthrough_left_out = !cs_foreign_snapshot_by(state, with_history, deadline_ns);
+  for (int i = list.count - 1; i >= 0; i--)
+    if (locked[i]) cs_allocator_unlock(list.slots[i]->allocator);
   return left_out;
 }
 
-/* Calls f on every history, each under its allocator's lock. */
+/* Calls f on every history, each under its allocator's lock, under the registry lock so that a
+ * context set up meanwhile sees what f did (cudasnap_record_history; not a snapshot path). */
 static void cs_contexts_each_history(void (*f)(cs_history_t *h, void *arg), void *arg) {
   pthread_mutex_lock(&cs_contexts_lock);
   int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
@@ -347,9 +348,16 @@ static void cs_history_mark(cs_history_t *h, void *arg) {
                (uint64_t)m->state->stats[h->device].active_bytes[CS_STAT_ALL].current, 0, 0);
 }
 
-void cs_contexts_mark_snapshot(const cs_snap_state_t *state) {
+void cs_contexts_mark_snapshot(const cs_snap_state_t *state, uint64_t deadline_ns) {
   cs_history_mark_t m = {.state = state};
-  cs_contexts_each_history(cs_history_mark, &m);
+  cs_slot_list_t list;
+  cs_contexts_list(&list, deadline_ns);
+  for (int i = 0; i < list.count; i++) {
+    cs_context_t *c = list.slots[i];
+    if (!cs_contexts_allocator_lock_by(c->allocator, deadline_ns)) continue; /* that history goes without */
+    cs_history_mark(&c->history, &m);
+    cs_allocator_unlock(c->allocator);
+  }
 }
 
 static void cs_history_enable(cs_history_t *h, void *arg) { cs_ring_set_enabled(&h->ring, *(const bool *)arg); }

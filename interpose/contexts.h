@@ -40,15 +40,13 @@ void cs_contexts_drop(CUcontext ctx, bool context_alive);
 void cs_contexts_drop_primary(CUdevice device, bool context_alive);
 
 /* Copy every live context's allocator state and (with_history) every history, consistently (see
- * contexts.c). */
-void cs_contexts_snapshot(cs_snap_state_t *state, bool with_history);
-
-/* The same as the process ends, when a lock's holder may never run again (the thread that
- * crashed, or one stuck in the driver): each allocator whose lock is not had within wait_ms is
- * left out, state and history, and so is the memory passed through if its lock is not had.
+ * contexts.c). Each lock is taken before deadline_ns (CLOCK_MONOTONIC) or not at all, since its
+ * holder may never let go (a thread stuck in the driver, or the one that crashed): an allocator
+ * whose lock was not had is left out, state and history, and so is the memory passed through if
+ * its lock was not had. The registry lock is never held while an allocator's is waited for.
  * Returns the devices left out, a bit each; *passthrough_left_out says whether that was. */
-uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, unsigned wait_ms,
-                                     bool *passthrough_left_out);
+uint64_t cs_contexts_snapshot(cs_snap_state_t *state, bool with_history, uint64_t deadline_ns,
+                              bool *passthrough_left_out);
 
 /* Successful allocations so far in every live context's allocator (allocation.all.allocated,
  * summed, as a snapshot's memory_stats count them); each allocator's lock is held for the copy of
@@ -56,16 +54,16 @@ uint64_t cs_contexts_snapshot_within(cs_snap_state_t *state, bool with_history, 
 int64_t cs_contexts_allocations(unsigned wait_ms);
 
 /* After a snapshot: a `snapshot` entry in each device's history, as PyTorch records one. */
-void cs_contexts_mark_snapshot(const cs_snap_state_t *state);
+void cs_contexts_mark_snapshot(const cs_snap_state_t *state, uint64_t deadline_ns);
 
 /* cudasnap_record_history: start or stop (and forget) every history, and those of new contexts. */
 void cs_contexts_set_history(bool enabled);
 
 /* Calls f(device, arg) with a context of device current on this thread (a live one of cudasnap's,
- * else the device's primary context when it is active), under the registry lock so that it cannot
- * be destroyed meanwhile; f is not called when there is none. f calls only real driver
- * functions. */
-void cs_contexts_with_device(int device, void (*f)(int device, void *arg), void *arg);
+ * else the device's primary context, retained meanwhile, when it is active); f is not called when
+ * there is none, or the registry lock was not had before deadline_ns. f calls only real driver
+ * functions. No lock of cudasnap's is held while f or the driver runs. */
+void cs_contexts_with_device(int device, uint64_t deadline_ns, void (*f)(int device, void *arg), void *arg);
 
 /* The driver's device count, as seen at the first context (0 before). */
 int cs_contexts_device_count(void);

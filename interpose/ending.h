@@ -1,6 +1,6 @@
 /* Ending the process without exit(): _exit, and a signal whose default action ends the process.
  * The last snapshot and the leak report are written as at exit, by the control thread
- * (interpose/dump.c), while the thread that ends the process waits; then that thread ends the
+ * (interpose/snap_trigger.c), while the thread that ends the process waits; then that thread ends the
  * process as it would have.
  *
  * Why the control thread: the ending thread may be in a signal handler, on a small alternate
@@ -20,7 +20,7 @@
 
 #include <stdbool.h>
 
-#include "interpose/dump.h"
+#include "interpose/snap.h"
 
 enum {
   CS_ENDING_LOCK_WAIT_MS = 1000,

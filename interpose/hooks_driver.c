@@ -7,7 +7,7 @@
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
-#include "interpose/dump.h"
+#include "interpose/snap.h"
 #include "interpose/foreign.h"
 #include "interpose/graphs.h"
 #include "interpose/guard.h"

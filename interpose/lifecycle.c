@@ -9,7 +9,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
-#include "interpose/dump.h"
+#include "interpose/snap.h"
 #include "interpose/ending.h"
 #include "interpose/exit.h"
 #include "interpose/foreign.h"

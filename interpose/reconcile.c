@@ -54,7 +54,7 @@ static void cs_reconcile_device(int device, void *arg) {
       m->pools_known = cs_reconcile_pool((CUmemoryPool)pools[i], m) && m->pools_known;
 }
 
-void cs_reconcile_query(cs_snap_state_t *s) {
+void cs_reconcile_query(cs_snap_state_t *s, uint64_t deadline_ns) {
   for (int d = 0; d < s->device_count && d < CS_SNAP_MAX_DEVICES; d++)
-    cs_contexts_with_device(d, cs_reconcile_device, &s->memory[d]);
+    cs_contexts_with_device(d, deadline_ns, cs_reconcile_device, &s->memory[d]);
 }

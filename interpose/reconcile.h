@@ -6,10 +6,13 @@
 #ifndef CS_RECONCILE_H
 #define CS_RECONCILE_H
 
+#include <stdint.h>
+
 #include "snapshot/snapshot.h"
 
 /* Fills s->memory[d].driver_* and pool_* for each device of the snapshot that has a usable
- * context (one of cudasnap's, or the active primary). Never creates a context. */
-void cs_reconcile_query(cs_snap_state_t *s);
+ * context (one of cudasnap's, or the active primary). Never creates a context. A device whose
+ * context could not be looked up before deadline_ns (CLOCK_MONOTONIC) stays unknown. */
+void cs_reconcile_query(cs_snap_state_t *s, uint64_t deadline_ns);
 
 #endif

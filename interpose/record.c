@@ -11,6 +11,7 @@
 #include "common/cs_compiler.h"
 #include "common/cs_log.h"
 #include "interpose/foreign.h"
+#include "interpose/process_info.h"
 #include "memviz/output.h"
 #include "record/pyframes.h"
 #include "record/recfile_write.h"
@@ -40,14 +41,10 @@ static cs_recfile_writer_t *cs_recfile_detached;
  * then the name, or name-N when it is taken). A failure is one warning; recording goes on in
  * memory. */
 static void cs_record_open_file(const cs_options_t *opts) {
-  char exe_path[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
-  exe_path[len > 0 ? len : 0] = '\0';
-  const char *exe = strrchr(exe_path, '/') ? strrchr(exe_path, '/') + 1 : (len > 0 ? exe_path : "unknown");
-  char host[256] = "unknown";
-  (void)gethostname(host, sizeof host - 1);
-  cs_output_fields_t fields = {.executable = exe, .pid = (long)getpid(), .host = host, .rank = cs_output_rank(),
-                               .dump_number = 0, .trigger = "record"};
+  cs_process_info_t proc;
+  cs_process_info_read(&proc);
+  cs_output_fields_t fields = {.executable = proc.exe, .pid = (long)getpid(), .host = proc.host,
+                               .rank = cs_output_rank(), .dump_number = 0, .trigger = "record"};
   char path[CS_OPTION_PATH_MAX + 64];
   if (cs_output_expand(opts->record, &fields, path, sizeof path) != 0) {
     cs_log_warn("CUDASNAP_RECORD expands to a path too long; recording in memory only");

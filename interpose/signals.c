@@ -12,7 +12,7 @@
 
 #include "common/cs_log.h"
 #include "common/cs_spin_lock.h"
-#include "interpose/dump.h"
+#include "interpose/snap.h"
 #include "interpose/ending.h"
 #include "interpose/guard.h"
 #include "interpose/libc_dlsym.h"

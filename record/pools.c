@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_deadline.h"
 #include "record/ticks.h"
 
 typedef struct cs_heap_s {
@@ -208,9 +209,9 @@ static void cs_region_copy(const void *node, VISIT which, void *arg) {
   if (which == postorder || which == leaf) out->regions[out->region_count++] = **(cs_pool_region_t *const *)node;
 }
 
-int cs_pools_copy(cs_pool_list_t *out) {
+int cs_pools_copy(cs_pool_list_t *out, uint64_t deadline_ns) {
   *out = (cs_pool_list_t){.heaps = NULL, .heap_count = 0, .regions = NULL, .region_count = 0};
-  pthread_mutex_lock(&cs_pools_lock);
+  if (!cs_deadline_lock(&cs_pools_lock, deadline_ns)) return 1;
   size_t heaps = 0;
   for (size_t i = 0; i < CS_POOLS_MAX_HEAPS; i++) heaps += cs_heaps[i].handle != 0;
   int rc = 0;

@@ -65,8 +65,10 @@ typedef struct cs_pool_list_s {
   size_t region_count;
 } cs_pool_list_t;
 
-/* 0, or -1 without host memory (the list is then empty). */
-int cs_pools_copy(cs_pool_list_t *out);
+/* 0; -1 without host memory; 1 when the pools' lock was not had before deadline_ns
+ * (CLOCK_MONOTONIC; UINT64_MAX: wait for it), as the process ends with its holder stopped. The
+ * list is empty but for 0. */
+int cs_pools_copy(cs_pool_list_t *out, uint64_t deadline_ns);
 void cs_pool_list_free(cs_pool_list_t *list);
 
 /* Forget everything (tests). */

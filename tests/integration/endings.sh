@@ -157,6 +157,22 @@ stuck)
   # A thread stopped in the driver holds device 0's allocator: it is left out, device 1 is written.
   run -- "$prog" stuck; expect_ending "signal SIGSEGV"; snapshots crash 1; best_effort 0 1
   leak_named prog_endings.c ;;
+stuck_exit)
+  # The same when main calls exit(): the exit snapshot too waits for device 0's lock a bounded
+  # time (a hang here is killed at 60 s: "exit 137" where "exit 0" was expected).
+  run -- timeout -s KILL 60 "$prog" stuck-exit; expect_ending "exit 0"; snapshots exit 1; best_effort 0 1
+  leak_named prog_endings.c ;;
+stuck_signal)
+  # A signal's snapshot waits for device 0 a bounded time too, and meanwhile a new context (device
+  # 2) is set up and allocates: the snapshot holds no lock of the list of contexts while it waits.
+  run FAKE_CUDA_DEVICES=3 -- timeout -s KILL 60 "$prog" stuck-signal; expect_ending "exit 0"
+  for t in signal exit; do
+    f=("$dir"/with/snap-*-$t.json)
+    [[ -e ${f[0]} ]] || fail "no $t snapshot"
+    "$tool" check "${f[0]}" >"$dir/check" 2>&1 || fail "cudasnap check ${f[0]}: $(cat "$dir/check")"
+    python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["cudasnap"].get("best_effort", "").startswith("device 0 left out")' \
+      "${f[0]}" || fail "the $t snapshot does not say it left device 0 out"
+  done ;;
 crash_in_driver)
   # The crashing thread itself holds device 0's allocator (it crashed in the driver under it).
   run -- "$prog" crash-in-driver; expect_ending "signal SIGSEGV"; snapshots crash 1; best_effort 0 1

@@ -29,6 +29,11 @@
  *   busy            another thread allocates and frees in a loop on device 0 while main crashes
  *   stuck           two devices: a thread is stopped inside the driver's cuMemAlloc on device 0
  *                   (under cudasnap's allocator lock), main (device 1) crashes
+ *   stuck-exit      the same, and main calls exit(0) (a watchdog giving up on a hung device)
+ *   stuck-signal    the same (three devices; SIGUSR1 handled by the program), but first main
+ *                   raises SIGUSR1 (a snapshot, which waits for device 0), then makes device 2's
+ *                   context and allocates (1 MiB, kept) in it meanwhile, and exits 0 three seconds
+ *                   later
  *   crash-in-driver two devices: main crashes inside the driver's cuMemAlloc on device 0, after its
  *                   leak on device 1
  *   vfork           a vfork child whose exec fails calls _exit(127); returns 0
@@ -241,7 +246,10 @@ int main(int argc, char **argv) {
   }
   (void)it_preloaded();
   if (strcmp(mode, "term-handled-early") == 0) IT_CHECK(signal(SIGTERM, on_term_flag) != SIG_ERR, "signal");
-  bool two_devices = strcmp(mode, "stuck") == 0 || strcmp(mode, "crash-in-driver") == 0;
+  bool stuck_signal = strcmp(mode, "stuck-signal") == 0;
+  if (stuck_signal) IT_CHECK(signal(SIGUSR1, on_term_flag) != SIG_ERR, "signal");
+  bool stuck = strcmp(mode, "stuck") == 0 || strcmp(mode, "stuck-exit") == 0 || stuck_signal;
+  bool two_devices = stuck || strcmp(mode, "crash-in-driver") == 0;
   prologue(two_devices ? 1 : 0);
 
   if (strcmp(mode, "exit") == 0) return 0;
@@ -329,7 +337,7 @@ int main(int argc, char **argv) {
     sleep_ms(20);
     crash();
   }
-  if (strcmp(mode, "stuck") == 0) {
+  if (stuck) {
     fake_cuda_control_t fake = it_fake();
     fake.set_alloc_hook(hook_block);
     CUcontext ctx0 = context_of(0);
@@ -338,6 +346,17 @@ int main(int argc, char **argv) {
     pthread_t t;
     IT_CHECK(pthread_create(&t, NULL, stuck_thread, ctx0) == 0, "pthread_create");
     while (!atomic_load(&in_driver)) sleep_ms(1);
+    if (strcmp(mode, "stuck-exit") == 0) exit(0);
+    if (stuck_signal) {
+      IT_CHECK(raise(SIGUSR1) == 0 && got_term == SIGUSR1, "the program's SIGUSR1 handler did not run");
+      sleep_ms(200); /* the snapshot is waiting for device 0's allocator now */
+      (void)context_of(2);
+      CUdeviceptr p = 0;
+      /* not freed: a free with several contexts asks each allocator, device 0's too */
+      IT_CHECK(cuMemAlloc(&p, 1 << 20) == CUDA_SUCCESS, "device 2");
+      sleep_ms(3000); /* the signal's snapshot is written */
+      exit(0);
+    }
     crash();
   }
   if (strcmp(mode, "crash-in-driver") == 0) {

@@ -6,7 +6,7 @@
  *                    succeeds). Prints "ooms=N" and "us_per_oom=<mean microseconds per round>".
  *
  * Under cudasnap with oom in CUDASNAP_DUMP_ON, each OOM costs the program the state copy only;
- * the snapshots are coalesced (interpose/dump.c). Also bench/oom_loop.sh's workload. */
+ * the snapshots are coalesced (interpose/snap_trigger.c). Also bench/oom_loop.sh's workload. */
 #include <cuda.h>
 #include <time.h>
 

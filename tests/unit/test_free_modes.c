@@ -130,6 +130,115 @@ static void test_fence_mode_synchronizes_before_oom(void **state) {
   fixture_free(f);
 }
 
+/* A device with `streams` fence streams (past 64, more than a free fences: the allocator falls
+ * back to a synchronization), whose synchronize notes whether the allocator's lock was held
+ * meanwhile. */
+enum { MANY_STREAMS = 100 };
+static cs_allocator_t *probed;
+static int syncs_under_lock;
+static size_t probed_streams;
+
+static int probe_sync(void *self) {
+  if (cs_allocator_trylock(probed)) cs_allocator_unlock(probed);
+  else syncs_under_lock++;
+  return fake_backend_as_backend(self).ops->synchronize(self);
+}
+
+static size_t many_streams(void *self, uintptr_t *streams, size_t cap) {
+  (void)self;
+  for (size_t i = 0; i < cap && i < probed_streams; i++) streams[i] = 0x5000 + 16 * i;
+  return probed_streams;
+}
+
+static alloc_fixture_t *start_probed(size_t capacity, size_t streams) {
+  alloc_fixture_t *f = fixture_new(capacity);
+  f->conf.free_mode = CS_FREE_FENCE;
+  static cs_backend_ops_t ops;
+  ops = *fake_backend_as_backend(&f->fb).ops;
+  ops.synchronize = probe_sync;
+  ops.fence_streams = many_streams;
+  cs_backend_t backend = {.ops = &ops, .self = &f->fb};
+  f->a = cs_allocator_create(&f->conf, &backend, NULL);
+  assert_non_null(f->a);
+  probed = f->a;
+  syncs_under_lock = 0;
+  probed_streams = streams;
+  return f;
+}
+
+static void test_fence_mode_past_the_stream_limit_synchronizes_outside_the_lock(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start_probed(64 * MiB, MANY_STREAMS);
+  uintptr_t p = must_alloc(f->a, 4096);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(syncs_under_lock, 0);
+  assert_int_equal(f->fb.records, 0);
+  /* reusable at once: the synchronization already happened */
+  assert_int_equal(state_of(f->a, p), CS_BLOCK_FREE);
+  assert_int_equal(must_alloc(f->a, 4096), p);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  fixture_free(f);
+}
+
+/* Blocks that could not be fenced and were not synchronized at their free (parked during a
+ * capture, fenced after it) wait for the next synchronization: another free's, or the one before
+ * an out-of-memory retry. */
+static void test_fence_mode_past_the_stream_limit_unfenced_blocks_wait_for_a_sync(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start_probed(10 * MiB, MANY_STREAMS);
+  uintptr_t a = must_alloc(f->a, 3 * MiB);
+  uintptr_t b = must_alloc(f->a, 3 * MiB);
+  f->fb.capturing = true;
+  assert_int_equal(cs_allocator_free(f->a, a), 0);
+  f->fb.capturing = false;
+  assert_int_equal(f->fb.syncs, 0);
+  assert_int_equal(state_of(f->a, a), CS_BLOCK_PENDING);
+  /* the allocation after the capture tries to fence a and cannot; the device is full, so the
+   * release before the retry synchronizes and a's segment goes back */
+  uintptr_t c = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(stats_of(f->a).num_ooms, 0);
+  uintptr_t small = must_alloc(f->a, 4096);
+  f->fb.capturing = true;
+  assert_int_equal(cs_allocator_free(f->a, small), 0);
+  f->fb.capturing = false;
+  uintptr_t d = must_alloc(f->a, 512); /* tries to fence small, cannot: it waits */
+  assert_int_equal(state_of(f->a, small), CS_BLOCK_PENDING);
+  assert_int_equal(cs_allocator_free(f->a, d), 0); /* this free's synchronization covers both */
+  assert_int_equal(state_of(f->a, small), CS_BLOCK_FREE);
+  assert_int_equal(syncs_under_lock, 0);
+  assert_int_equal(cs_allocator_free(f->a, b), 0);
+  assert_int_equal(cs_allocator_free(f->a, c), 0);
+  fixture_free(f);
+}
+
+/* The waits before releasing the cache (out of memory, empty_cache) let go of the lock too: a
+ * thread stuck there (a hung kernel) must not stall the others, nor the process's ending. */
+static void test_fence_mode_release_waits_outside_the_lock(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start_probed(10 * MiB, 2);
+  uintptr_t a = must_alloc(f->a, 3 * MiB);
+  uintptr_t b = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(cs_allocator_free(f->a, a), 0);
+  assert_int_equal(f->fb.syncs, 0); /* fenced: two events, incomplete */
+  uintptr_t c = must_alloc(f->a, 3 * MiB);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(syncs_under_lock, 0);
+  cs_stats_t st = stats_of(f->a);
+  assert_int_equal(st.num_sync_all_streams, 1);
+  assert_int_equal(st.num_alloc_retries, 1);
+  assert_int_equal(st.num_ooms, 0);
+  assert_int_equal(f->fb.frees, 1); /* a's segment, released before the retry */
+  assert_int_equal(cs_allocator_free(f->a, b), 0);
+  assert_int_equal(cs_allocator_empty_cache(f->a), 0);
+  assert_int_equal(f->fb.syncs, 2);
+  assert_int_equal(syncs_under_lock, 0);
+  assert_int_equal(f->fb.frees, 2); /* b's segment: the wait covered its fence */
+  assert_int_equal(cs_allocator_free(f->a, c), 0);
+  fixture_free(f);
+}
+
 /* ---- stream ---- */
 
 static void test_stream_mode_reuses_at_once(void **state) {
@@ -215,6 +324,9 @@ int main(void) {
       cmocka_unit_test(test_sync_mode_reports_earlier_errors_at_free),
       cmocka_unit_test(test_fence_mode_reuses_nothing_before_events_complete),
       cmocka_unit_test(test_fence_mode_synchronizes_before_oom),
+      cmocka_unit_test(test_fence_mode_past_the_stream_limit_synchronizes_outside_the_lock),
+      cmocka_unit_test(test_fence_mode_past_the_stream_limit_unfenced_blocks_wait_for_a_sync),
+      cmocka_unit_test(test_fence_mode_release_waits_outside_the_lock),
       cmocka_unit_test(test_stream_mode_reuses_at_once),
       cmocka_unit_test(test_capture_in_sync_mode),
       cmocka_unit_test(test_capture_in_fence_mode),

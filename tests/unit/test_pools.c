@@ -28,7 +28,7 @@ static void test_regions(void **state) {
   assert_int_equal(cs_pools_region_unregister(0x100000 + 3), CS_POOLS_UNKNOWN_REGION);
   assert_int_equal(cs_pools_region_name(0x100000 + 4 * MIB, 42), CS_POOLS_OK);
   cs_pool_list_t list;
-  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(cs_pools_copy(&list, UINT64_MAX), 0);
   assert_int_equal(list.heap_count, 1);
   assert_int_equal(list.heaps[0].region_count, 3);
   const cs_pool_region_t *r = list.regions + list.heaps[0].first_region;
@@ -41,14 +41,14 @@ static void test_regions(void **state) {
   /* out of order, then reset and unregister */
   assert_int_equal(cs_pools_region_unregister(0x100000 + MIB), CS_POOLS_OK);
   assert_int_equal(cs_pools_region_unregister(0x100000), CS_POOLS_OK);
-  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(cs_pools_copy(&list, UINT64_MAX), 0);
   assert_int_equal(list.region_count, 1);
   cs_pool_list_free(&list);
   assert_int_equal(cs_pools_heap_reset(heap), CS_POOLS_OK);
   assert_int_equal(cs_pools_region_unregister(0x100000 + 4 * MIB), CS_POOLS_UNKNOWN_REGION);
   assert_int_equal(cs_pools_heap_unregister(heap), CS_POOLS_OK);
   assert_int_equal(cs_pools_heap_unregister(heap), CS_POOLS_UNKNOWN_HEAP);
-  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(cs_pools_copy(&list, UINT64_MAX), 0);
   assert_int_equal(list.heap_count, 0);
   cs_pool_list_free(&list);
 }
@@ -87,7 +87,7 @@ static void test_many_regions(void **state) {
   }
   assert_int_equal(cs_pools_region_name(base + 6 * PAGE, 9), CS_POOLS_OK);
   cs_pool_list_t list;
-  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(cs_pools_copy(&list, UINT64_MAX), 0);
   assert_int_equal(list.heap_count, 1);
   assert_int_equal(list.heaps[0].region_count, N / 4);
   assert_int_equal(list.region_count, N / 4);
@@ -111,13 +111,13 @@ static void test_postfork_child(void **state) {
   for (uintptr_t i = 0; i < 8; i++) assert_int_equal(cs_pools_region_register(heap, 0x100000 + i * MIB, MIB, 0, i), CS_POOLS_OK);
   cs_pools_postfork_child();
   cs_pool_list_t list;
-  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(cs_pools_copy(&list, UINT64_MAX), 0);
   assert_int_equal(list.heap_count, 0);
   cs_pool_list_free(&list);
   assert_int_equal(cs_pools_region_register(heap, 0x100000, MIB, 0, 0), CS_POOLS_UNKNOWN_HEAP);
   assert_int_equal(cs_pools_heap_register(0x100000, 8 * MIB, 0, &heap), CS_POOLS_OK);
   assert_int_equal(cs_pools_region_register(heap, 0x100000, MIB, 0, 0), CS_POOLS_OK);
-  assert_int_equal(cs_pools_copy(&list), 0);
+  assert_int_equal(cs_pools_copy(&list, UINT64_MAX), 0);
   assert_int_equal(list.region_count, 1);
   cs_pool_list_free(&list);
   cs_pools_clear();

@@ -8,8 +8,8 @@
  *
  * The control thread, started at activation, writes the snapshots asked for by a signal handler
  * (CUDASNAP_SIGNAL) and by a thread that ends the process (interpose/ending.h). */
-#ifndef CS_DUMP_H
-#define CS_DUMP_H
+#ifndef CS_SNAP_H
+#define CS_SNAP_H
 
 #include <stdbool.h>
 #include <stdint.h>
