@@ -63,5 +63,24 @@ measure "ranks_${files}_processes_json" "$cli" ranks "$tmp/procs"
 rows=$(awk 'NR > 1 && NF == 0 {exit} NR > 1 {n++} END {print n + 0}' "$tmp/out")
 [[ $rows == "$files" ]] || log "expected $files rows, got $rows"
 
+# The job page of 64 processes of 100,000 events: 64 copies of the pickle, each with another pid
+# (the pid's bytes rewritten in place, same width), so that each is a process of its own.
+mkdir "$tmp/page"
+python3 - "$tmp/one.pickle" "$tmp/page" <<'PY'
+import re, sys
+data = open(sys.argv[1], "rb").read()
+for i in range(64):
+    def pid(m):  # BININT2 or BININT after the key "pid": the same opcode and width, plus i
+        op, raw = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        value = (int.from_bytes(raw, "little") + i) % (1 << (8 * len(raw)))
+        return b"\x8c\x03pid" + op + value.to_bytes(len(raw), "little")
+    out = re.sub(rb"\x8c\x03pid(M)(..)|\x8c\x03pid(J)(....)", pid, data, flags=re.S)
+    open("%s/snap-r%d.pickle" % (sys.argv[2], i), "wb").write(out)
+PY
+measure "report_job_page_64x100000_pickle" "$cli" report -o "$tmp/job.html" "$tmp/page"/*.pickle
+printf 'BENCH report_job_page_64x100000_bytes %d B\n' "$(stat -c %s "$tmp/job.html")"
+rows=$(grep -o '"peak_reserved"' "$tmp/job.html" | wc -l)
+((rows >= 64)) || log "job page: expected 64 rows"
+
 measure "ranks_full_1x100000_json" "$cli" ranks --full "$tmp/one.json"
 measure "ranks_full_1x100000_pickle" "$cli" ranks --full "$tmp/one.pickle"

@@ -65,9 +65,7 @@ enum { CS_RANKS_SITES_DEFAULT = 10, CS_RANKS_TOP_MAX = 1000000 };
 
 /* ---- the rank in a file's name --------------------------------------------------------------- */
 
-/* "rank" followed by digits (memory_snapshot-rank3.pickle, rank_3.json), else digits just before
- * the extension after '_' or '-' (snapshot_3.pickle); -1 when neither. */
-static int64_t cs_ranks_from_name(const char *path) {
+int64_t cs_ranks_from_name(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *dot = strrchr(base, '.');

@@ -448,8 +448,22 @@ PY
   ls "$dir" | grep -q '\.tmp\.' && fail "temporary files left behind: $(ls "$dir")"
   expect 2 "$cudasnap" report -o "" "$dir/api.json"
   one_stderr_line "^cudasnap report: --output '' is not accepted"
+  # Several files: the job page, which needs a name.
   expect 2 "$cudasnap" report "$dir/api.json" "$dir/api.pickle"
-  one_stderr_line "unexpected argument"
+  one_stderr_line "^cudasnap report: several FILEs make one page for the job: give it a name with -o OUT.html$"
+  expect 0 "$cudasnap" report -o "$dir/job.html" "$dir/api.json" "$dir/api.pickle"
+  stdout_has "^wrote $dir/job.html: [0-9]+ bytes$"
+  # the two are snapshots of one process: one row, its latest, with its own report's data
+  "$python" - "$dir/job.html" <<'PY' || fail "job page data"
+import json, re, sys
+html = open(sys.argv[1]).read()
+data = json.loads(re.search(r'<script type="application/json" id="cs-data">(.*?)</script>', html, re.S).group(1))
+rows = data["job"]["ranks"]
+assert len(rows) == 1 and len(data["details"]) == 1, (len(rows), len(data["details"]))
+assert rows[0]["curve"] and data["details"][0]["devices"], rows[0]
+PY
+  expect 1 "$cudasnap" report -o "$dir/job2.html" "$dir/api.json" "$dir/no-such.json"
+  [[ -e $dir/job2.html ]] && fail "a job page with a missing file"
   ;;
 
 bad_input)
