@@ -102,6 +102,10 @@ static int cs_json_open(cs_json_t *j, unsigned tag) {
     j->problem = "JSON nested more than 1000 deep";
     return 0;
   }
+  if (j->head && j->depth == 0 && tag != CS_TAG_DICT) {
+    j->head_absent = true; /* no dict, no first key: read it whole */
+    return 0;
+  }
   if (tag == CS_TAG_LIST && j->depth > 0 && j->levels[j->depth - 1].tuple_key) tag = CS_TAG_TUPLE;
   cs_val_t open = cs_build_open(j->b, tag);
   if (cs_val_absent(open)) {

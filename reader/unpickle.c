@@ -633,6 +633,10 @@ static cs_doc_t *cs_unpickle_run(cs_unpickle_t *u, const char *head, bool *absen
     if (!cs_unpickle_step(u, &done)) break;
     if (head && (u->op == CS_OP_SETITEMS || u->op == CS_OP_SETITEM) && u->nstack == 1) done = true;
   }
+  if (head && done && !key_checked) { /* a SETITEM without MARK: its key was never looked at */
+    *absent = true;
+    return NULL;
+  }
   cs_doc_t *doc = NULL;
   if (done && !u->failed) {
     cs_val_t root = u->stack[u->nstack - 1];
