@@ -169,3 +169,54 @@ int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *s) {
   }
   return 0;
 }
+
+/* ---- from the head ----------------------------------------------------------------------------- */
+
+/* The head's version this reads: a later one may mean other things by the same keys. */
+enum { CS_RANK_HEAD_VERSION = 1 };
+
+int cs_rank_summary_of_head(const cs_doc_t *doc, cs_rank_summary_t *s) {
+  cs_rank_summary_init(s);
+  cs_val_t head = cs_doc_get(doc, cs_doc_root(doc), "cudasnap_summary");
+  int64_t version;
+  if (!cs_val_is_dict(head) || !cs_view_int(doc, head, "version", &version) || version != CS_RANK_HEAD_VERSION ||
+      !cs_val_is_true(cs_doc_get(doc, head, "complete")))
+    return 1;
+  bool failed = false;
+  cs_val_t job = cs_doc_get(doc, head, "job");
+  s->rank = cs_rank_int(doc, job, "rank");
+  s->local_rank = cs_rank_int(doc, job, "local_rank");
+  s->world_size = cs_rank_int(doc, job, "world_size");
+  s->job_id = cs_rank_strdup(cs_view_str(doc, job, "job_id"), &failed);
+  const char *host = cs_view_str(doc, job, "host");
+  s->host = cs_rank_strdup(host ? host : cs_view_str(doc, head, "host"), &failed);
+  s->pid = cs_rank_int(doc, head, "pid");
+  s->trigger = cs_rank_strdup(cs_view_str(doc, head, "trigger"), &failed);
+  s->time_us = cs_rank_int(doc, head, "time_us");
+  s->dump_number = cs_rank_int(doc, head, "dump_number");
+  s->oom = cs_val_is_true(cs_doc_get(doc, head, "oom"));
+  int64_t device = 0, peak = 0, reserved = 0;
+  cs_view_int(doc, head, "device", &device);
+  cs_view_int(doc, head, "peak_allocated", &peak);
+  cs_view_int(doc, head, "peak_reserved", &reserved);
+  s->device = (int)device;
+  s->peak_allocated = peak > 0 ? (uint64_t)peak : 0;
+  s->peak_reserved = reserved > 0 ? (uint64_t)reserved : 0;
+  s->phase = cs_rank_strdup(cs_view_str(doc, head, "phase"), &failed);
+  cs_val_t sites = cs_doc_get(doc, head, "sites");
+  size_t n = cs_val_is_array(sites) ? cs_doc_len(doc, sites) : 0;
+  for (size_t i = 0; i < n && s->nsites < CS_RANK_SITES && !failed; i++) {
+    cs_val_t site = cs_doc_at(doc, sites, i);
+    const char *text = cs_view_str(doc, site, "site");
+    int64_t bytes;
+    if (text == NULL || !cs_view_int(doc, site, "bytes", &bytes) || bytes < 0) continue;
+    s->sites[s->nsites].site = cs_rank_strdup(text, &failed);
+    s->sites[s->nsites].bytes = (uint64_t)bytes;
+    if (!failed) s->nsites++;
+  }
+  if (failed) {
+    cs_rank_summary_free(s);
+    return -1;
+  }
+  return 0;
+}

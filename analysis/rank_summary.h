@@ -42,6 +42,12 @@ typedef struct cs_rank_summary_s {
  * for the process. Returns 0, or -1 without host memory (*out is then freed). */
 int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *out);
 
+/* The same from a snapshot's head alone (reader/head.h: a doc whose root holds the one pair
+ * `cudasnap_summary`, snapshot/summary.h), where the library wrote the numbers from the same
+ * replay. Returns 0, 1 when the head cannot stand for the file (another version, or the library
+ * had no memory for the replay: read the file whole), or -1 without host memory. */
+int cs_rank_summary_of_head(const cs_doc_t *head, cs_rank_summary_t *out);
+
 /* An empty summary: every number unknown, no strings. */
 void cs_rank_summary_init(cs_rank_summary_t *s);
 void cs_rank_summary_free(cs_rank_summary_t *s);

@@ -315,4 +315,8 @@ fi
 # ---- 6. reading at scale: every subcommand on 100,000 and 1,000,000 events -----------------------
 log "reading snapshots$([[ $quick == 1 ]] && echo ' (100,000 events only)')"
 bash "$root/bench/read.sh" "$build" $([[ $quick == 1 ]] && echo --quick)
+
+# ---- 6b. `cudasnap ranks` over 1,024 files of 100,000 events (their heads) -----------------------
+log "ranks at scale"
+bash "$root/bench/ranks.sh" "$build"
 log "done"

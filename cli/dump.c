@@ -1,6 +1,6 @@
-/* `cudasnap dump PID`: ask a running program for a snapshot. The library writes one when its
- * CUDASNAP_SIGNAL arrives (docs/design.md section 4); this sends the signal and waits for the
- * file. */
+/* `cudasnap dump PID` and `cudasnap dump --all`: ask running programs for a snapshot. The library
+ * writes one when its CUDASNAP_SIGNAL arrives (docs/design.md section 4); this sends the signal
+ * and waits for the file. */
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>
@@ -18,6 +18,7 @@
 
 static const char cs_dump_help[] =
     "usage: cudasnap dump [--timeout SECONDS] PID\n"
+    "       cudasnap dump [--timeout SECONDS] --all\n"
     "\n"
     "Ask the running program PID, started under cudasnap (cudasnap run, or LD_PRELOAD), for a\n"
     "snapshot now; the program goes on. This reads the program's CUDASNAP_SIGNAL, CUDASNAP_DUMP_ON\n"
@@ -28,9 +29,18 @@ static const char cs_dump_help[] =
     "trigger is off; it has not started cudasnap yet (no CUDA call so far: the signal would end\n"
     "it, so none is sent); or no file appeared in time.\n"
     "\n"
-    "exit status: 0 when a snapshot was written, 1 otherwise.\n"
+    "--all asks every process of this user on this machine that has libcudasnap loaded (found\n"
+    "in /proc), all signalled first, then waited for: one 'wrote PATH' line per snapshot, as\n"
+    "each appears. A process that cannot be asked (not started yet, its signal trigger off) is\n"
+    "passed over with its line on stderr. For every node of a job, run it through the launcher\n"
+    "(docs/ranks.md): srun --overlap --jobid JOB --ntasks-per-node 1 cudasnap dump --all, or\n"
+    "pdsh -w NODES cudasnap dump --all, or mpirun --map-by ppr:1:node cudasnap dump --all.\n"
+    "\n"
+    "exit status: 0 when a snapshot was written (--all: at least one, and one from every process\n"
+    "signalled), 1 otherwise.\n"
     "\n"
     "options:\n"
+    "  --all               every profiled process of this user on this machine\n"
     "  --timeout SECONDS   how long to wait for the file (default 30)\n"
     "  -h, --help          this text\n";
 
@@ -111,12 +121,59 @@ static int cs_dump_strcmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A file matching now that did not match before, or NULL. */
-static const char *cs_dump_new_file(const glob_t *before, const glob_t *now) {
+/* One process asked for a snapshot: where its file will appear, and the files there before. */
+typedef struct cs_dump_target_s {
+  pid_t pid;
+  int sig;
+  char pattern[2 * PATH_MAX];
+  glob_t before;
+  char *file; /* the new file, once it appeared (malloc'ed) */
+  bool over;  /* a file appeared, or the process ended */
+} cs_dump_target_t;
+
+/* Learn how pid writes snapshots, check it may be signalled, and list the files before. Returns
+ * 0, or an exit status after one line on stderr. */
+static int cs_dump_prepare(pid_t pid, cs_dump_target_t *t) {
+  memset(t, 0, sizeof *t);
+  t->pid = pid;
+  cs_options_t opts;
+  int rc = cs_dump_options(pid, &opts);
+  if (rc == 0) rc = cs_dump_precheck(pid, &opts);
+  if (rc != 0) return rc;
+  char cwd[PATH_MAX];
+  int err = cs_proc_cwd(pid, cwd, sizeof cwd);
+  if (err != 0) return cs_dump_proc_error(pid, "cwd", err);
+  if (cs_dump_glob_pattern(opts.output, (long)pid, cwd, t->pattern, sizeof t->pattern) != 0) {
+    cs_cli_error(cs_dump_name, "the output pattern of process %ld is too long", (long)pid);
+    return CS_CLI_FAIL;
+  }
+  t->sig = opts.signal;
+  cs_dump_glob(t->pattern, &t->before);
+  return 0;
+}
+
+static void cs_dump_target_free(cs_dump_target_t *t) {
+  globfree(&t->before);
+  free(t->file);
+}
+
+/* Was path already taken as another target's file? Processes that share a directory and a
+ * pattern without %p see each other's files. */
+static bool cs_dump_claimed(const cs_dump_target_t *t, size_t n, const char *path) {
+  for (size_t i = 0; i < n; i++)
+    if (t[i].file != NULL && strcmp(t[i].file, path) == 0) return true;
+  return false;
+}
+
+/* A file matching now that matched neither before nor for another target, or NULL. */
+static const char *cs_dump_new_file(const cs_dump_target_t *all, size_t n, const cs_dump_target_t *t,
+                                    const glob_t *now) {
   for (size_t i = 0; i < now->gl_pathc; i++) {
-    if (before->gl_pathc == 0 ||
-        bsearch(&now->gl_pathv[i], before->gl_pathv, before->gl_pathc, sizeof(char *), cs_dump_strcmp) == NULL)
-      return now->gl_pathv[i];
+    const char *path = now->gl_pathv[i];
+    if (t->before.gl_pathc > 0 &&
+        bsearch(&now->gl_pathv[i], t->before.gl_pathv, t->before.gl_pathc, sizeof(char *), cs_dump_strcmp) != NULL)
+      continue;
+    if (!cs_dump_claimed(all, n, path)) return path;
   }
   return NULL;
 }
@@ -127,62 +184,122 @@ static double cs_dump_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Signal pid and wait for a new file matching pattern. */
-static int cs_dump_signal_and_wait(pid_t pid, int sig, const char *pattern, uint64_t timeout) {
-  glob_t before, now;
-  cs_dump_glob(pattern, &before);
-  if (kill(pid, sig) != 0) {
-    cs_cli_error(cs_dump_name, "cannot signal process %ld: %s", (long)pid, strerror(errno));
-    globfree(&before);
+/* Signal every target (all first, so that the snapshots of a job are taken at about the same
+ * moment), then wait for each one's new file: a `wrote PATH` line on stdout as each appears, one
+ * line on stderr for each that ends first or runs out of time. Returns how many wrote one. */
+static size_t cs_dump_signal_and_wait(cs_dump_target_t *t, size_t n, uint64_t timeout) {
+  for (size_t i = 0; i < n; i++) {
+    if (kill(t[i].pid, t[i].sig) != 0) {
+      cs_cli_error(cs_dump_name, "cannot signal process %ld: %s", (long)t[i].pid, strerror(errno));
+      t[i].over = true;
+    }
+  }
+  size_t wrote = 0, left = 0;
+  for (size_t i = 0; i < n; i++) left += !t[i].over;
+  double deadline = cs_dump_now() + (double)timeout;
+  while (left > 0) {
+    for (size_t i = 0; i < n; i++) {
+      if (t[i].over) continue;
+      /* The library writes under a temporary name and renames: a file that matches is complete. */
+      glob_t now;
+      cs_dump_glob(t[i].pattern, &now);
+      const char *file = cs_dump_new_file(t, n, &t[i], &now);
+      if (file != NULL && (t[i].file = strdup(file)) != NULL) {
+        printf("wrote %s\n", file);
+        fflush(stdout);
+        wrote++;
+        t[i].over = true;
+      } else if (kill(t[i].pid, 0) != 0 && errno == ESRCH) {
+        cs_cli_error(cs_dump_name, "process %ld ended before a snapshot appeared (looked for %s)", (long)t[i].pid,
+                     t[i].pattern);
+        t[i].over = true;
+      } else if (cs_dump_now() >= deadline) {
+        cs_cli_error(cs_dump_name,
+                     "no snapshot from process %ld within %llu s (looked for %s); it may have no CUDA "
+                     "allocations yet, or cannot write there",
+                     (long)t[i].pid, (unsigned long long)timeout, t[i].pattern);
+        t[i].over = true;
+      }
+      left -= t[i].over;
+      globfree(&now);
+    }
+    if (left > 0) nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000}, NULL);
+  }
+  return wrote;
+}
+
+/* --all: every process of this user here that maps libcudasnap. One that cannot be asked (it has
+ * not started cudasnap, its signal trigger is off, it ended) is passed over with its line on
+ * stderr; the status is 0 when at least one snapshot was written and every process signalled
+ * wrote one. */
+static int cs_dump_all(uint64_t timeout) {
+  pid_t *pids;
+  size_t count;
+  int err = cs_proc_list_with_library("libcudasnap", &pids, &count);
+  if (err != 0) {
+    cs_cli_error(cs_dump_name, "cannot list the processes in /proc: %s", strerror(err));
     return CS_CLI_FAIL;
   }
-  int rc = -1;
-  double deadline = cs_dump_now() + (double)timeout;
-  while (rc < 0) {
-    /* The library writes under a temporary name and renames: a file that matches is complete. */
-    cs_dump_glob(pattern, &now);
-    const char *file = cs_dump_new_file(&before, &now);
-    if (file != NULL) {
-      printf("wrote %s\n", file);
-      rc = CS_CLI_OK;
-    } else if (kill(pid, 0) != 0 && errno == ESRCH) {
-      cs_cli_error(cs_dump_name, "process %ld ended before a snapshot appeared (looked for %s)", (long)pid,
-                   pattern);
-      rc = CS_CLI_FAIL;
-    } else if (cs_dump_now() >= deadline) {
-      cs_cli_error(cs_dump_name,
-                   "no snapshot from process %ld within %llu s (looked for %s); it may have no CUDA "
-                   "allocations yet, or cannot write there",
-                   (long)pid, (unsigned long long)timeout, pattern);
-      rc = CS_CLI_FAIL;
-    } else {
-      nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000}, NULL);
-    }
-    globfree(&now);
+  if (count == 0) {
+    cs_cli_error(cs_dump_name, "no process of this user on this machine has libcudasnap loaded");
+    free(pids);
+    return CS_CLI_FAIL;
   }
-  globfree(&before);
-  return rc;
+  cs_dump_target_t *t = calloc(count, sizeof *t);
+  if (t == NULL) {
+    free(pids);
+    cs_cli_error(cs_dump_name, "out of host memory");
+    return CS_CLI_FAIL;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (cs_dump_prepare(pids[i], &t[n]) == 0) n++;
+    else cs_dump_target_free(&t[n]);
+  }
+  size_t wrote = cs_dump_signal_and_wait(t, n, timeout);
+  for (size_t i = 0; i < n; i++) cs_dump_target_free(&t[i]);
+  free(t);
+  free(pids);
+  if (n == 0) cs_cli_error(cs_dump_name, "none of the %zu processes with libcudasnap loaded could be asked", count);
+  return n > 0 && wrote == n ? CS_CLI_OK : CS_CLI_FAIL;
+}
+
+/* Returns -1 to go on, else the exit status (--help, a bad option). */
+static int cs_dump_parse(int argc, char **argv, uint64_t *timeout, bool *all) {
+  static const struct option options[] = {{"timeout", required_argument, NULL, 't'},
+                                          {"all", no_argument, NULL, 'a'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(cs_dump_help, stdout); return CS_CLI_OK;
+    case 'a': *all = true; break;
+    case 't':
+      if (!cs_cli_parse_count(cs_dump_name, "--timeout", optarg, 1, CS_DUMP_TIMEOUT_MAX, timeout))
+        return CS_CLI_USAGE;
+      break;
+    default: return cs_cli_bad_option(cs_dump_name, c, argv);
+    }
+  }
+  return -1;
 }
 
 int cs_cli_dump(int argc, char **argv) {
   uint64_t timeout = CS_DUMP_TIMEOUT_DEFAULT;
-  int status = cs_cli_count_options(cs_dump_name, cs_dump_help, argc, argv, "timeout", CS_DUMP_TIMEOUT_MAX,
-                                    &timeout);
+  bool all = false;
+  int status = cs_dump_parse(argc, argv, &timeout, &all);
   if (status >= 0) return status;
+  if (all) {
+    if (!cs_cli_operands(cs_dump_name, argc, argv, 0, "--all")) return CS_CLI_USAGE;
+    return cs_dump_all(timeout);
+  }
   if (!cs_cli_operands(cs_dump_name, argc, argv, 1, "PID")) return CS_CLI_USAGE;
   uint64_t pid;
   if (!cs_cli_parse_count(cs_dump_name, "PID", argv[optind], 1, INT_MAX, &pid)) return CS_CLI_USAGE;
-
-  cs_options_t opts;
-  int rc = cs_dump_options((pid_t)pid, &opts);
-  if (rc == 0) rc = cs_dump_precheck((pid_t)pid, &opts);
-  if (rc != 0) return rc;
-  char cwd[PATH_MAX], pattern[2 * PATH_MAX];
-  int err = cs_proc_cwd((pid_t)pid, cwd, sizeof cwd);
-  if (err != 0) return cs_dump_proc_error((pid_t)pid, "cwd", err);
-  if (cs_dump_glob_pattern(opts.output, (long)pid, cwd, pattern, sizeof pattern) != 0) {
-    cs_cli_error(cs_dump_name, "the output pattern of process %ld is too long", (long)pid);
-    return CS_CLI_FAIL;
-  }
-  return cs_dump_signal_and_wait((pid_t)pid, opts.signal, pattern, timeout);
+  cs_dump_target_t t;
+  int rc = cs_dump_prepare((pid_t)pid, &t);
+  if (rc == 0) rc = cs_dump_signal_and_wait(&t, 1, timeout) == 1 ? CS_CLI_OK : CS_CLI_FAIL;
+  cs_dump_target_free(&t);
+  return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/load.h"
+#include "reader/head.h"
 
 static const char cs_ranks_help[] =
     "usage: cudasnap ranks [--json] [--top N] DIR|FILE...\n"
@@ -19,7 +20,8 @@ static const char cs_ranks_help[] =
     "The processes of a job side by side (docs/ranks.md): which rank peaked, by how much more than\n"
     "the others, which ranks hit OOM, which allocation sites make the difference. A DIR stands for\n"
     "every snapshot in it (*.json, *.pickle, *.pkl: cudasnap's and PyTorch's own, such as\n"
-    "snapshot_{rank}.pickle or memory_snapshot-rank{r}.pickle). Files are read one at a time.\n"
+    "snapshot_{rank}.pickle or memory_snapshot-rank{r}.pickle). Files are read one at a time;\n"
+    "of cudasnap's own, only their head (the first key, cudasnap_summary, a few KB).\n"
     "\n"
     "One row per process (its snapshots share host and pid; each PyTorch file is one process): its\n"
     "latest snapshot (cudasnap.time_us, then dump_number), sorted by peak allocated bytes, highest\n"
@@ -50,17 +52,20 @@ static const char cs_ranks_help[] =
     "options:\n"
     "  --json       the JSON object\n"
     "  --top N      at most N rows and N differing sites (default: every row, 10 sites)\n"
+    "  --full       read every file whole, even cudasnap's, whose head (cudasnap_summary) says the\n"
+    "               same in a few KB: a check, and the way to time the full read\n"
     "  -h, --help   this text\n";
 
 static const char cs_ranks_name[] = "ranks";
+
+/* snapshot/summary.h's key (the library's side; the tool does not link the writer) */
+#define CS_RANKS_HEAD_KEY "cudasnap_summary"
 
 enum { CS_RANKS_SITES_DEFAULT = 10, CS_RANKS_TOP_MAX = 1000000 };
 
 /* ---- the rank in a file's name --------------------------------------------------------------- */
 
-/* "rank" followed by digits (memory_snapshot-rank3.pickle, rank_3.json), else digits just before
- * the extension after '_' or '-' (snapshot_3.pickle); -1 when neither. */
-static int64_t cs_ranks_from_name(const char *path) {
+int64_t cs_ranks_from_name(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *dot = strrchr(base, '.');
@@ -138,13 +143,28 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
   return 0;
 }
 
-/* Read one file into the job. CS_CLI_OK, or CS_CLI_FAIL after one line on stderr. */
-static int cs_ranks_read(cs_ranks_job_t *job, const char *path) {
-  cs_doc_t *doc = cs_load_snapshot(path, NULL, NULL);
-  if (doc == NULL) return CS_CLI_FAIL;
-  cs_rank_summary_t s;
-  int rc = cs_rank_summary_of(doc, &s);
+/* The file's summary from its head (a few KB: cudasnap's files), else from the whole file.
+ * 0, -1 without host memory, or 1 when the file could not be read (its line is on stderr). */
+static int cs_ranks_summarize(const char *path, bool full, cs_rank_summary_t *s) {
+  cs_doc_t *doc = NULL;
+  cs_read_error_t err;
+  if (!full && cs_read_head(path, CS_RANKS_HEAD_KEY, &doc, &err) == CS_HEAD_FOUND) {
+    int rc = cs_rank_summary_of_head(doc, s);
+    cs_doc_free(doc);
+    if (rc <= 0) return rc;
+  }
+  doc = cs_load_snapshot(path, NULL, NULL);
+  if (doc == NULL) return 1;
+  int rc = cs_rank_summary_of(doc, s);
   cs_doc_free(doc);
+  return rc;
+}
+
+/* Read one file into the job. CS_CLI_OK, or CS_CLI_FAIL after one line on stderr. */
+static int cs_ranks_read(cs_ranks_job_t *job, const char *path, bool full) {
+  cs_rank_summary_t s;
+  int rc = cs_ranks_summarize(path, full, &s);
+  if (rc > 0) return CS_CLI_FAIL;
   if (rc == 0 && s.rank < 0) s.rank = cs_ranks_from_name(path);
   if (rc == 0 && cs_ranks_add(job, &s, path) != 0) {
     cs_rank_summary_free(&s);
@@ -171,7 +191,7 @@ static bool cs_ranks_is_snapshot_name(const char *name) {
 static int cs_ranks_select(const struct dirent *d) { return cs_ranks_is_snapshot_name(d->d_name); }
 
 /* Every snapshot file of a directory, in name order. */
-static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir) {
+static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir, bool full) {
   struct dirent **names = NULL;
   int n = scandir(dir, &names, cs_ranks_select, alphasort);
   if (n < 0) {
@@ -190,7 +210,7 @@ static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir) {
       } else {
         snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
         struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = cs_ranks_read(job, path);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = cs_ranks_read(job, path, full);
         free(path);
       }
     }
@@ -244,6 +264,7 @@ size_t cs_ranks_differing(const cs_ranks_job_t *job, cs_ranks_diff_t *out, size_
 
 typedef struct cs_ranks_opts_s {
   bool json;
+  bool full; /* --full: read every file whole, even where it has a head */
   uint64_t top; /* 0: every row, CS_RANKS_SITES_DEFAULT sites */
 } cs_ranks_opts_t;
 
@@ -251,6 +272,7 @@ typedef struct cs_ranks_opts_s {
 static int cs_ranks_options(int argc, char **argv, cs_ranks_opts_t *o) {
   static const struct option options[] = {{"json", no_argument, NULL, 'j'},
                                           {"top", required_argument, NULL, 't'},
+                                          {"full", no_argument, NULL, 'f'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c;
@@ -258,6 +280,7 @@ static int cs_ranks_options(int argc, char **argv, cs_ranks_opts_t *o) {
     switch (c) {
     case 'h': fputs(cs_ranks_help, stdout); return CS_CLI_OK;
     case 'j': o->json = true; break;
+    case 'f': o->full = true; break;
     case 't':
       if (!cs_cli_parse_count(cs_ranks_name, "--top", optarg, 1, CS_RANKS_TOP_MAX, &o->top)) return CS_CLI_USAGE;
       break;
@@ -269,15 +292,15 @@ static int cs_ranks_options(int argc, char **argv, cs_ranks_opts_t *o) {
 }
 
 int cs_cli_ranks(int argc, char **argv) {
-  cs_ranks_opts_t o = {.json = false, .top = 0};
+  cs_ranks_opts_t o = {.json = false, .full = false, .top = 0};
   int status = cs_ranks_options(argc, argv, &o);
   if (status >= 0) return status;
   cs_ranks_job_t job = {0};
   int rc = CS_CLI_OK;
   for (int i = optind; i < argc && rc == CS_CLI_OK; i++) {
     struct stat st;
-    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) rc = cs_ranks_read_dir(&job, argv[i]);
-    else rc = cs_ranks_read(&job, argv[i]);
+    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) rc = cs_ranks_read_dir(&job, argv[i], o.full);
+    else rc = cs_ranks_read(&job, argv[i], o.full);
   }
   if (rc == CS_CLI_OK) {
     qsort(job.rows, job.count, sizeof *job.rows, cs_ranks_cmp);

@@ -39,4 +39,8 @@ size_t cs_ranks_differing(const cs_ranks_job_t *job, cs_ranks_diff_t *out, size_
 void cs_ranks_print_table(const cs_ranks_job_t *job, size_t top, size_t sites);
 int cs_ranks_print_json(const cs_ranks_job_t *job, size_t top, size_t sites);
 
+/* The rank in a file's name: "rank" followed by digits (memory_snapshot-rank3.pickle, rank_3.json),
+ * else digits just before the extension after '_' or '-' (snapshot_3.pickle); -1 when neither. */
+int64_t cs_ranks_from_name(const char *path);
+
 #endif

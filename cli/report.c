@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/load.h"
 #include "cli/replace.h"
+#include "cli/report_job.h"
 #include "report/report_data.h"
 #include "report/report_page.h"
 #include "memviz/emit.h"
@@ -18,6 +19,7 @@
 
 static const char cs_report_help[] =
     "usage: cudasnap report [-o OUT.html] FILE\n"
+    "       cudasnap report -o OUT.html FILE FILE...\n"
     "\n"
     "Write one HTML page that shows the snapshot FILE (JSON or pickle; cudasnap's or PyTorch's)\n"
     "at a glance. The page is self-contained: it makes no network request and needs no other\n"
@@ -55,6 +57,11 @@ static const char cs_report_help[] =
     "written to a temporary file in its directory and renamed into place, replacing an existing\n"
     "OUT (but never FILE itself). On success, one line on stdout:\n"
     "  wrote OUT: N bytes\n"
+    "\n"
+    "Several FILEs (the snapshots of a job's processes) make one page for the job, to OUT: the\n"
+    "table of `cudasnap ranks` first (OOM rows marked), then each process's allocated bytes over\n"
+    "time, small multiples on one wall-clock axis (down-sampled to 400 points each), and each\n"
+    "one's own report (the page above) a click away. Still one self-contained file.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT  the page to write\n"
@@ -125,6 +132,29 @@ static int cs_report_write(const char *path, const char *title, const cs_mem_sin
   return err != 0 ? -1 : 0;
 }
 
+/* Several files: the job page (cli/report_job.h), to OUT, which must be given. */
+static int cs_report_job(int n, char **files, const char *out) {
+  if (out == NULL || out[0] == '\0') {
+    cs_cli_error(cs_report_name, "several FILEs make one page for the job: give it a name with -o OUT.html");
+    return CS_CLI_USAGE;
+  }
+  for (int i = 0; i < n; i++) {
+    if (cs_report_same_file(files[i], out)) {
+      cs_cli_error(cs_report_name, "%s is one of the snapshots: give another OUT with -o", out);
+      return CS_CLI_FAIL;
+    }
+  }
+  cs_mem_sink_t data = {.data = NULL};
+  int rc = cs_report_job_data(files, n, &data) == 0 ? CS_CLI_OK : CS_CLI_FAIL;
+  if (rc == CS_CLI_OK) {
+    char title[64];
+    snprintf(title, sizeof title, "a job of %d processes", n);
+    if (cs_report_write(out, title, &data) != 0) rc = CS_CLI_FAIL;
+  }
+  cs_mem_sink_free(&data);
+  return rc;
+}
+
 int cs_cli_report(int argc, char **argv) {
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
@@ -137,6 +167,7 @@ int cs_cli_report(int argc, char **argv) {
     default: return cs_cli_bad_option(cs_report_name, c, argv);
     }
   }
+  if (argc - optind > 1) return cs_report_job(argc - optind, argv + optind, out_arg);
   if (!cs_cli_operands(cs_report_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
   const char *in = argv[optind];
   if (out_arg != NULL && out_arg[0] == '\0') {

@@ -170,6 +170,11 @@ void cs_emit_list_end(cs_emitter_t *e) {
   if (CS_UNLIKELY(e->cache.state == CS_EMIT_CAPTURE_ON)) cs_emit_capture_list_end(e);
 }
 
+void cs_emit_batch_break(cs_emitter_t *e) {
+  cs_emit_level_t *lvl = cs_emit_top(e);
+  if (e->error == 0 && lvl != NULL) lvl->batch_break = true;
+}
+
 void cs_emit_key_n(cs_emitter_t *e, const char *key, size_t len) {
   if (e->error != 0) return;
   cs_emit_level_t *lvl = cs_emit_top(e);

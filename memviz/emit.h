@@ -75,6 +75,11 @@ static inline void cs_emit_str(cs_emitter_t *e, const char *value) {
 void cs_emit_bool(cs_emitter_t *e, bool value);
 void cs_emit_none(cs_emitter_t *e);
 
+/* End the open container's current batch after the items written so far (pickle: its
+ * SETITEMS/APPENDS; JSON: nothing), so that a reader can stop after them: the snapshot's head
+ * (snapshot/summary.h) is the root dict's first pair, a batch of its own. */
+void cs_emit_batch_break(cs_emitter_t *e);
+
 /* Shared frame lists, see above. id > 0. */
 bool cs_emit_frames_ref(cs_emitter_t *e, uint32_t id);
 void cs_emit_frames_done(cs_emitter_t *e, uint32_t id);

@@ -40,6 +40,7 @@ typedef struct cs_emit_level_s {
   bool want_value;   /* dict: a key was written, its value comes next */
   uint64_t items;    /* items (dict: pairs) begun so far */
   uint64_t mark_pos; /* pickle tuple: stream offset of its MARK */
+  bool batch_break;  /* pickle: the next item begins a new batch (cs_emit_batch_break) */
 } cs_emit_level_t;
 
 /* What a format writes. emit.c has already checked nesting and the sticky error. */

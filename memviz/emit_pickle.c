@@ -154,7 +154,9 @@ static void cs_pickle_open(cs_emitter_t *e, cs_emit_level_t *lvl) {
 /* Batches close lazily, when the next one begins or at the end: nothing may follow an item,
  * because frames_done memoizes the top of the stack right after a frame list ends. */
 static void cs_pickle_item_begin(cs_emitter_t *e, cs_emit_level_t *lvl) {
-  if (lvl->kind == CS_EMIT_KIND_TUPLE || lvl->items % CS_EMIT_BATCH != 0) return;
+  bool broken = lvl->batch_break && lvl->items > 0;
+  lvl->batch_break = false;
+  if (lvl->kind == CS_EMIT_KIND_TUPLE || (lvl->items % CS_EMIT_BATCH != 0 && !broken)) return;
   unsigned char *p = cs_emit_reserve(e, 2);
   size_t n = 0;
   if (lvl->items > 0) p[n++] = cs_pickle_batch_end(lvl);

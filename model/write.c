@@ -124,6 +124,9 @@ typedef struct cs_doc_writer_s {
   uint64_t written;
 } cs_doc_writer_t;
 
+/* snapshot/summary.h's key (the model does not depend on the library's writer) */
+#define CS_DOC_HEAD_KEY "cudasnap_summary"
+
 static void cs_doc_write_value(cs_doc_writer_t *w, cs_val_t v, uint32_t key);
 
 static void cs_doc_write_items(cs_doc_writer_t *w, cs_val_t v) {
@@ -189,6 +192,10 @@ static void cs_doc_write_value(cs_doc_writer_t *w, cs_val_t v, uint32_t key) {
       const char *ks = cs_doc_string(doc, k, &len);
       cs_emit_key_n(w->e, ks, len);
       cs_doc_write_value(w, cs_doc_at(doc, v, i), k);
+      /* cudasnap's head stays a pickle batch of its own, as the library writes it, so that a
+       * reader can still stop after it (reader/head.h) */
+      if (i == 0 && v == doc->root && len == sizeof CS_DOC_HEAD_KEY - 1 && memcmp(ks, CS_DOC_HEAD_KEY, len) == 0)
+        cs_emit_batch_break(w->e);
     }
     cs_emit_dict_end(w->e);
     break;

@@ -29,6 +29,9 @@ typedef struct cs_json_s {
   cs_val_t root;
   bool done;           /* the top-level value is complete */
   const char *problem; /* set by a callback that stops the parse */
+  const char *head;    /* cs_json_read_head_fd: the root dict's first key wanted (NULL: whole) */
+  bool head_done;      /* the root dict's first pair is set: the parse stopped there */
+  bool head_absent;    /* the root's first key is not `head`: the parse stopped before it */
   char numbuf[128];
 } cs_json_t;
 
@@ -47,6 +50,10 @@ static int cs_json_put(cs_json_t *j, cs_val_t v) {
   bool ok = cs_build_open_tag(j->b, l->open) == CS_TAG_DICT ? cs_build_set(j->b, l->open, l->key, v)
                                                             : cs_build_append(j->b, l->open, v);
   if (!ok) j->problem = cs_build_error(j->b);
+  if (ok && j->head && j->depth == 1) {
+    j->head_done = true;
+    return 0; /* stops YAJL: the rest of the file is not read */
+  }
   return ok;
 }
 
@@ -95,6 +102,10 @@ static int cs_json_open(cs_json_t *j, unsigned tag) {
     j->problem = "JSON nested more than 1000 deep";
     return 0;
   }
+  if (j->head && j->depth == 0 && tag != CS_TAG_DICT) {
+    j->head_absent = true; /* no dict, no first key: read it whole */
+    return 0;
+  }
   if (tag == CS_TAG_LIST && j->depth > 0 && j->levels[j->depth - 1].tuple_key) tag = CS_TAG_TUPLE;
   cs_val_t open = cs_build_open(j->b, tag);
   if (cs_val_absent(open)) {
@@ -115,6 +126,10 @@ static int cs_json_start_array(void *ctx) {
 
 static int cs_json_map_key(void *ctx, const unsigned char *s, size_t len) {
   cs_json_t *j = ctx;
+  if (j->head && j->depth == 1 && (len != strlen(j->head) || memcmp(s, j->head, len) != 0)) {
+    j->head_absent = true;
+    return 0;
+  }
   cs_json_level_t *l = &j->levels[j->depth - 1];
   l->key = cs_build_key(j->b, s, len);
   if (l->key == UINT32_MAX) {
@@ -243,6 +258,8 @@ static bool cs_json_feed(cs_json_feed_t *f, const uint8_t *p, size_t n) {
   for (size_t i = 0; f->empty && i < upto; i++)
     if (!cs_json_is_ws(p[i])) f->empty = false;
   if (yajl_parse(f->h, p, upto) != yajl_status_ok) {
+    f->failed = true;
+    if (f->j.head_done || f->j.head_absent) return false; /* stopped on purpose */
     cs_json_explain(f, p, upto, cs_json_fail_at(f, p, upto));
     f->failed = true;
     return false;
@@ -322,4 +339,45 @@ cs_doc_t *cs_json_read_fd(int fd, const uint8_t *head, size_t nhead, cs_read_err
   }
   free(buf);
   return cs_json_feed_finish(&f);
+}
+
+/* How many bytes a head read asks for at a time: a head is a few KB. */
+#define CS_JSON_HEAD_CHUNK ((size_t)64 << 10)
+
+cs_head_status_t cs_json_read_head_fd(int fd, const char *key, cs_doc_t **out, cs_read_error_t *err) {
+  *out = NULL;
+  cs_json_feed_t f;
+  if (!cs_json_feed_init(&f, err)) return CS_HEAD_ERROR;
+  f.j.head = key;
+  uint8_t *buf = malloc(CS_JSON_HEAD_CHUNK);
+  if (buf == NULL) {
+    cs_read_error_set(err, 0, "out of host memory");
+    cs_json_feed_free(&f);
+    return CS_HEAD_ERROR;
+  }
+  bool at_end = false;
+  while (!f.failed && !at_end) {
+    ssize_t n = read(fd, buf, CS_JSON_HEAD_CHUNK);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err->io_errno = errno;
+      cs_read_error_set(err, f.offset, "%s", strerror(errno));
+      break;
+    }
+    at_end = n == 0;
+    if (n > 0) cs_json_feed(&f, buf, (size_t)n);
+  }
+  free(buf);
+  cs_head_status_t status = CS_HEAD_ERROR;
+  if (f.j.head_absent || (at_end && !f.failed)) {
+    status = CS_HEAD_ABSENT; /* another first key, or not a dict: read it whole */
+  } else if (f.j.head_done) {
+    cs_val_t root = cs_build_close(f.j.b, f.j.levels[0].open);
+    *out = cs_val_absent(root) ? NULL : cs_build_finish(f.j.b, root);
+    f.j.b = NULL;
+    if (*out != NULL) status = CS_HEAD_FOUND;
+    else cs_read_error_set(err, 0, "out of host memory");
+  }
+  cs_json_feed_free(&f);
+  return status;
 }

@@ -18,6 +18,7 @@
 
 #include "model/doc.h"
 #include "reader/reader.h"
+#include "reader/unpickle.h"
 
 /* JSON held in memory. NULL with *err filled. */
 cs_doc_t *cs_json_read_bytes(const uint8_t *data, size_t len, cs_read_error_t *err);
@@ -25,5 +26,10 @@ cs_doc_t *cs_json_read_bytes(const uint8_t *data, size_t len, cs_read_error_t *e
 /* JSON read from fd to its end, in chunks, after `head` (bytes already read from fd, may be empty).
  * NULL with *err filled (I/O errors too). */
 cs_doc_t *cs_json_read_fd(int fd, const uint8_t *head, size_t nhead, cs_read_error_t *err);
+
+/* The root dict's first pair only, when its first key is `key` (reader/head.h): the parse stops
+ * once that value is complete, or at once on another first key (CS_HEAD_ABSENT, as for a file that
+ * is not a dict). *out: a doc whose root dict holds that pair. */
+cs_head_status_t cs_json_read_head_fd(int fd, const char *key, cs_doc_t **out, cs_read_error_t *err);
 
 #endif

@@ -169,6 +169,7 @@ typedef struct cs_unpickle_s {
   cs_unpickle_stats_t *st;
   cs_read_error_t *err;
   bool failed;
+  bool ran_out; /* the data ended first (for the head: more bytes may help) */
 } cs_unpickle_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -446,6 +447,7 @@ static bool cs_unpickle_memo_get(cs_unpickle_t *u, size_t idx) {
 /* Takes n argument bytes; NULL (with the error set) if the file ends first. */
 static const uint8_t *cs_unpickle_take(cs_unpickle_t *u, size_t n) {
   if (u->len - u->pos < n) {
+    u->ran_out = true;
     cs_unpickle_fail(u, "truncated: %s needs %zu more byte%s, %zu left", cs_unpickle_opname(u->op), n,
                      n == 1 ? "" : "s", u->len - u->pos);
     return NULL;
@@ -597,55 +599,109 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   }
 }
 
+/* The head's first key, when the opcode about to run at u->pos pushes the root dict's first key:
+ * whether it is a (SHORT_)BINUNICODE of exactly `key`. */
+static bool cs_unpickle_is_key(const cs_unpickle_t *u, const char *key) {
+  size_t n = strlen(key), at = u->pos;
+  if (at < u->len && u->data[at] == CS_OP_SHORT_BINUNICODE && u->len - at >= 2 + n)
+    return u->data[at + 1] == n && memcmp(u->data + at + 2, key, n) == 0;
+  if (at < u->len && u->data[at] == CS_OP_BINUNICODE && u->len - at >= 5 + n)
+    return cs_le32(u->data + at + 1) == n && memcmp(u->data + at + 5, key, n) == 0;
+  return false;
+}
+
+/* Run the opcodes. head (not NULL): stop once the root dict's first pair is set (its first
+ * SETITEM(S)), or, when its first key is not `head`, before that key (*absent). */
+static cs_doc_t *cs_unpickle_run(cs_unpickle_t *u, const char *head, bool *absent) {
+  bool done = false, key_checked = false;
+  while (!done) {
+    u->op_offset = u->pos;
+    if (head && !key_checked && u->nstack == 1 && u->nmarks == 1 && u->marks[0] == 1 && u->pos < u->len &&
+        u->data[u->pos] != CS_OP_MARK) {
+      key_checked = true;
+      if (!cs_unpickle_is_key(u, head)) {
+        *absent = true;
+        return NULL;
+      }
+    }
+    if (u->pos >= u->len) {
+      u->ran_out = true;
+      cs_unpickle_fail(u, "truncated: the pickle ends without STOP");
+      break;
+    }
+    u->op = u->data[u->pos++];
+    if (!cs_unpickle_step(u, &done)) break;
+    if (head && (u->op == CS_OP_SETITEMS || u->op == CS_OP_SETITEM) && u->nstack == 1) done = true;
+  }
+  if (head && done && !key_checked) { /* a SETITEM without MARK: its key was never looked at */
+    *absent = true;
+    return NULL;
+  }
+  cs_doc_t *doc = NULL;
+  if (done && !u->failed) {
+    cs_val_t root = u->stack[u->nstack - 1];
+    if (cs_unpickle_close(u, &root)) {
+      u->st->end_offset = u->pos;
+      u->st->values = cs_build_doc(u->b) != NULL ? u->nstack : 0;
+      doc = cs_build_finish(u->b, root);
+      u->b = NULL;
+      if (doc == NULL) cs_unpickle_fail(u, "out of host memory");
+    }
+  }
+  return doc;
+}
+
+static void cs_unpickle_free(cs_unpickle_t *u) {
+  cs_build_abort(u->b);
+  free(u->stack);
+  free(u->marks);
+  free(u->memo);
+  free(u->open_memo);
+  free(u->open_slot);
+  free(u->strbuf);
+}
+
+/* Set up u over data; false (with *err filled) without host memory. */
+static bool cs_unpickle_begin(cs_unpickle_t *u, const uint8_t *data, size_t len, cs_unpickle_stats_t *stats,
+                              cs_read_error_t *err) {
+  memset(stats, 0, sizeof *stats);
+  stats->protocol = -1;
+  err->offset = 0;
+  err->message[0] = '\0';
+  memset(u, 0, sizeof *u);
+  u->data = data;
+  u->len = len;
+  u->st = stats;
+  u->err = err;
+  u->b = cs_build_new();
+  if (u->b == NULL) {
+    cs_unpickle_fail(u, "out of host memory");
+    return false;
+  }
+  return true;
+}
+
 cs_doc_t *cs_unpickle(const uint8_t *data, size_t len, cs_unpickle_stats_t *stats, cs_read_error_t *err) {
   cs_unpickle_stats_t local_stats;
   cs_read_error_t local_err;
   if (stats == NULL) stats = &local_stats;
   if (err == NULL) err = &local_err;
-  memset(stats, 0, sizeof *stats);
-  stats->protocol = -1;
-  err->offset = 0;
-  err->message[0] = '\0';
-
   cs_unpickle_t u;
-  memset(&u, 0, sizeof u);
-  u.data = data;
-  u.len = len;
-  u.st = stats;
-  u.err = err;
-  u.b = cs_build_new();
-  if (u.b == NULL) {
-    cs_unpickle_fail(&u, "out of host memory");
-    return NULL;
-  }
-
-  bool done = false;
-  while (!done) {
-    u.op_offset = u.pos;
-    if (u.pos >= u.len) {
-      cs_unpickle_fail(&u, "truncated: the pickle ends without STOP");
-      break;
-    }
-    u.op = u.data[u.pos++];
-    if (!cs_unpickle_step(&u, &done)) break;
-  }
-  cs_doc_t *doc = NULL;
-  if (done && !u.failed) {
-    cs_val_t root = u.stack[u.nstack - 1];
-    if (cs_unpickle_close(&u, &root)) {
-      stats->end_offset = u.pos;
-      stats->values = cs_build_doc(u.b) != NULL ? u.nstack : 0;
-      doc = cs_build_finish(u.b, root);
-      u.b = NULL;
-      if (doc == NULL) cs_unpickle_fail(&u, "out of host memory");
-    }
-  }
-  cs_build_abort(u.b);
-  free(u.stack);
-  free(u.marks);
-  free(u.memo);
-  free(u.open_memo);
-  free(u.open_slot);
-  free(u.strbuf);
+  if (!cs_unpickle_begin(&u, data, len, stats, err)) return NULL;
+  cs_doc_t *doc = cs_unpickle_run(&u, NULL, NULL);
+  cs_unpickle_free(&u);
   return doc;
+}
+
+cs_head_status_t cs_unpickle_head(const uint8_t *data, size_t len, const char *key, cs_doc_t **out,
+                                  cs_read_error_t *err) {
+  cs_unpickle_stats_t stats;
+  cs_unpickle_t u;
+  *out = NULL;
+  if (!cs_unpickle_begin(&u, data, len, &stats, err)) return CS_HEAD_ERROR;
+  bool absent = false;
+  *out = cs_unpickle_run(&u, key, &absent);
+  cs_head_status_t status = *out ? CS_HEAD_FOUND : absent ? CS_HEAD_ABSENT : u.ran_out ? CS_HEAD_SHORT : CS_HEAD_ERROR;
+  cs_unpickle_free(&u);
+  return status;
 }

@@ -45,6 +45,20 @@ typedef struct cs_unpickle_stats_s {
 /* Unpickle data[0..len). Returns the model or NULL with *err filled. stats may be NULL. */
 cs_doc_t *cs_unpickle(const uint8_t *data, size_t len, cs_unpickle_stats_t *stats, cs_read_error_t *err);
 
+/* How far a head reader got (reader/head.h). */
+typedef enum cs_head_status_e {
+  CS_HEAD_FOUND = 0,  /* *out: a doc whose root dict holds the first pair only */
+  CS_HEAD_ABSENT = 1, /* the root is not a dict whose first key is the one asked for */
+  CS_HEAD_SHORT = 2,  /* the data ended before the pair did: try again with more */
+  CS_HEAD_ERROR = 3,  /* not a snapshot (*err says why), or no host memory */
+} cs_head_status_t;
+
+/* Unpickle data[0..len), a prefix of a file, only as far as the root dict's first pair: up to its
+ * first SETITEM(S) (cudasnap's writer closes a batch after the head: cs_emit_batch_break), if its
+ * first key is `key`; an other first key is not read at all. */
+cs_head_status_t cs_unpickle_head(const uint8_t *data, size_t len, const char *key, cs_doc_t **out,
+                                  cs_read_error_t *err);
+
 /* cs_read_snapshot, also returning the unpickler's statistics when the input was a pickle
  * (stats->protocol stays -2 for JSON). Used by the validator. */
 cs_doc_t *cs_read_snapshot_ex(const void *data, size_t len, cs_snapshot_format_t *format, cs_read_error_t *err,

@@ -8,6 +8,7 @@
 #include "common/cs_populate.h"
 #include "snapshot/annotations.h"
 #include "snapshot/pools.h"
+#include "snapshot/summary.h"
 
 /* ------------------------------------------------------------------------------------------------
  * The frozen copy
@@ -530,6 +531,10 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
   size_t total = s->segment_count + s->entry_count * (size_t)(s->device_count > 0 ? s->device_count : 1);
   size_t done = 0;
   cs_emit_dict_begin(e);
+  /* first, and a pickle batch of its own, so that a reader can stop after it (reader/head.h) */
+  cs_emit_key(e, CS_SNAP_SUMMARY_KEY);
+  cs_snap_write_summary(e, s, intern, sym, meta);
+  cs_emit_batch_break(e);
   cs_emit_key(e, "segments");
   cs_emit_list_begin(e);
   for (size_t i = 0; i < s->segment_count; i++) {

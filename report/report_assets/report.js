@@ -112,7 +112,9 @@
    * ------------------------------------------------------------------------------------------- */
 
   /* the position of the "(no stack)" site, the site of blocks without frames; -1 if none */
-  var NO_STACK_SITE = DATA.sites.findIndex(function (s) { return s[0] === null; });
+  /* the site "(no stack)"; set again when the job page opens another process's data */
+  function noStackSite() { return DATA.sites ? DATA.sites.findIndex(function (s) { return s[0] === null; }) : -1; }
+  var NO_STACK_SITE = noStackSite();
 
   function site(i) {
     var s = i >= 0 ? DATA.sites[i] : null;
@@ -817,13 +819,15 @@
   var drawers = [];
 
   function headerNode() {
+    var back = JOB ? el('button', {class: 'back', id: 'back-to-job', text: '\u2190 all ' + JOB.job.ranks.length + ' processes',
+      onclick: renderJob}) : null;
     var facts = {};
     DATA.facts.forEach(function (f) { facts[f[0]] = f[1]; });
     var bits = [DATA.writer + ' snapshot'];
     if (facts.trigger) bits.push('trigger ' + facts.trigger);
     if (facts.pid) bits.push('pid ' + facts.pid);
     if (facts.time) bits.push(facts.time);
-    return el('header', {}, [el('h1', {text: 'cudasnap report'}), el('span', {class: 'file', text: DATA.path}),
+    return el('header', {}, [back, el('h1', {text: 'cudasnap report'}), el('span', {class: 'file', text: DATA.path}),
       el('span', {class: 'sub', text: bits.join(' \u00b7 ')})]);
   }
 
@@ -853,8 +857,83 @@
       el('div', {}, [el('h3', {text: 'The snapshot'}), factsTable(DATA.facts)])]));
   }
 
-  if (DATA.devices.length) renderDevice(0); else renderEmpty();
-  document.title = DATA.title + ' - cudasnap report';
+  /* ---------------------------------------------------------------------------------------------
+   * The job page (cli/report_job.h): the ranks table, every process's allocated bytes on one
+   * wall-clock axis, and each one's own report (the page above, from DATA.details) a click away.
+   * ------------------------------------------------------------------------------------------- */
+
+  var JOB = DATA.job ? DATA : null;
+  function openDetail(i) {
+    hideTip();
+    DATA = JOB.details[i];
+    NO_STACK_SITE = noStackSite();
+    if (DATA.devices.length) renderDevice(0); else renderEmpty();
+    window.scrollTo(0, 0);
+  }
+
+  function rankText(r) { return r.rank === null ? '?' : String(r.rank); }
+
+  /* One process's curve, x over the job's time span and y over the highest peak: the processes
+   * compare at a glance, and the same moment is at the same place in every row. Markup made of
+   * numbers only, parsed by the HTML parser (which puts <svg> in its namespace). */
+  function curveNode(r, job) {
+    var w = 1000, h = 44, span = Math.max(1, job.t1 - job.t0), ymax = Math.max(1, job.ymax);
+    var pts = r.curve.map(function (p) {
+      return ((p[0] - job.t0) / span * w).toFixed(1) + ',' + (h - p[1] / ymax * (h - 2)).toFixed(1);
+    });
+    var shapes = '';
+    if (pts.length) {
+      var first = pts[0].split(',')[0], last = pts[pts.length - 1].split(',')[0];
+      shapes = '<polygon points="' + first + ',' + h + ' ' + pts.join(' ') + ' ' + last + ',' + h + '" fill="' +
+        (r.oom ? '#f4b6b6' : '#b9cde2') + '"></polygon><polyline points="' + pts.join(' ') + '" fill="none" stroke="' +
+        (r.oom ? OOM : PALETTE[0]) + '" stroke-width="1.2" vector-effect="non-scaling-stroke"></polyline>';
+    }
+    var box = el('div', {class: 'curve-box'});
+    box.innerHTML = '<svg class="curve" viewBox="0 0 ' + w + ' ' + h + '" preserveAspectRatio="none">' + shapes + '</svg>';
+    return box;
+  }
+
+  function renderJob() {
+    hideTip();
+    DATA = JOB;
+    var job = JOB.job, rows = job.ranks;
+    var head = el('header', {}, [el('h1', {text: 'cudasnap report'}), el('span', {class: 'file', text: JOB.title}),
+      el('span', {class: 'sub', text: 'the processes of a job, highest peak first; a row opens its own report'})]);
+    var cols = ['Rank', 'Host', 'PID', 'Trigger', 'Peak allocated', 'Peak reserved', 'Phase at the peak', 'OOM', 'Top site at the peak'];
+    var table = el('table', {class: 'job-table', id: 'job-ranks'}, [el('thead', {}, [el('tr', {}, cols.map(function (c) {
+      return el('th', {text: c});
+    }))]), el('tbody', {}, rows.map(function (r, i) {
+      return el('tr', {class: 'job-row' + (r.oom ? ' oom' : ''), 'data-rank': rankText(r), onclick: function () { openDetail(i); }}, [
+        el('td', {text: rankText(r)}), el('td', {text: r.host || '?'}), el('td', {text: r.pid === null ? '?' : String(r.pid)}),
+        el('td', {text: r.trigger || '?'}), el('td', {class: 'num', text: bytes(r.peak_allocated), title: exact(r.peak_allocated)}),
+        el('td', {class: 'num', text: bytes(r.peak_reserved), title: exact(r.peak_reserved)}), el('td', {text: r.phase || '-'}),
+        el('td', {class: r.oom ? 'oom-mark' : '', text: r.oom ? 'OOM' : 'no'}),
+        el('td', {class: 'site', text: r.top_site || '-', title: r.top_site || ''})]);
+    }))]);
+    var parts = [head, el('section', {}, [el('h2', {text: 'Ranks'}), table])];
+    if (rows.length > 1) {
+      var med = rows[Math.floor(rows.length / 2)];
+      parts.push(el('p', {class: 'spread', id: 'job-spread', text: 'spread: highest / median peak = ' +
+        (med.peak_allocated ? (rows[0].peak_allocated / med.peak_allocated).toFixed(2) + 'x' : '-') + ' (rank ' + rankText(rows[0]) + ' ' +
+        bytes(rows[0].peak_allocated) + ' / rank ' + rankText(med) + ' ' + bytes(med.peak_allocated) + ')'}));
+    }
+    var axis = job.t0 === null ? 'no times in these snapshots' : clock(job.t0) + ' \u2192 ' + clock(job.t1) + ' (' + seconds(job.t1 - job.t0) +
+      '), allocated bytes, 0 to ' + bytes(job.ymax);
+    parts.push(el('section', {}, [el('h2', {text: 'Memory over time'}), el('p', {class: 'sub', text: axis}),
+      el('div', {class: 'multiples', id: 'job-multiples'}, rows.map(function (r, i) {
+        return el('div', {class: 'multiple', onclick: function () { openDetail(i); }}, [
+          el('div', {class: 'multiple-label', text: 'rank ' + rankText(r) + ' \u00b7 ' + bytes(r.peak_allocated) + (r.oom ? ' \u00b7 OOM' : '')}),
+          curveNode(r, job)]);
+      }))]));
+    parts.push(el('footer', {text: 'Written by cudasnap report from ' + rows.length + ' snapshots. Self-contained: this page loads ' +
+      'nothing from anywhere.'}));
+    app.replaceChildren.apply(app, parts);
+    drawers = [];
+    window.scrollTo(0, 0);
+  }
+
+  if (JOB) renderJob(); else if (DATA.devices.length) renderDevice(0); else renderEmpty();
+  document.title = (JOB || DATA).title + ' - cudasnap report';
 
   var resizeQueued = false;
   window.addEventListener('resize', function () {

@@ -2,7 +2,7 @@
 # cli_test.sh TEST CUDASNAP PROG_HOLD PROG_SNAPSHOT_API SOURCE_DIR PYTHON
 #
 # The cudasnap tool, driven from outside as a user would (docs/design.md section 6). TEST picks one
-# group: help, check, convert, summary, sites, run, dump, diff, report, bad_input. CUDASNAP is the built tool,
+# group: help, check, convert, summary, sites, run, dump, dump_all, diff, report, bad_input. CUDASNAP is the built tool,
 # PROG_HOLD tests/cli/prog_hold.c, PROG_SNAPSHOT_API tests/integration/prog_snapshot_api.c, and
 # SOURCE_DIR the repository (fixtures, the real trace, same_content.py) and PYTHON a python3
 # that runs same_content.py, the independent reader of both formats (needed by convert only). The programs run on the
@@ -308,6 +308,53 @@ dump)
   one_stderr_line "PID not-a-pid is not accepted"
   ;;
 
+dump_all)
+  # `dump --all` signals every process of this user that maps libcudasnap: run it in a PID
+  # namespace of its own (with its own /proc), so that it sees this test's processes only, never
+  # another test's or another user's session.
+  if [[ -z ${CS_TEST_PIDNS:-} ]]; then
+    for ns in "unshare -Urpf --mount-proc" "unshare -pf --mount-proc"; do
+      if $ns true 2>/dev/null; then
+        CS_TEST_PIDNS=1 exec $ns bash "$0" "$@"
+      fi
+    done
+    echo "skip [dump_all]: no PID namespace (unshare) here"
+    exit 0
+  fi
+  # Three held programs, each with its own pipe, and one preloaded that never calls CUDA.
+  pids=
+  for i in 1 2 3; do
+    mkfifo "$dir/in$i"
+    (cd "$dir" && exec "$cudasnap" run -o 'snap-%p-%n-%t.json' -- "$prog_hold" <"$dir/in$i" >"$dir/hold$i.out" \
+      2>"$dir/hold$i.err") &
+    pids="$pids $!"
+    eval "exec $((2 + i))>\"\$dir/in$i\""
+    wait_for_line "$dir/hold$i.out" '^ready 1$'
+  done
+  "$cudasnap" run -- sleep 30 &
+  idle=$!
+  pids="$pids $idle"
+  for _ in $(seq 100); do grep -q libcudasnap "/proc/$idle/maps" 2>/dev/null && break; sleep 0.05; done
+  expect 0 "$cudasnap" dump --all
+  [[ $(grep -c '^wrote ' "$dir/out") -eq 3 ]] || fail "dump --all said: $(cat "$dir/out" "$dir/err")"
+  one_stderr_line "^cudasnap dump: process $idle has not started cudasnap yet"
+  cp "$dir/out" "$dir/wrote"
+  for p in $(awk '{print $2}' "$dir/wrote"); do
+    [[ -f $p ]] || fail "no file $p"
+    expect 0 "$cudasnap" check "$p"
+  done
+  [[ $(sed 's/.*snap-\([0-9]*\)-.*/\1/' "$dir/wrote" | sort -u | wc -l) -eq 3 ]] ||
+    fail "not one snapshot per process: $(cat "$dir/wrote")"
+  exec 3>&- 4>&- 5>&-
+  kill "$idle"
+  wait || true
+  pids=
+  # None left: said so, exit 1.
+  expect 1 "$cudasnap" dump --all
+  one_stderr_line "^cudasnap dump: no process of this user on this machine has libcudasnap loaded$"
+  expect 2 "$cudasnap" dump --all 42
+  ;;
+
 diff)
   # Two snapshots of prog_hold: hold_large appears between them.
   mkfifo "$dir/in"
@@ -401,8 +448,22 @@ PY
   ls "$dir" | grep -q '\.tmp\.' && fail "temporary files left behind: $(ls "$dir")"
   expect 2 "$cudasnap" report -o "" "$dir/api.json"
   one_stderr_line "^cudasnap report: --output '' is not accepted"
+  # Several files: the job page, which needs a name.
   expect 2 "$cudasnap" report "$dir/api.json" "$dir/api.pickle"
-  one_stderr_line "unexpected argument"
+  one_stderr_line "^cudasnap report: several FILEs make one page for the job: give it a name with -o OUT.html$"
+  expect 0 "$cudasnap" report -o "$dir/job.html" "$dir/api.json" "$dir/api.pickle"
+  stdout_has "^wrote $dir/job.html: [0-9]+ bytes$"
+  # the two are snapshots of one process: one row, its latest, with its own report's data
+  "$python" - "$dir/job.html" <<'PY' || fail "job page data"
+import json, re, sys
+html = open(sys.argv[1]).read()
+data = json.loads(re.search(r'<script type="application/json" id="cs-data">(.*?)</script>', html, re.S).group(1))
+rows = data["job"]["ranks"]
+assert len(rows) == 1 and len(data["details"]) == 1, (len(rows), len(data["details"]))
+assert rows[0]["curve"] and data["details"][0]["devices"], rows[0]
+PY
+  expect 1 "$cudasnap" report -o "$dir/job2.html" "$dir/api.json" "$dir/no-such.json"
+  [[ -e $dir/job2.html ]] && fail "a job page with a missing file"
   ;;
 
 bad_input)

@@ -45,6 +45,25 @@ sed -n '/^sites that differ most/{n;p}' "$dir/table" | grep -qE '^  \+96\.0 MiB 
   fail "first differing site: $(sed -n '/^sites that differ/,$p' "$dir/table")"
 echo "ok table"
 
+# The head (cudasnap_summary, the files' first key) says what the whole file says: the library
+# computes it by the tool's own replay. --full reads every event; the outputs must be the same.
+"$python" - "$dir/job" <<'PY' || fail "cudasnap_summary is not the first key"
+import json, os, pickle, sys
+d = sys.argv[1]
+for name in sorted(os.listdir(d)):
+    path = os.path.join(d, name)
+    o = json.load(open(path)) if name.endswith(".json") else pickle.load(open(path, "rb"))
+    keys = list(o)
+    assert keys[0] == "cudasnap_summary" and keys[1] == "segments", (name, keys)
+    assert o["cudasnap_summary"]["complete"] is True, (name, o["cudasnap_summary"])
+PY
+"$cudasnap" ranks --full "$dir/job" >"$dir/table_full" 2>"$dir/err" || fail "ranks --full: $(cat "$dir/err")"
+diff "$dir/table_full" "$dir/table" || fail "ranks from the heads differs from ranks --full"
+"$cudasnap" ranks --json --full "$dir/job" >"$dir/json_full" 2>&1 || fail "ranks --json --full"
+"$cudasnap" ranks --json "$dir/job" >"$dir/json_head" 2>&1 || fail "ranks --json"
+diff "$dir/json_full" "$dir/json_head" || fail "ranks --json from the heads differs from --full"
+echo "ok head = full"
+
 "$cudasnap" ranks --json "$dir/job" >"$dir/json" 2>"$dir/err" || fail "ranks --json: $(cat "$dir/err")"
 "$python" - "$dir/json" <<'PY' || fail "ranks --json: $(head -c 2000 "$dir/json")"
 import json, sys

@@ -64,6 +64,11 @@ PY
     fail "summary does not name the peak's phase: $(cat "$dir/summary")"
   grep -q "^  snapbar_step: .*(30.0 MiB)" "$dir/summary" ||
     fail "summary lacks the largest bytes inside snapbar_step: $(cat "$dir/summary")"
+  # the head (cudasnap_summary) places the phase at the peak as the whole file does
+  "$tool" ranks "$dir/snap.json" >"$dir/ranks" && "$tool" ranks --full "$dir/snap.json" >"$dir/ranks_full" ||
+    fail "ranks failed"
+  grep -q ' snapbar_step > trainer::backward ' "$dir/ranks" && diff "$dir/ranks" "$dir/ranks_full" >/dev/null ||
+    fail "ranks from the head: $(cat "$dir/ranks" "$dir/ranks_full")"
   # diff --phase: both sides at the peak of the last backward, 30 MiB and (doubled) 54 MiB
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/bigger.json" \
     "$bin/it_nvtx" phases bigger >/dev/null 2>"$dir/err") || fail "bigger run: $(cat "$dir/err")"

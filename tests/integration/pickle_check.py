@@ -4,7 +4,7 @@
 The pickle uses only opcodes the memory_viz viewer reads (batch sizes are checked by
 snapshot_check), and loads (with a restricted unpickler that refuses every global) into the same object as the
 JSON, apart from what differs between two dumps of the same state: the `snapshot` trace entries
-each dump adds, and the `cudasnap` key (dump number, time)."""
+each dump adds, and the `cudasnap` and `cudasnap_summary` keys (dump number, time)."""
 import io, json, pickle, pickletools, sys
 
 ALLOWED = {"PROTO", "FRAME", "STOP", "MARK", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "SETITEM",
@@ -29,6 +29,7 @@ def normalize(value):
 def comparable(snapshot):
     snapshot = normalize(snapshot)
     snapshot.pop("cudasnap", None)
+    snapshot.pop("cudasnap_summary", None)
     snapshot["device_traces"] = [[e for e in t if e["action"] != "snapshot"] for t in snapshot["device_traces"]]
     return snapshot
 
