@@ -83,7 +83,12 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
     cs_reconcile_row(out, "driver total", cs_reconcile_get(doc, m, "driver_total"), NULL);
     cs_reconcile_row(out, "driver used (total - free)", cs_reconcile_get(doc, m, "driver_used"), NULL);
   } else {
-    fprintf(out, "  driver used: not asked (an exit snapshot, or no usable context at the snapshot)\n");
+    const char *why = cs_view_str(doc, m, "driver_not_asked");
+    if (why != NULL)
+      fprintf(out, "  driver used: not asked: %s (cudasnap makes no CUDA call then)\n", why);
+    else
+      fprintf(out, "  driver used: not asked (no usable context at the snapshot, or a snapshot from "
+                   "before exit snapshots asked)\n");
   }
   cs_reconcile_row(out, "cudasnap cache reserved", cs_reconcile_get(doc, m, "cache_reserved"), NULL);
   cs_val_t pass = cs_doc_get(doc, m, "passthrough");

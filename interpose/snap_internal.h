@@ -36,8 +36,6 @@ typedef struct cs_dump_oom_note_s {
   uint64_t coalesced;
 } cs_dump_oom_note_t;
 
-/* The snapshot written as the process ends (exit, _exit, a crash, a termination signal). */
-bool cs_dump_is_final(cs_trigger_t trigger);
 
 /* Copy the state how asks for: 0, or -1 when host memory ran out (reported). No dump lock. */
 int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how);

@@ -125,11 +125,6 @@ static int cs_dump_to_file(const cs_snap_state_t *state, const cs_snapshot_meta_
   return err;
 }
 
-/* The snapshot written as the process ends (exit, _exit, a crash, a termination signal). */
-bool cs_dump_is_final(cs_trigger_t trigger) {
-  return trigger == CS_TRIGGER_EXIT || trigger == CS_TRIGGER_CRASH || trigger == CS_TRIGGER_TERM;
-}
-
 /* Devices as "device 3" or "devices 0, 2", for the best-effort note. */
 static void cs_dump_devices_text(uint64_t devices, char *buf, size_t len) {
   int count = __builtin_popcountll(devices);
@@ -173,10 +168,17 @@ int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how) {
   cs_snap_state_t *state = c->state;
   if (cs_snap_state_init(state, cs_contexts_device_count()) == 0) {
     c->left_out = cs_contexts_snapshot(state, how->snapshot, deadline, &c->passthrough_left_out);
-    /* the driver's figures, right after the copy; never as the process ends, where cudasnap makes
-     * no CUDA call (at exit the runtime may be torn down; at a crash the driver may be what
-     * crashed, or the ending thread may hold its locks) */
-    if (how->snapshot && !cs_dump_is_final(how->trigger)) cs_reconcile_query(state, deadline);
+    /* The driver's figures, right after the copy. At exit too: this handler was registered at
+     * the first CUDA call, after the runtime and the driver registered their own teardown, and
+     * atexit handlers run last registered first, so the driver is still whole here; a context
+     * the program destroyed is not asked (cs_contexts_with_device finds none). Never at a crash
+     * (the driver may be what crashed, or the crashing thread may hold its locks) nor at a
+     * termination signal (it may have interrupted a call into the driver): the snapshot says so. */
+    if (how->snapshot) {
+      if (how->trigger == CS_TRIGGER_CRASH) state->driver_not_asked = "crash";
+      else if (how->trigger == CS_TRIGGER_TERM) state->driver_not_asked = "termination signal";
+      else cs_reconcile_query(state, deadline);
+    }
     if (how->snapshot) {
       cs_snap_state_finish(state);
       size_t drawn = 0;

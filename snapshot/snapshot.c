@@ -452,6 +452,7 @@ static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
   cs_emit_kv_int(e, "device", device);
   int64_t accounted = st->reserved_bytes[CS_STAT_ALL].current;
   cs_emit_kv_bool(e, "driver_known", m->driver_known);
+  if (!m->driver_known && s->driver_not_asked) cs_emit_kv_str(e, "driver_not_asked", s->driver_not_asked);
   if (m->driver_known) {
     cs_emit_kv_int(e, "driver_total", (int64_t)m->driver_total);
     cs_emit_kv_int(e, "driver_free", (int64_t)m->driver_free);

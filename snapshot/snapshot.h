@@ -95,6 +95,9 @@ typedef struct cs_snap_state_s {
   cs_snap_device_memory_t memory[CS_SNAP_MAX_DEVICES + 1]; /* the last: no device (host) */
   cs_foreign_stat_t passthrough[CS_SNAP_MAX_DEVICES + 1][CS_FOREIGN_KINDS];
   bool has_passthrough;       /* pass-through was recorded (the figures above are filled) */
+  /* Why the driver was not asked for its side of the reconciliation ("crash", "termination
+   * signal"), NULL when it was asked (a device without an answer then had no usable context). */
+  const char *driver_not_asked;
   int device_count;           /* device_traces has this many lists */
   int error;                  /* -CS_EHOSTMEM when a copy could not grow */
 } cs_snap_state_t;

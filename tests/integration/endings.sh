@@ -96,6 +96,19 @@ no_cudasnap_output() {
 
 # best_effort DEVICE_LEFT_OUT DEVICE_KEPT: the one snapshot says it left DEVICE_LEFT_OUT out and holds
 # segments of DEVICE_KEPT only.
+# not_asked WHY: the snapshot says why the driver was not asked (a crash, a termination signal),
+# and summary prints it in the reconciliation.
+not_asked() {
+  local f=("$dir"/with/snap-*.json)
+  python3 - "${f[0]}" "$1" <<'PY' || fail "the snapshot does not say the driver was not asked: $1"
+import json, sys
+s = json.load(open(sys.argv[1]))
+mem = s["cudasnap"]["memory"]
+assert mem and all(not m["driver_known"] and m.get("driver_not_asked") == sys.argv[2] for m in mem), mem
+PY
+  "$tool" summary "${f[0]}" | grep -q "^  driver used: not asked: $1 " || fail "cudasnap summary does not say why"
+}
+
 best_effort() {
   local f=("$dir"/with/snap-*.json)
   python3 - "${f[0]}" "$1" "$2" <<'PY' || fail "not the expected best-effort snapshot"
@@ -117,7 +130,7 @@ exit) run -- "$prog" exit; expect_ending "exit 0"; snapshots exit 1; leak_named 
 _exit) run -- "$prog" _exit; expect_ending "exit 7"; snapshots exit 1; leak_named prog_endings.c ;;
 _Exit) run -- "$prog" _Exit; expect_ending "exit 9"; snapshots exit 1; leak_named prog_endings.c ;;
 quick_exit) run -- "$prog" quick_exit; expect_ending "exit 4"; snapshots exit 1; leak_named prog_endings.c ;;
-segv) run -- "$prog" segv; expect_ending "signal SIGSEGV"; snapshots crash 1; leak_named prog_endings.c ;;
+segv) run -- "$prog" segv; expect_ending "signal SIGSEGV"; snapshots crash 1; leak_named prog_endings.c; not_asked crash ;;
 abort) run -- "$prog" abort; expect_ending "signal SIGABRT"; snapshots crash 1; leak_named prog_endings.c ;;
 fpe) run -- "$prog" fpe; expect_ending "signal SIGFPE"; snapshots crash 1; leak_named prog_endings.c ;;
 stack) run -- "$prog" stack; expect_ending "signal SIGSEGV"; snapshots crash 1; leak_named prog_endings.c ;;
@@ -126,7 +139,7 @@ cxx_throw)
   grep -q "terminate called after throwing an instance of 'std::runtime_error'" "$dir/with/err" ||
     fail "std::terminate did not say why"
   leak_named prog_endings_cxx.cpp ;;
-term) run -- "$prog" term; expect_ending "signal SIGTERM"; snapshots term 1; leak_named prog_endings.c ;;
+term) run -- "$prog" term; expect_ending "signal SIGTERM"; snapshots term 1; leak_named prog_endings.c; not_asked "termination signal" ;;
 int) run -- "$prog" int; expect_ending "signal SIGINT"; snapshots term 1; leak_named prog_endings.c ;;
 term_handled | term_handled_early)
   run -- "$prog" "${scenario//_/-}"; expect_ending "exit 3"; snapshots exit 1; leak_named prog_endings.c

@@ -137,10 +137,14 @@ PY
     fail "device 0's graph allocations are not drawn: $(cat "$dir/summary")"
   grep -qE '^  stream-ordered pools reserved +4194304 B \(4\.0 MiB\); used 3145728 B \(3\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's stream-ordered pools: $(cat "$dir/summary")"
-  # at exit cudasnap asks the driver nothing: the pools are not known, not 0
+  # at exit cudasnap asks the driver too (passthrough_check above: it adds up): the driver's
+  # used bytes and the pools on both devices, and no 'not asked'
   "$bin/../../cli/cudasnap" summary "$exit_json" >"$dir/exit-summary" || fail "cudasnap summary (exit)"
-  [[ $(grep -cE '^  (stream-ordered pools|graph memory pool) reserved +not known ' "$dir/exit-summary") -eq 4 ]] ||
-    fail "the exit snapshot's pools are not 'not known' on both devices: $(cat "$dir/exit-summary")"
+  [[ $(grep -cE '^  driver used \(total - free\) +[0-9]+ B' "$dir/exit-summary") -eq 2 ]] ||
+    fail "the exit snapshot does not say what the driver used on both devices: $(cat "$dir/exit-summary")"
+  [[ $(grep -cE '^  (stream-ordered pools|graph memory pool) reserved +[0-9]+ B.*; used ' "$dir/exit-summary") -eq 4 ]] ||
+    fail "the exit snapshot's pools are not known on both devices: $(cat "$dir/exit-summary")"
+  ! grep -q 'not asked' "$dir/exit-summary" || fail "the exit snapshot says 'not asked': $(cat "$dir/exit-summary")"
   grep -qE '^  passed through: vmm_physical +12582912 B \(12\.0 MiB\)$' "$dir/summary" ||
     fail "device 0's physical VMM bytes: $(cat "$dir/summary")"
   grep -qE '^host memory \(not device memory\): pinned 1048576 B \(1\.0 MiB\), registered 0 B$' "$dir/summary" ||
