@@ -29,17 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 log() { printf 'bench: ranks: %s\n' "$*" >&2; }
 files=1024
 
-measure() {
-  local name=$1
-  shift
-  if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err"; then
-    log "$name failed: $(tail -n1 "$tmp/err")"
-    return 1
-  fi
-  read -r secs kib <"$tmp/time"
-  printf 'BENCH %s %s s\n' "$name" "$secs"
-  printf 'BENCH %s_rss %d MiB\n' "$name" $(((kib + 512) / 1024))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
 
 log "writing 100,000 events"
 "$gen" write 100000 "$tmp/one.json" 2>/dev/null

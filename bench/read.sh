@@ -27,20 +27,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cudasnap-read.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 log() { printf 'bench: read: %s\n' "$*" >&2; }
 
-# One measured command: BENCH lines for its wall time and peak RSS. A command that fails is
-# reported (its last stderr line) and gets no figure.
-measure() {
-  local name=$1
-  shift
-  if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err"; then
-    log "$name failed: $(tail -n1 "$tmp/err")"
-    return 1
-  fi
-  read -r secs kib <"$tmp/time"
-  last_secs=$secs
-  printf 'BENCH %s %s s\n' "$name" "$secs"
-  printf 'BENCH %s_rss %d MiB\n' "$name" $(((kib + 512) / 1024))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
 
 sizes=(100000 1000000)
 [[ $quick == 1 ]] && sizes=(100000)

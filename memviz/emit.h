@@ -73,6 +73,20 @@ static inline void cs_emit_str(cs_emitter_t *e, const char *value) {
   cs_emit_str_n(e, value, strlen(value));
 }
 void cs_emit_bool(cs_emitter_t *e, bool value);
+
+/* A dict member: its key, then its value. */
+static inline void cs_emit_kv_int(cs_emitter_t *e, const char *key, int64_t value) {
+  cs_emit_key(e, key);
+  cs_emit_int(e, value);
+}
+static inline void cs_emit_kv_str(cs_emitter_t *e, const char *key, const char *value) {
+  cs_emit_key(e, key);
+  cs_emit_str(e, value);
+}
+static inline void cs_emit_kv_bool(cs_emitter_t *e, const char *key, bool value) {
+  cs_emit_key(e, key);
+  cs_emit_bool(e, value);
+}
 void cs_emit_none(cs_emitter_t *e);
 
 /* End the open container's current batch after the items written so far (pickle: its

@@ -6,7 +6,7 @@
 
 #include "common/cs_format.h"
 #include "common/cs_log.h"
-#include "memviz/site_rule.h"
+#include "snapshot/stack_site.h"
 
 typedef struct cs_leak_site_s {
   uintptr_t pc;      /* the site's return address, 0 = unknown */
@@ -14,23 +14,12 @@ typedef struct cs_leak_site_s {
   uint64_t blocks;
 } cs_leak_site_t;
 
-typedef struct cs_leak_stack_s {
-  const uintptr_t *pcs;
-  cs_symbolizer_t *sym;
-} cs_leak_stack_t;
-
-static cs_frame_t cs_leak_frame_at(void *ctx, size_t i) {
-  const cs_leak_stack_t *st = ctx;
-  return cs_symbolize(st->sym, st->pcs[i], 0);
-}
-
 static uintptr_t cs_leak_site_pc(const cs_intern_t *intern, cs_symbolizer_t *sym, uint32_t stack_id) {
   size_t n = 0;
   const uintptr_t *pcs = stack_id ? cs_intern_get(intern, stack_id, &n) : NULL;
   if (pcs == NULL || n == 0) return 0;
   if (sym == NULL) return pcs[n - 1];
-  cs_leak_stack_t st = {.pcs = pcs, .sym = sym};
-  return pcs[cs_site_index(n, cs_leak_frame_at, &st)];
+  return cs_stack_site_pc(sym, pcs, n);
 }
 
 static int cs_leak_site_cmp(const void *x, const void *y) {

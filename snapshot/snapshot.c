@@ -229,21 +229,6 @@ typedef struct cs_snap_writer_s {
   cs_emitter_t *e;
 } cs_snap_writer_t;
 
-static void cs_emit_kv_int(cs_emitter_t *e, const char *key, int64_t value) {
-  cs_emit_key(e, key);
-  cs_emit_int(e, value);
-}
-
-static void cs_emit_kv_str(cs_emitter_t *e, const char *key, const char *value) {
-  cs_emit_key(e, key);
-  cs_emit_str(e, value);
-}
-
-static void cs_emit_kv_bool(cs_emitter_t *e, const char *key, bool value) {
-  cs_emit_key(e, key);
-  cs_emit_bool(e, value);
-}
-
 /* A stack as a frame list, innermost first; written once and referenced (pickle) or copied (JSON)
  * afterwards. The reference is tried first: a list was only ever shared for a stack the intern
  * table knows, and ids stay valid, so a hit needs no lookup. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memviz/site_rule.h"
+#include "snapshot/stack_site.h"
 #include "snapshot/addr_map.h"
 
 /* The highest point of one device's history. */
@@ -127,23 +127,12 @@ static void cs_sum_fold(cs_sum_sites_t *t, int (*cmp)(const void *, const void *
   t->count = kept;
 }
 
-typedef struct cs_sum_stack_s {
-  const uintptr_t *pcs;
-  cs_symbolizer_t *sym;
-} cs_sum_stack_t;
-
-static cs_frame_t cs_sum_frame_at(void *ctx, size_t i) {
-  const cs_sum_stack_t *st = ctx;
-  return cs_symbolize(st->sym, st->pcs[i], 0);
-}
-
 /* Name the site of each stack as the tool would from the frames written for it. */
 static void cs_sum_name(cs_sum_site_t *site, const cs_intern_t *intern, cs_symbolizer_t *sym) {
   size_t n = 0;
   const uintptr_t *pcs = site->stack_id && intern ? cs_intern_get(intern, site->stack_id, &n) : NULL;
   if (pcs == NULL || n == 0 || sym == NULL) return; /* an empty frame list: no stack */
-  cs_sum_stack_t st = {.pcs = pcs, .sym = sym};
-  cs_frame_t f = cs_symbolize(sym, pcs[cs_site_index(n, cs_sum_frame_at, &st)], 0);
+  cs_frame_t f = cs_symbolize(sym, cs_stack_site_pc(sym, pcs, n), 0);
   site->name = f.name;
   site->filename = f.filename;
   site->line = f.line;
@@ -204,26 +193,16 @@ static int cs_sum_phase(const cs_phase_list_t *phases, uint64_t t, char *buf, si
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-static void cs_sum_kv_int(cs_emitter_t *e, const char *key, int64_t value) {
-  cs_emit_key(e, key);
-  cs_emit_int(e, value);
-}
-
-static void cs_sum_kv_str(cs_emitter_t *e, const char *key, const char *value) {
-  cs_emit_key(e, key);
-  cs_emit_str(e, value);
-}
-
 static void cs_sum_write_who(cs_emitter_t *e, const cs_snapshot_meta_t *meta) {
-  cs_sum_kv_int(e, "pid", meta->pid);
-  cs_sum_kv_str(e, "host", meta->host ? meta->host : "");
+  cs_emit_kv_int(e, "pid", meta->pid);
+  cs_emit_kv_str(e, "host", meta->host ? meta->host : "");
   if (meta->job) {
     cs_emit_key(e, "job");
     cs_job_write(e, meta->job);
   }
-  cs_sum_kv_str(e, "trigger", meta->trigger ? meta->trigger : "");
-  cs_sum_kv_int(e, "dump_number", meta->dump_number);
-  cs_sum_kv_int(e, "time_us", (int64_t)meta->time_us);
+  cs_emit_kv_str(e, "trigger", meta->trigger ? meta->trigger : "");
+  cs_emit_kv_int(e, "dump_number", meta->dump_number);
+  cs_emit_kv_int(e, "time_us", (int64_t)meta->time_us);
 }
 
 static bool cs_sum_oom(const cs_snap_state_t *s, const cs_snapshot_meta_t *meta) {
@@ -269,17 +248,17 @@ void cs_snap_write_summary(cs_emitter_t *e, const cs_snap_state_t *s, const cs_i
   if (rc == 0 && best.after > 0) rc = cs_sum_phase(meta->phases, best.time_us, phase, sizeof phase);
 
   cs_emit_dict_begin(e);
-  cs_sum_kv_int(e, "version", CS_SNAP_SUMMARY_VERSION);
+  cs_emit_kv_int(e, "version", CS_SNAP_SUMMARY_VERSION);
   cs_emit_key(e, "complete");
   cs_emit_bool(e, rc == 0);
   cs_sum_write_who(e, meta);
   if (rc == 0) {
     cs_emit_key(e, "oom");
     cs_emit_bool(e, cs_sum_oom(s, meta));
-    cs_sum_kv_int(e, "device", device);
-    cs_sum_kv_int(e, "peak_allocated", (int64_t)best.bytes);
-    cs_sum_kv_int(e, "peak_reserved", s->device_count > 0 ? s->stats[device].reserved_bytes[CS_STAT_ALL].peak : 0);
-    if (phase[0]) cs_sum_kv_str(e, "phase", phase);
+    cs_emit_kv_int(e, "device", device);
+    cs_emit_kv_int(e, "peak_allocated", (int64_t)best.bytes);
+    cs_emit_kv_int(e, "peak_reserved", s->device_count > 0 ? s->stats[device].reserved_bytes[CS_STAT_ALL].peak : 0);
+    if (phase[0]) cs_emit_kv_str(e, "phase", phase);
     cs_emit_key(e, "sites");
     cs_emit_list_begin(e);
     for (size_t i = 0; i < sites.count && i < CS_SNAP_SUMMARY_SITES; i++) {
@@ -288,8 +267,8 @@ void cs_snap_write_summary(cs_emitter_t *e, const cs_snap_state_t *s, const cs_i
       if (site->name == NULL) snprintf(text, sizeof text, "(no stack)");
       else snprintf(text, sizeof text, "%s %s:%d", site->name, site->filename, site->line);
       cs_emit_dict_begin(e);
-      cs_sum_kv_str(e, "site", text);
-      cs_sum_kv_int(e, "bytes", (int64_t)site->bytes);
+      cs_emit_kv_str(e, "site", text);
+      cs_emit_kv_int(e, "bytes", (int64_t)site->bytes);
       cs_emit_dict_end(e);
     }
     cs_emit_list_end(e);
