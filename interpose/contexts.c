@@ -96,7 +96,7 @@ static CS_COLD cs_context_t *cs_context_create(CUcontext ctx) {
         cs_allocator_destroy(c->allocator);
         c->allocator = NULL;
       }
-      if (!c->allocator) cs_ring_destroy(&c->history.ring);
+      if (!c->allocator) cs_history_destroy(&c->history);
     }
     if (c->allocator) {
       int n = atomic_load_explicit(&cs_context_count, memory_order_relaxed);
@@ -296,7 +296,7 @@ uint64_t cs_contexts_snapshot(cs_snap_state_t *state, bool with_history, uint64_
   cs_slot_list_t list;
   cs_contexts_list(&list, deadline_ns);
   size_t history_room = 0;
-  for (int i = 0; with_history && i < list.count; i++) history_room += list.slots[i]->history.ring.capacity;
+  for (int i = 0; with_history && i < list.count; i++) history_room += cs_history_room(&list.slots[i]->history);
   if (with_history) history_room += cs_runtime_options()->max_entries; /* memory passed through */
   (void)cs_snap_state_reserve_history(state, history_room); /* on failure the copy reports it */
   bool locked[CS_MAX_CONTEXTS] = {false};
@@ -310,7 +310,7 @@ uint64_t cs_contexts_snapshot(cs_snap_state_t *state, bool with_history, uint64_
     cs_context_t *c = list.slots[i];
     if (!locked[i]) continue;
     if (atomic_load(&c->ctx)) cs_snap_state_add_allocator(state, list.devices[i], c->allocator);
-    if (with_history) cs_snap_state_add_history(state, &c->history.ring);
+    if (with_history) cs_history_copy(&c->history, state);
   }
   /* under the same locks: its history merges with theirs */
   *passthrough_left_out = !cs_foreign_snapshot_by(state, with_history, deadline_ns);
@@ -342,10 +342,9 @@ typedef struct cs_history_mark_s {
 /* One `snapshot` entry per device, in the first history of the device that keeps entries. */
 static void cs_history_mark(cs_history_t *h, void *arg) {
   cs_history_mark_t *m = arg;
-  if (h->device < 0 || h->device >= CS_SNAP_MAX_DEVICES || m->marked[h->device] || !h->ring.enabled) return;
+  if (h->device < 0 || h->device >= CS_SNAP_MAX_DEVICES || m->marked[h->device] || !cs_history_enabled(h)) return;
   m->marked[h->device] = true;
-  cs_ring_push(&h->ring, CS_ACTION_SNAPSHOT, h->device, 0,
-               (uint64_t)m->state->stats[h->device].active_bytes[CS_STAT_ALL].current, 0, 0);
+  cs_history_push(h, CS_ACTION_SNAPSHOT, 0, (uint64_t)m->state->stats[h->device].active_bytes[CS_STAT_ALL].current);
 }
 
 void cs_contexts_mark_snapshot(const cs_snap_state_t *state, uint64_t deadline_ns) {
@@ -360,7 +359,7 @@ void cs_contexts_mark_snapshot(const cs_snap_state_t *state, uint64_t deadline_n
   }
 }
 
-static void cs_history_enable(cs_history_t *h, void *arg) { cs_ring_set_enabled(&h->ring, *(const bool *)arg); }
+static void cs_history_enable(cs_history_t *h, void *arg) { cs_history_set_enabled(h, *(const bool *)arg); }
 
 void cs_contexts_set_history(bool enabled) {
   cs_record_set_enabled(enabled);
@@ -388,7 +387,7 @@ void cs_contexts_postfork(bool child) {
      * call, keeping the emptied allocators for the child's own contexts, and their history. */
     if (child) {
       cs_context_retire(c, false);
-      cs_ring_clear(&c->history.ring);
+      cs_history_clear(&c->history);
     }
   }
   if (child) pthread_mutex_init(&cs_contexts_lock, NULL);

@@ -26,7 +26,7 @@ static cs_intern_t *_Atomic cs_intern;
 static uint32_t cs_stack_depth;
 static cs_stacks_t cs_stack_mode;
 static _Atomic size_t cs_history_entries;  /* CUDASNAP_MAX_ENTRIES, set at start */
-static atomic_bool cs_history_enabled = true;
+static atomic_bool cs_histories_record = true; /* cudasnap_record_history */
 
 /* CUDASNAP_RECORD's file (record/recfile_write.h), NULL without one. */
 static cs_recfile_writer_t *_Atomic cs_recfile;
@@ -127,30 +127,62 @@ uint32_t cs_record_stack(void) {
 
 void cs_history_init(cs_history_t *h, int device) {
   size_t entries = atomic_load_explicit(&cs_history_entries, memory_order_relaxed);
+  bool enabled = atomic_load(&cs_histories_record);
   h->device = device;
   cs_recfile_writer_t *w = atomic_load(&cs_recfile);
-  if (w && cs_recfile_add_ring(w, &h->ring, device)) {
-    cs_ring_set_enabled(&h->ring, atomic_load(&cs_history_enabled));
+  h->in_file = w && cs_recfile_add_ring(w, &h->ring, device);
+  if (h->in_file) {
+    cs_ring_set_enabled(&h->ring, enabled);
     return;
   }
   if (w && entries > 0)
     cs_log_warn("no room in the recording file for the history of device %d; it is kept in memory only", device);
-  if (cs_ring_init(&h->ring, entries) != 0) {
+  if (cs_thread_log_init(&h->log, entries) != 0) {
     cs_log_warn("cannot reserve %zu history entries for device %d (CUDASNAP_MAX_ENTRIES); recording its state only",
                 entries, device);
-    (void)cs_ring_init(&h->ring, 0);
+    (void)cs_thread_log_init(&h->log, 0);
   }
-  cs_ring_set_enabled(&h->ring, atomic_load(&cs_history_enabled));
+  cs_thread_log_set_enabled(&h->log, enabled);
+}
+
+void cs_history_destroy(cs_history_t *h) {
+  if (h->in_file) cs_ring_destroy(&h->ring);
+  else cs_thread_log_destroy(&h->log);
+}
+
+bool cs_history_enabled(const cs_history_t *h) { return h->in_file ? h->ring.enabled : h->log.enabled; }
+
+void cs_history_set_enabled(cs_history_t *h, bool enabled) {
+  if (h->in_file) cs_ring_set_enabled(&h->ring, enabled);
+  else cs_thread_log_set_enabled(&h->log, enabled);
+}
+
+void cs_history_clear(cs_history_t *h) {
+  if (h->in_file) cs_ring_clear(&h->ring);
+  else cs_thread_log_clear(&h->log);
+}
+
+size_t cs_history_room(const cs_history_t *h) { return h->in_file ? h->ring.capacity : cs_thread_log_room(&h->log); }
+
+void cs_history_push(cs_history_t *h, cs_action_t action, uint64_t addr, uint64_t size) {
+  if (h->in_file) cs_ring_push(&h->ring, action, h->device, addr, size, 0, 0);
+  else cs_thread_log_push(&h->log, action, h->device, addr, size, 0, 0);
+}
+
+void cs_history_copy(cs_history_t *h, cs_snap_state_t *state) {
+  if (h->in_file) cs_snap_state_add_history(state, &h->ring);
+  else cs_snap_state_add_log(state, &h->log);
 }
 
 void cs_record_set_enabled(bool enabled) {
-  atomic_store(&cs_history_enabled, enabled);
+  atomic_store(&cs_histories_record, enabled);
   cs_foreign_set_history(enabled);
 }
 
 static void cs_record_event(void *ctx, const cs_trace_event_t *ev) {
   cs_history_t *h = ctx;
-  cs_snap_record_event(&h->ring, h->device, ev);
+  if (CS_LIKELY(!h->in_file)) cs_snap_log_event(&h->log, h->device, ev);
+  else cs_snap_record_event(&h->ring, h->device, ev);
 }
 
 cs_allocator_observer_t cs_record_observer(cs_history_t *h) {

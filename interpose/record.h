@@ -12,6 +12,8 @@
 #include "common/cs_options.h"
 #include "record/intern.h"
 #include "record/ring.h"
+#include "record/thread_log.h"
+#include "snapshot/snapshot.h"
 
 /* At activation. A failure leaves recording off (one warning); allocation is unaffected. */
 void cs_record_start(const cs_options_t *opts);
@@ -19,17 +21,34 @@ void cs_record_start(const cs_options_t *opts);
 /* The caller's interned stack, or 0 (stacks off, not started, or the table is full). Hot path. */
 uint32_t cs_record_stack(void);
 
-/* One context's history: the ring and the device its entries name. After its set-up (before the
+/* One context's history and the device its entries name. After its set-up (before the
  * allocator exists) every call on it is made under the context allocator's lock, or in a fork
  * child before it runs anything else. */
+/* A context's history. In memory, per-thread chunks (record/thread_log.h): threads allocating at
+ * once do not share the lines written. In a recording file, one ring in the file's mapping, as
+ * `cudasnap recover` reads it after kill -9 (record/recfile.h), which threads write in turn. */
 typedef struct cs_history_s {
-  cs_ring_t ring;
+  cs_ring_t ring;       /* in_file */
+  cs_thread_log_t log;  /* !in_file */
+  bool in_file;
   int device;
 } cs_history_t;
 
-/* A ring of CUDASNAP_MAX_ENTRIES entries (none, with one warning, when that cannot be had),
- * recording or not as cudasnap_record_history last asked. */
+/* CUDASNAP_MAX_ENTRIES entries (none, with one warning, when that cannot be had), in the recording
+ * file when there is one, recording or not as cudasnap_record_history last asked. */
 void cs_history_init(cs_history_t *h, int device);
+void cs_history_destroy(cs_history_t *h);
+
+/* Each under the history's owner lock (its allocator's). */
+bool cs_history_enabled(const cs_history_t *h);
+void cs_history_set_enabled(cs_history_t *h, bool enabled);
+void cs_history_clear(cs_history_t *h);
+/* Entries a copy can return at most. */
+size_t cs_history_room(const cs_history_t *h);
+/* One event that is not the allocator's (a snapshot's mark). */
+void cs_history_push(cs_history_t *h, cs_action_t action, uint64_t addr, uint64_t size);
+/* Copy it into a snapshot's state. */
+void cs_history_copy(cs_history_t *h, cs_snap_state_t *state);
 
 /* Whether new histories record (cudasnap_record_history); existing ones are switched by the
  * caller, under their locks. */

@@ -40,17 +40,7 @@ void cs_ring_destroy(cs_ring_t *r) {
   memset(r, 0, sizeof *r);
 }
 
-static uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t action) {
-  uint64_t device_bits = (unsigned)device & ((1u << CS_RING_DEVICE_BITS) - 1);
-  return time << CS_RING_TIME_SHIFT | device_bits << CS_RING_ACTION_BITS | (uint64_t)action;
-}
-
-/* Ticks since the process's time origin, in ring units; a counter read behind the origin (a TSC
- * not synchronized between sockets) counts as the origin. */
-static uint64_t cs_ring_now(const cs_ring_t *r) {
-  uint64_t ticks = cs_ticks_now();
-  return ticks > r->start.ticks ? (ticks - r->start.ticks) >> CS_RING_TICK_SHIFT & CS_RING_TIME_MASK : 0;
-}
+static uint64_t cs_ring_now(const cs_ring_t *r) { return cs_ring_time_now(&r->start); }
 
 /* In a recording file, the entry's tag is cleared before any field is written and set, with its
  * push number, after all of them; then the count is published. A process killed at any point
@@ -102,24 +92,42 @@ void cs_ring_set_enabled(cs_ring_t *r, bool enabled) {
   if (r->enabled) cs_populate(r->entries, r->capacity * sizeof *r->entries);
 }
 
+bool cs_ring_converter_begin(cs_ring_converter_t *cv, const cs_ticks_anchor_t *start,
+                             const cs_ticks_anchor_t *from, const cs_ticks_anchor_t *now) {
+  cv->ns_per_tick = cs_ticks_rate(from, now);
+  cv->start_ticks = start->ticks;
+  cv->from_ticks = from->ticks;
+  cv->from_ns = (double)(from->monotonic_ns - start->monotonic_ns);
+  return cv->ns_per_tick > 0.0;
+}
+
+void cs_ring_convert_entry(const cs_ring_converter_t *cv, cs_ring_entry_t *e) {
+  if (e->when & CS_RING_TIME_CONVERTED) return;
+  uint64_t ticks = cv->start_ticks + ((e->when >> CS_RING_TIME_SHIFT) << CS_RING_TICK_SHIFT);
+  uint64_t since = ticks > cv->from_ticks ? ticks - cv->from_ticks : 0;
+  uint64_t us = (uint64_t)((cv->from_ns + (double)since * cv->ns_per_tick) / 1000.0);
+  e->when = cs_ring_pack(us & CS_RING_TIME_MASK, cs_ring_entry_device(e), cs_ring_entry_action(e)) |
+            CS_RING_TIME_CONVERTED;
+}
+
+void cs_ring_entry_export(cs_ring_entry_t *out, const cs_ring_entry_t *e, uint64_t start_epoch_us,
+                          uint64_t fallback_us) {
+  uint64_t us = e->when & CS_RING_TIME_CONVERTED ? e->when >> CS_RING_TIME_SHIFT & CS_RING_TIME_MASK : fallback_us;
+  *out = *e;
+  out->stream = e->stream & CS_RECFILE_STREAM_MASK; /* without a recording file's tag */
+  out->when = cs_ring_pack(start_epoch_us + us, cs_ring_entry_device(e), cs_ring_entry_action(e));
+}
+
 /* Converts the entries pushed since the last copy in place: microseconds since the origin, from
  * the last copy's anchor at the rate measured between it and now. pre: the entries are
  * [oldest, oldest + n) modulo the capacity. */
 static void cs_ring_convert(cs_ring_t *r, size_t oldest, size_t n) {
   cs_ticks_anchor_t now = cs_ticks_anchor();
-  double ns_per_tick = cs_ticks_rate(&r->converted_until, &now);
-  if (ns_per_tick <= 0.0) return; /* the counter did not advance: convert at the next copy */
-  const cs_ticks_anchor_t *from = &r->converted_until;
-  double from_ns = (double)(from->monotonic_ns - r->start.monotonic_ns);
-  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1) {
-    cs_ring_entry_t *e = &r->entries[slot];
-    if (e->when & CS_RING_TIME_CONVERTED) continue;
-    uint64_t ticks = r->start.ticks + ((e->when >> CS_RING_TIME_SHIFT) << CS_RING_TICK_SHIFT);
-    uint64_t since = ticks > from->ticks ? ticks - from->ticks : 0;
-    uint64_t us = (uint64_t)((from_ns + (double)since * ns_per_tick) / 1000.0);
-    e->when = cs_ring_pack(us & CS_RING_TIME_MASK, cs_ring_entry_device(e), cs_ring_entry_action(e)) |
-              CS_RING_TIME_CONVERTED;
-  }
+  cs_ring_converter_t cv;
+  if (!cs_ring_converter_begin(&cv, &r->start, &r->converted_until, &now))
+    return; /* the counter did not advance: convert at the next copy */
+  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1)
+    cs_ring_convert_entry(&cv, &r->entries[slot]);
   r->converted_until = now;
 }
 
@@ -133,13 +141,8 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
   cs_ring_convert(r, oldest, n);
   /* entries the conversion had to leave (a counter that did not advance) get the last copy's time */
   uint64_t fallback_us = (r->converted_until.monotonic_ns - r->start.monotonic_ns) / 1000u;
-  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1) {
-    const cs_ring_entry_t *e = &r->entries[slot];
-    uint64_t us = e->when & CS_RING_TIME_CONVERTED ? e->when >> CS_RING_TIME_SHIFT & CS_RING_TIME_MASK : fallback_us;
-    out[i] = *e;
-    out[i].stream = e->stream & CS_RECFILE_STREAM_MASK; /* without a recording file's tag */
-    out[i].when = cs_ring_pack(r->start_epoch_us + us, cs_ring_entry_device(e), cs_ring_entry_action(e));
-  }
+  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1)
+    cs_ring_entry_export(&out[i], &r->entries[slot], r->start_epoch_us, fallback_us);
   if (dropped) *dropped = r->pushed - n;
   return n;
 }

@@ -157,6 +157,38 @@ void cs_ring_set_enabled(cs_ring_t *r, bool enabled);
  * one copy to the next and every snapshot gives an entry the same time. */
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
 
+/* Entry times, for the ring and for record/thread_log.c, which keeps entries the same way. */
+
+/* Now, in ring units since start (the process's time origin); a counter read behind the origin (a
+ * TSC not synchronized between sockets) counts as the origin. */
+static inline uint64_t cs_ring_time_now(const cs_ticks_anchor_t *start) {
+  uint64_t ticks = cs_ticks_now();
+  return ticks > start->ticks ? (ticks - start->ticks) >> CS_RING_TICK_SHIFT & CS_RING_TIME_MASK : 0;
+}
+/* time << 12 | device << 4 | action */
+static inline uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t action) {
+  uint64_t device_bits = (unsigned)device & ((1u << CS_RING_DEVICE_BITS) - 1);
+  return time << CS_RING_TIME_SHIFT | device_bits << CS_RING_ACTION_BITS | (uint64_t)action;
+}
+
+/* One conversion pass: ring units -> microseconds since start, from the anchor `from` (the last
+ * pass's `now`) at the rate measured between it and `now`. begin returns false when the counter
+ * did not advance (convert nothing; the next pass will). */
+typedef struct cs_ring_converter_s {
+  uint64_t start_ticks;
+  uint64_t from_ticks;
+  double from_ns;
+  double ns_per_tick;
+} cs_ring_converter_t;
+bool cs_ring_converter_begin(cs_ring_converter_t *cv, const cs_ticks_anchor_t *start,
+                             const cs_ticks_anchor_t *from, const cs_ticks_anchor_t *now);
+void cs_ring_convert_entry(const cs_ring_converter_t *cv, cs_ring_entry_t *e); /* once: converted stay */
+
+/* An entry as a copy hands it out: microseconds since the epoch (fallback_us since the start for
+ * one not converted), the stream without a recording file's tag. */
+void cs_ring_entry_export(cs_ring_entry_t *out, const cs_ring_entry_t *e, uint64_t start_epoch_us,
+                          uint64_t fallback_us);
+
 /* Forget the history (after fork, in the child: it is the parent's). */
 void cs_ring_clear(cs_ring_t *r);
 

@@ -126,27 +126,45 @@ int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
   return 0;
 }
 
-void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
-  if (s->error || ring->capacity == 0) return;
-  if (s->entry_count + ring->capacity > s->entry_capacity &&
-      cs_snap_state_reserve_history(s, s->entry_count + ring->capacity) != 0)
-    return;
+/* The n entries just copied to the end of the state's history become one of its histories: the
+ * source's stream indexes become the state's. */
+static void cs_snap_state_adopt(cs_snap_state_t *s, size_t n, uint64_t dropped, const cs_stream_table_t *streams) {
   cs_ring_entry_t *copied = s->entries + s->entry_count;
-  uint64_t dropped = 0;
-  size_t n = cs_ring_copy(ring, copied, &dropped);
-  /* the ring's stream indexes become the state's */
   uint32_t map[CS_RING_MAX_STREAMS];
-  for (uint32_t k = 0; k < ring->streams.count; k++)
-    map[k] = cs_stream_table_index(&s->streams, ring->streams.handles[k]);
+  for (uint32_t k = 0; k < streams->count; k++) map[k] = cs_stream_table_index(&s->streams, streams->handles[k]);
   for (size_t i = 0; i < n; i++) {
     cs_ring_entry_t *e = &copied[i];
-    e->stream = map[e->stream < ring->streams.count ? e->stream : ring->streams.count - 1];
+    e->stream = map[e->stream < streams->count ? e->stream : streams->count - 1];
     int device = cs_ring_entry_device(e);
     if (device >= s->device_count) s->device_count = device + 1;
   }
   if (s->history_count < CS_SNAP_MAX_HISTORIES) s->history_start[s->history_count++] = s->entry_count;
   s->entry_count += n;
   s->dropped += dropped;
+}
+
+static bool cs_snap_state_room(cs_snap_state_t *s, size_t n) {
+  return s->entry_count + n <= s->entry_capacity || cs_snap_state_reserve_history(s, s->entry_count + n) == 0;
+}
+
+void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
+  if (s->error || ring->capacity == 0 || !cs_snap_state_room(s, ring->capacity)) return;
+  uint64_t dropped = 0;
+  size_t n = cs_ring_copy(ring, s->entries + s->entry_count, &dropped);
+  cs_snap_state_adopt(s, n, dropped, &ring->streams);
+}
+
+void cs_snap_state_add_log(cs_snap_state_t *s, cs_thread_log_t *log) {
+  size_t room = cs_thread_log_room(log);
+  if (s->error || room == 0 || !cs_snap_state_room(s, room)) return;
+  uint64_t dropped = 0;
+  bool failed = false;
+  size_t n = cs_thread_log_copy(log, s->entries + s->entry_count, &dropped, &failed);
+  if (failed) {
+    s->error = -CS_EHOSTMEM;
+    return;
+  }
+  cs_snap_state_adopt(s, n, dropped, &log->streams);
 }
 
 /* Merge the sorted runs entries[lo, mid) and [mid, hi) through tmp, keeping the order of equal
@@ -201,7 +219,8 @@ void cs_snap_state_finish(cs_snap_state_t *s) {
  * Recording: allocator events become ring entries, the actions one to one
  * ----------------------------------------------------------------------------------------------*/
 
-void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
+/* The ring action of an allocator's event, and what its entry's address slot carries. */
+static cs_action_t cs_snap_event_action(const cs_trace_event_t *event, uint64_t *addr) {
   static const cs_action_t actions[] = {
       [CS_TRACE_ALLOC] = CS_ACTION_ALLOC,
       [CS_TRACE_FREE_REQUESTED] = CS_ACTION_FREE_REQUESTED,
@@ -211,11 +230,26 @@ void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *e
       [CS_TRACE_OOM] = CS_ACTION_OOM,
   };
   /* an OOM has no address: its slot carries the device's free bytes */
-  uint64_t addr = event->action == CS_TRACE_OOM ? event->device_free : event->addr;
+  *addr = event->action == CS_TRACE_OOM ? event->device_free : event->addr;
+  return actions[event->action];
+}
+
+void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
+  uint64_t addr;
+  cs_action_t action = cs_snap_event_action(event, &addr);
   if (event->completes_now) /* right after its free_requested, in the same call and moment */
-    cs_ring_push_same_time(ring, actions[event->action], device, addr, event->size, event->stream, event->stack_id);
+    cs_ring_push_same_time(ring, action, device, addr, event->size, event->stream, event->stack_id);
   else
-    cs_ring_push(ring, actions[event->action], device, addr, event->size, event->stream, event->stack_id);
+    cs_ring_push(ring, action, device, addr, event->size, event->stream, event->stack_id);
+}
+
+void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t *event) {
+  uint64_t addr;
+  cs_action_t action = cs_snap_event_action(event, &addr);
+  if (event->completes_now)
+    cs_thread_log_push_same_time(log, action, device, addr, event->size, event->stream, event->stack_id);
+  else
+    cs_thread_log_push(log, action, device, addr, event->size, event->stream, event->stack_id);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@
 #include "record/phases.h"
 #include "record/pools.h"
 #include "record/ring.h"
+#include "record/thread_log.h"
 #include "snapshot/job.h"
 #include "snapshot/passthrough.h"
 #include "snapshot/symbolize.h"
@@ -122,6 +123,8 @@ void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int dev
 /* Copy one ring's history. pre: the ring's owner lock is held (for cudasnap, every allocator's
  * lock: the state and the history agree only if no event is half-way). */
 void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring);
+/* The same for a history kept in per-thread chunks (record/thread_log.h). */
+void cs_snap_state_add_log(cs_snap_state_t *s, cs_thread_log_t *log);
 
 /* Sort segments by (device, address), as PyTorch lists them, and merge the histories of several
  * rings by time. Call after the copies, with no lock held. */
@@ -163,6 +166,8 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
 
 /* Record one allocator event of `device` in the ring (what an allocator observer does). */
 void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event);
+/* The same in a per-thread chunked history. */
+void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t *event);
 
 /* Number of history entries and of live blocks, for the one-line report. */
 static inline size_t cs_snap_state_events(const cs_snap_state_t *s) { return s->entry_count; }

@@ -1,16 +1,20 @@
 /* 16 threads allocating and freeing on one allocator, each checking that its blocks are never
  * handed to anyone else meanwhile (it writes a tag into a host shadow of each block), while the
- * allocator's events go to a history ring with no lock of its own and another thread copies that
- * ring now and then under the allocator's lock, as a snapshot does. Built under TSan by
- * scripts/test.sh, where a missing lock (an event emitted outside the allocator's lock) shows up
- * as a data race. */
+ * allocator's events go to a history in per-thread chunks (record/thread_log.h, as
+ * interpose/record.c keeps one per context) with no lock of its own, and another thread copies
+ * that history now and then under the allocator's lock, as a snapshot does. Every copy must replay:
+ * per block, alloc, free_requested and free_completed in turn, whichever threads made them. Built
+ * under TSan by scripts/test.sh, where a missing lock (an event emitted outside the allocator's
+ * lock) shows up as a data race. */
 #include "tests/unit/alloc_check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "common/cs_error.h"
-#include "record/ring.h"
+#include <stdlib.h>
+
+#include "record/thread_log.h"
 #include "snapshot/snapshot.h"
 
 #define MiB CS_MiB
@@ -27,24 +31,61 @@ static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The history, as interpose/record.c keeps one per context: small, so it wraps many times. */
 enum { HISTORY = 4096 };
-static cs_ring_t history;
+static cs_thread_log_t history;
 static atomic_bool workers_done;
 
 static void record(void *ctx, const cs_trace_event_t *ev) {
   (void)ctx;
-  cs_snap_record_event(&history, 0, ev);
+  cs_snap_log_event(&history, 0, ev);
+}
+
+typedef struct block_event_s {
+  uint64_t addr;
+  size_t at;
+  cs_action_t action;
+} block_event_t;
+
+static int by_block_then_time(const void *pa, const void *pb) {
+  const block_event_t *a = pa, *b = pb;
+  if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+  return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Each block's events in the copy follow alloc -> free_requested -> free_completed -> alloc ...:
+ * the merge of the threads' chunks kept the allocator's order. */
+static void assert_replays(const cs_ring_entry_t *copy, size_t n) {
+  block_event_t *ev = calloc(n + 1, sizeof *ev);
+  assert_non_null(ev);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    cs_action_t a = cs_ring_entry_action(&copy[i]);
+    if (a == CS_ACTION_ALLOC || a == CS_ACTION_FREE_REQUESTED || a == CS_ACTION_FREE_COMPLETED)
+      ev[m++] = (block_event_t){.addr = copy[i].addr, .at = i, .action = a};
+  }
+  qsort(ev, m, sizeof *ev, by_block_then_time);
+  static const cs_action_t next[CS_ACTION_COUNT] = {[CS_ACTION_ALLOC] = CS_ACTION_FREE_REQUESTED,
+                                                    [CS_ACTION_FREE_REQUESTED] = CS_ACTION_FREE_COMPLETED,
+                                                    [CS_ACTION_FREE_COMPLETED] = CS_ACTION_ALLOC};
+  for (size_t i = 1; i < m; i++)
+    if (ev[i].addr == ev[i - 1].addr) assert_int_equal(ev[i].action, next[ev[i - 1].action]);
+  free(ev);
 }
 
 /* What a snapshot does, over and over while the workers run. */
 static void *copier(void *arg) {
   (void)arg;
-  cs_ring_entry_t *copy = calloc(HISTORY, sizeof *copy);
+  size_t room = (HISTORY / CS_THREAD_LOG_CHUNK + CS_THREAD_LOG_SPARE + 1) * CS_THREAD_LOG_CHUNK;
+  cs_ring_entry_t *copy = calloc(room, sizeof *copy);
   assert_non_null(copy);
   while (!atomic_load(&workers_done)) {
+    uint64_t dropped;
+    bool failed;
     cs_allocator_lock(fixture->a);
-    size_t n = cs_ring_copy(&history, copy, NULL);
+    size_t n = cs_thread_log_copy(&history, copy, &dropped, &failed);
     cs_allocator_unlock(fixture->a);
+    assert_false(failed);
     for (size_t i = 0; i < n; i++) assert_true(cs_ring_entry_action(&copy[i]) < CS_ACTION_COUNT);
+    assert_replays(copy, n);
   }
   free(copy);
   return NULL;
@@ -111,7 +152,7 @@ static void run_threads(cs_free_mode_t mode) {
   ops = *base.ops;
   ops.synchronize = locked_sync;
   cs_backend_t backend = {.ops = &ops, .self = &fixture->fb};
-  assert_int_equal(cs_ring_init(&history, HISTORY), 0);
+  assert_int_equal(cs_thread_log_init(&history, HISTORY), 0);
   cs_allocator_observer_t observer = {.on_event = record};
   fixture->a = cs_allocator_create(&fixture->conf, &backend, &observer);
   assert_non_null(fixture->a);
@@ -125,12 +166,14 @@ static void run_threads(cs_free_mode_t mode) {
   pthread_join(snapshots, NULL);
   assert_int_equal(stats_of(fixture->a).allocation[CS_STAT_ALL].current, 0);
   uint64_t dropped = 0;
-  cs_ring_entry_t *last = calloc(HISTORY, sizeof *last);
+  cs_ring_entry_t *last = calloc(cs_thread_log_room(&history), sizeof *last);
   assert_non_null(last);
-  assert_int_equal(cs_ring_copy(&history, last, &dropped), HISTORY); /* every pair left entries */
+  bool failed;
+  assert_int_equal(cs_thread_log_copy(&history, last, &dropped, &failed), HISTORY); /* every pair left entries */
   assert_true(dropped > 0);
+  assert_replays(last, HISTORY);
   free(last);
-  cs_ring_destroy(&history);
+  cs_thread_log_destroy(&history);
   fixture_free(fixture);
 }
 

@@ -1,0 +1,237 @@
+#include "record/thread_log.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_compiler.h"
+#include "common/cs_error.h"
+#include "common/cs_populate.h"
+
+struct cs_log_chunk_s {
+  cs_ring_entry_t entries[CS_THREAD_LOG_CHUNK];
+  uint32_t seq[CS_THREAD_LOG_CHUNK]; /* each entry's number in its log */
+  uint32_t count;
+  uint32_t generation;               /* bumped whenever the chunk is handed to a writer */
+  cs_log_chunk_t *next;              /* in the free list or the full list */
+};
+
+/* A thread's current chunk in a log. A few logs per thread (one per context the thread allocates
+ * in); a thread that uses more takes a new chunk when it comes back to one it left, and the chunk
+ * it left is reused like any other. The log's id, never reused, keeps a lane of a destroyed log
+ * from ever matching; the generation, one whose chunk was handed to another thread. */
+enum { CS_LANES = 4 };
+typedef struct cs_lane_s {
+  uint64_t log_id;
+  cs_log_chunk_t *chunk;
+  uint32_t generation;
+} cs_lane_t;
+
+static CS_TLS cs_lane_t cs_lanes[CS_LANES];
+static CS_TLS unsigned cs_lane_next_victim;
+static atomic_uint_fast64_t cs_thread_log_last_id;
+
+/* a before b, modulo 2^32 */
+static inline bool cs_seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+static void cs_thread_log_reset_chunks(cs_thread_log_t *l) {
+  l->free_chunks = NULL;
+  for (size_t i = l->chunk_count; i-- > 0;) {
+    cs_log_chunk_t *c = &l->chunks[i];
+    c->count = 0;
+    c->generation++; /* threads' lanes into it are stale */
+    c->next = l->free_chunks;
+    l->free_chunks = c;
+  }
+  l->full_head = l->full_tail = NULL;
+}
+
+int cs_thread_log_init(cs_thread_log_t *l, size_t capacity) {
+  memset(l, 0, sizeof *l);
+  if (capacity > CS_THREAD_LOG_MAX_CAPACITY) return -CS_EHOSTMEM;
+  if (capacity > 0) {
+    l->chunk_count = (capacity + CS_THREAD_LOG_CHUNK - 1) / CS_THREAD_LOG_CHUNK + CS_THREAD_LOG_SPARE;
+    l->chunks = calloc(l->chunk_count, sizeof *l->chunks);
+    if (!l->chunks) return -CS_EHOSTMEM;
+  }
+  l->capacity = capacity;
+  l->id = atomic_fetch_add(&cs_thread_log_last_id, 1) + 1;
+  cs_ticks_init();
+  cs_ticks_origin_t origin = cs_ticks_origin();
+  l->start = origin.anchor;
+  l->start_epoch_us = origin.epoch_us;
+  l->converted_until = origin.anchor;
+  cs_stream_table_init(&l->streams);
+  cs_thread_log_reset_chunks(l);
+  cs_thread_log_set_enabled(l, capacity > 0);
+  return 0;
+}
+
+void cs_thread_log_destroy(cs_thread_log_t *l) {
+  free(l->chunks);
+  memset(l, 0, sizeof *l);
+}
+
+/* Everything up to c's newest entry may now be incomplete: copies start after it. */
+static void cs_thread_log_forget(cs_thread_log_t *l, const cs_log_chunk_t *c) {
+  if (c->count == 0) return;
+  uint32_t after = c->seq[c->count - 1] + 1;
+  if (cs_seq_before(l->cut, after)) l->cut = after;
+}
+
+/* A chunk for a writer: a free one, else the full one that filled first, else (more threads hold
+ * partly filled chunks than there are chunks) the one whose newest entry is oldest. */
+static CS_COLD cs_log_chunk_t *cs_thread_log_take(cs_thread_log_t *l) {
+  cs_log_chunk_t *c = l->free_chunks;
+  if (c) {
+    l->free_chunks = c->next;
+  } else if ((c = l->full_head) != NULL) {
+    l->full_head = c->next;
+    if (!l->full_head) l->full_tail = NULL;
+  } else {
+    c = &l->chunks[0];
+    for (size_t i = 1; i < l->chunk_count; i++) {
+      const cs_log_chunk_t *o = &l->chunks[i];
+      if (o->count > 0 && (c->count == 0 || cs_seq_before(o->seq[o->count - 1], c->seq[c->count - 1])))
+        c = &l->chunks[i];
+    }
+  }
+  cs_thread_log_forget(l, c);
+  c->count = 0;
+  c->generation++;
+  c->next = NULL;
+  return c;
+}
+
+/* The calling thread's chunk in l, with room for one entry. */
+static inline cs_log_chunk_t *cs_thread_log_chunk(cs_thread_log_t *l) {
+  cs_lane_t *lane = NULL;
+  for (int i = 0; i < CS_LANES; i++) {
+    if (cs_lanes[i].log_id != l->id) continue;
+    lane = &cs_lanes[i];
+    cs_log_chunk_t *c = lane->chunk;
+    if (CS_LIKELY(c->generation == lane->generation && c->count < CS_THREAD_LOG_CHUNK)) return c;
+    break;
+  }
+  if (!lane) lane = &cs_lanes[cs_lane_next_victim++ % CS_LANES];
+  cs_log_chunk_t *c = cs_thread_log_take(l);
+  *lane = (cs_lane_t){.log_id = l->id, .chunk = c, .generation = c->generation};
+  return c;
+}
+
+static inline void cs_thread_log_append(cs_thread_log_t *l, cs_log_chunk_t *c, cs_action_t action, int device,
+                                        uint64_t addr, uint64_t size, uintptr_t stream, uint32_t stack_id,
+                                        uint64_t time) {
+  uint32_t k = c->count;
+  c->entries[k] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
+                                    .stack_id = stack_id, .stream = cs_stream_table_index(&l->streams, stream)};
+  c->seq[k] = l->next_seq++;
+  c->count = k + 1;
+  l->pushed++;
+  l->last_time = time;
+  if (k + 1 == CS_THREAD_LOG_CHUNK) {
+    if (l->full_tail) l->full_tail->next = c;
+    else l->full_head = c;
+    l->full_tail = c;
+  }
+}
+
+void cs_thread_log_push(cs_thread_log_t *l, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                        uintptr_t stream, uint32_t stack_id) {
+  if (!l->enabled) return;
+  cs_log_chunk_t *c = cs_thread_log_chunk(l);
+  cs_thread_log_append(l, c, action, device, addr, size, stream, stack_id, cs_ring_time_now(&l->start));
+}
+
+void cs_thread_log_push_same_time(cs_thread_log_t *l, cs_action_t action, int device, uint64_t addr,
+                                  uint64_t size, uintptr_t stream, uint32_t stack_id) {
+  if (!l->enabled) return;
+  cs_log_chunk_t *c = cs_thread_log_chunk(l);
+  cs_thread_log_append(l, c, action, device, addr, size, stream, stack_id, l->pushed ? l->last_time : cs_ring_time_now(&l->start));
+}
+
+void cs_thread_log_set_enabled(cs_thread_log_t *l, bool enabled) {
+  if (!enabled) cs_thread_log_clear(l);
+  l->enabled = enabled && l->capacity > 0;
+  /* backed now, not by page faults on the hot path (cs_ring_set_enabled) */
+  if (l->enabled) cs_populate(l->chunks, l->chunk_count * sizeof *l->chunks);
+}
+
+size_t cs_thread_log_room(const cs_thread_log_t *l) {
+  size_t most = l->chunk_count * CS_THREAD_LOG_CHUNK;
+  return l->pushed < most ? (size_t)l->pushed : most;
+}
+
+void cs_thread_log_clear(cs_thread_log_t *l) {
+  cs_thread_log_reset_chunks(l);
+  l->pushed = 0;
+  l->cut = l->next_seq;
+}
+
+/* ---- copy: the chunks merged by sequence number ---- */
+
+typedef struct cs_log_cursor_s {
+  const cs_log_chunk_t *chunk;
+  uint32_t at;
+} cs_log_cursor_t;
+
+static inline uint32_t cs_cursor_key(const cs_log_cursor_t *k, uint32_t cut) { return k->chunk->seq[k->at] - cut; }
+
+static void cs_heap_sift_down(cs_log_cursor_t *heap, size_t n, size_t i, uint32_t cut) {
+  for (;;) {
+    size_t least = i, left = 2 * i + 1, right = left + 1;
+    if (left < n && cs_cursor_key(&heap[left], cut) < cs_cursor_key(&heap[least], cut)) least = left;
+    if (right < n && cs_cursor_key(&heap[right], cut) < cs_cursor_key(&heap[least], cut)) least = right;
+    if (least == i) return;
+    cs_log_cursor_t t = heap[i];
+    heap[i] = heap[least];
+    heap[least] = t;
+    i = least;
+  }
+}
+
+static void cs_thread_log_convert(cs_thread_log_t *l) {
+  cs_ticks_anchor_t now = cs_ticks_anchor();
+  cs_ring_converter_t cv;
+  if (!cs_ring_converter_begin(&cv, &l->start, &l->converted_until, &now)) return; /* next copy */
+  for (size_t i = 0; i < l->chunk_count; i++)
+    for (uint32_t k = 0; k < l->chunks[i].count; k++) cs_ring_convert_entry(&cv, &l->chunks[i].entries[k]);
+  l->converted_until = now;
+}
+
+size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped, bool *failed) {
+  *dropped = 0;
+  *failed = false;
+  if (l->capacity == 0 || l->pushed == 0) return 0;
+  cs_log_cursor_t *heap = malloc(l->chunk_count * sizeof *heap);
+  if (!heap) {
+    *failed = true;
+    return 0;
+  }
+  cs_thread_log_convert(l);
+  /* entries the conversion had to leave (a counter that did not advance) get the last copy's time */
+  uint64_t fallback_us = (l->converted_until.monotonic_ns - l->start.monotonic_ns) / 1000u;
+  const uint32_t cut = l->cut;
+  size_t n_heap = 0;
+  for (size_t i = 0; i < l->chunk_count; i++) {
+    const cs_log_chunk_t *c = &l->chunks[i];
+    uint32_t at = 0;
+    while (at < c->count && cs_seq_before(c->seq[at], cut)) at++; /* before the cut: not a suffix */
+    if (at < c->count) heap[n_heap++] = (cs_log_cursor_t){.chunk = c, .at = at};
+  }
+  for (size_t i = n_heap / 2; i-- > 0;) cs_heap_sift_down(heap, n_heap, i, cut);
+  size_t n = 0;
+  while (n_heap > 0) {
+    cs_log_cursor_t *top = &heap[0];
+    cs_ring_entry_export(&out[n++], &top->chunk->entries[top->at], l->start_epoch_us, fallback_us);
+    if (++top->at == top->chunk->count) heap[0] = heap[--n_heap];
+    cs_heap_sift_down(heap, n_heap, 0, cut);
+  }
+  free(heap);
+  if (n > l->capacity) { /* the chunks hold more: a copy keeps CUDASNAP_MAX_ENTRIES, as a ring does */
+    memmove(out, out + (n - l->capacity), l->capacity * sizeof *out);
+    n = l->capacity;
+  }
+  *dropped = l->pushed - n;
+  return n;
+}

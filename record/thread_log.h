@@ -1,0 +1,92 @@
+/* cs_thread_log_t: one allocator's event history kept in per-thread chunks (issue 27).
+ *
+ * cs_ring_t is one array that every thread appends to: with several threads allocating, the slot
+ * being written and the ring's head change cores on every event, on top of the allocator's lock.
+ * Here each thread appends to a chunk of its own (a few hundred entries; the thread's current
+ * chunk per log is cached in thread-local storage), so the lines written stay in the writer's
+ * cache, as Perfetto's and LTTng's per-thread buffers do. Order is kept exactly: every entry gets
+ * the log's next sequence number, and a copy merges the chunks by it. Numbers, not times, order
+ * them, because events of two threads can fall in one tick unit and a replay needs the order the
+ * allocator made them in.
+ *
+ * Not thread-safe: like cs_ring_t, every call is made under the owner's lock (the allocator's,
+ * which events are emitted under already). What is per thread is where an entry goes, not who
+ * may call.
+ *
+ * Bounded: the chunks are allocated once, enough for `capacity` entries plus CS_THREAD_LOG_SPARE.
+ * When none is free, the chunk that filled first is reused, and every entry numbered up to its
+ * newest is left out of copies from then on (the `cut`), so a copy is always a suffix of the
+ * history, as a ring's is. Full chunks are reused in the order they filled, so entries before the
+ * cut survive only in chunks that straddle it, one per writing thread at most; with the chunks
+ * partly filled, each writer costs at most two chunks, and a copy holds the newest `capacity`
+ * entries while at most CS_THREAD_LOG_WRITERS threads write to the log (each thread beyond costs
+ * up to two chunks of it). Memory: 36 bytes an entry (a ring's 32, and its number), plus the spare
+ * chunks (300 KiB). Entries and their times are the ring's
+ * (record/ring.h): ticks until a copy converts them in place, once. */
+#ifndef CS_THREAD_LOG_H
+#define CS_THREAD_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record/ring.h"
+
+enum {
+  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 9 KiB with their numbers */
+  CS_THREAD_LOG_WRITERS = 16, /* threads writing at once for which the capacity is kept whole */
+  CS_THREAD_LOG_SPARE = 2 * CS_THREAD_LOG_WRITERS + 1, /* chunks beyond the capacity */
+};
+/* Sequence numbers are 32 bits, compared modulo 2^32: spans kept stay far below 2^31. */
+#define CS_THREAD_LOG_MAX_CAPACITY ((size_t)1 << 30)
+
+typedef struct cs_log_chunk_s cs_log_chunk_t;
+
+typedef struct cs_thread_log_s {
+  cs_log_chunk_t *chunks;      /* chunk_count, allocated once */
+  size_t chunk_count;
+  size_t capacity;             /* entries kept at least (CUDASNAP_MAX_ENTRIES); 0 = no history */
+  cs_log_chunk_t *free_chunks; /* empty ones, linked */
+  cs_log_chunk_t *full_head;   /* full ones in the order they filled: the oldest newest entry first */
+  cs_log_chunk_t *full_tail;
+  uint64_t id;                 /* tells this log apart in threads' caches (never reused) */
+  uint64_t pushed;             /* entries pushed since the last clear */
+  uint32_t next_seq;           /* the next entry's number */
+  uint32_t cut;                /* entries numbered before it may be missing: copies leave them out */
+  uint64_t last_time;          /* of the last entry pushed (in ring units, as pushed) */
+  cs_ticks_anchor_t start;     /* the process's time origin, and its wall clock (as a ring's) */
+  uint64_t start_epoch_us;
+  cs_ticks_anchor_t converted_until;
+  cs_stream_table_t streams;
+  bool enabled;
+} cs_thread_log_t;
+
+/* capacity 0 keeps no history. Returns 0 or -CS_EHOSTMEM (also for a capacity over
+ * CS_THREAD_LOG_MAX_CAPACITY). */
+int cs_thread_log_init(cs_thread_log_t *l, size_t capacity);
+void cs_thread_log_destroy(cs_thread_log_t *l);
+
+/* Record one event in the calling thread's chunk (nothing while disabled or with capacity 0). */
+void cs_thread_log_push(cs_thread_log_t *l, cs_action_t action, int device, uint64_t addr, uint64_t size,
+                        uintptr_t stream, uint32_t stack_id);
+/* The same at the time of the last entry pushed (a free completed in the call that requested it,
+ * under the same hold of the owner's lock): one clock read fewer. */
+void cs_thread_log_push_same_time(cs_thread_log_t *l, cs_action_t action, int device, uint64_t addr,
+                                  uint64_t size, uintptr_t stream, uint32_t stack_id);
+
+/* Turn recording on or off; off forgets the history (cs_ring_set_enabled). */
+void cs_thread_log_set_enabled(cs_thread_log_t *l, bool enabled);
+
+/* Entries a copy can return at most (room to give it). */
+size_t cs_thread_log_room(const cs_thread_log_t *l);
+
+/* Copy the history, oldest first in the order the events were made, into out (room for
+ * cs_thread_log_room entries), times converted to wall-clock microseconds as cs_ring_copy does;
+ * returns the count and the number of entries no longer kept. Allocates a merge heap: not for
+ * the hot path (returns 0 with *dropped 0 when that fails, and sets *failed). */
+size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped, bool *failed);
+
+/* Forget the history (after fork, in the child; when recording is turned off). */
+void cs_thread_log_clear(cs_thread_log_t *l);
+
+#endif
