@@ -498,7 +498,7 @@ FC_EXPORT CUresult cuInit(unsigned int Flags) {
   fc_lock();
   if (Flags != 0) rc = CUDA_ERROR_INVALID_VALUE;
   else if (g.device_count == 0) rc = CUDA_ERROR_NO_DEVICE;
-  else g.initialized = true;
+  else __atomic_store_n(&g.initialized, true, __ATOMIC_RELEASE); /* cuCtxGetCurrent reads it unlocked */
   fc_unlock();
   fc_log("cuInit flags=%u status=%d", Flags, (int)rc);
   return rc;
@@ -723,12 +723,13 @@ static CUresult fc_ctx_destroy(const char *api, CUcontext ctx) {
 FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx) { return fc_ctx_destroy("cuCtxDestroy", ctx); }
 FC_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) { return fc_ctx_destroy("cuCtxDestroy_v2", ctx); }
 
+/* No lock, as in the real driver, where the current context is the thread's own: a process-wide
+ * lock here would serialize every thread of a multi-threaded benchmark in what is a thread-local
+ * read (issue 27). */
 FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
-  fc_lock();
-  CUresult rc = g.initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  CUresult rc = __atomic_load_n(&g.initialized, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
   if (rc == CUDA_SUCCESS && !pctx) rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) *pctx = fc_current();
-  fc_unlock();
   fc_log("cuCtxGetCurrent -> %p status=%d", (void *)(rc == CUDA_SUCCESS ? *pctx : NULL), (int)rc);
   return rc;
 }
