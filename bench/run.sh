@@ -7,9 +7,11 @@
 #
 #   bench/run.sh [--quick]
 #
-#   --quick   fewer rounds and iterations, no 1,000,000-event dumps or reads, same-size pattern only
-#             for the thread scaling: under a minute on a 2-core machine, including a fresh build.
+#   --quick   fewer rounds and iterations, no 1,000,000-event dumps or reads, shorter thread
+#             runs: under a minute on a 2-core machine, including a fresh build.
 #
+# CS_BENCH_BEFORE=PATH/libcudasnap.so (another build of the library, e.g. main's before a change)
+# adds it to the thread scaling, interleaved with this tree's, as threads_*_before_* lines.
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
 # snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
 # skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
@@ -134,7 +136,7 @@ hot() {
 # ---- 1. hot path ------------------------------------------------------------------------------
 if [[ $quick == 1 ]]; then
   rounds=3 pairs=20000 floor_pairs=1000 samples=3
-  thread_rounds=3 thread_pairs=4000 thread_patterns=(same)
+  thread_rounds=3 thread_pairs=2000 thread_patterns=(same random64)
 else
   rounds=9 pairs=200000 floor_pairs=10000 samples=5
   thread_rounds=5 thread_pairs=50000 thread_patterns=(same random64)
@@ -204,14 +206,24 @@ else
 fi
 
 # ---- 1b. threads: total throughput of all threads (pairs per second of wall time) --------------
-thread_configs=(cudasnap_nostacks)
+thread_configs=(cudasnap_nostacks cudasnap_streamfree)
 if [[ $have_cub == 1 ]]; then thread_configs+=(cub); fi
-log "threads: 1-16 threads, ${thread_patterns[*]}, $thread_rounds interleaved rounds"
+before=${CS_BENCH_BEFORE:-}
+if [[ -n $before ]]; then
+  [[ -f $before ]] || die "CS_BENCH_BEFORE=$before: no such library"
+  thread_configs+=(before_cudasnap_nostacks before_cudasnap_streamfree)
+fi
+log "threads: 1-16 threads, ${thread_patterns[*]}, $thread_rounds interleaved rounds: ${thread_configs[*]}"
 for ((r = 1; r <= thread_rounds; r++)); do
   for pattern in "${thread_patterns[@]}"; do
     for t in 1 2 4 8 16; do
       for config in "${thread_configs[@]}"; do
-        hot "$config" "$pattern" "$thread_pairs" "$t" 3 >>"$tmp/thr.$pattern.$t.$config"
+        case $config in
+          cudasnap_streamfree) hot cudasnap_nostacks_streamfree "$pattern" "$thread_pairs" "$t" 3 ;;
+          before_cudasnap_nostacks) lib=$before hot cudasnap_nostacks "$pattern" "$thread_pairs" "$t" 3 ;;
+          before_cudasnap_streamfree) lib=$before hot cudasnap_nostacks_streamfree "$pattern" "$thread_pairs" "$t" 3 ;;
+          *) hot "$config" "$pattern" "$thread_pairs" "$t" 3 ;;
+        esac >>"$tmp/thr.$pattern.$t.$config"
       done
     done
   done
