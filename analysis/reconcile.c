@@ -1,7 +1,9 @@
 #include "analysis/reconcile.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
@@ -74,6 +76,61 @@ static void cs_reconcile_remainder(FILE *out, int64_t remainder, int64_t managed
           high);
 }
 
+/* "2026-11-25 05:03:01.123 UTC (0.250 s before the snapshot)": the snapshot's cudasnap.time_us,
+ * when it has one. */
+static void cs_reconcile_time(const cs_doc_t *doc, int64_t time_us, char *buf, size_t len) {
+  time_t seconds = (time_t)(time_us / 1000000);
+  struct tm tm;
+  char day[32];
+  if (time_us < 0 || gmtime_r(&seconds, &tm) == NULL || strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm) == 0) {
+    snprintf(buf, len, "%" PRId64 " us", time_us);
+    return;
+  }
+  int64_t snapshot_us = 0;
+  cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  if (cs_view_int(doc, cudasnap, "time_us", &snapshot_us) && snapshot_us >= time_us)
+    snprintf(buf, len, "%s.%03d UTC (%.3f s before the snapshot)", day, (int)(time_us % 1000000 / 1000),
+             (double)(snapshot_us - time_us) / 1e6);
+  else
+    snprintf(buf, len, "%s.%03d UTC", day, (int)(time_us % 1000000 / 1000));
+}
+
+/* An answer kept from before the snapshot (driver_last, driver_at_peak), reconciled with what
+ * cudasnap saw when it was taken. */
+static void cs_reconcile_kept(FILE *out, const cs_doc_t *doc, cs_val_t a) {
+  int64_t pools = cs_reconcile_get(doc, a, "pool_reserved") + cs_reconcile_get(doc, a, "graph_reserved");
+  cs_reconcile_row(out, "  driver used (total - free)", cs_reconcile_get(doc, a, "driver_used"), NULL);
+  cs_reconcile_row(out, "  cache reserved + passed through", cs_reconcile_get(doc, a, "accounted") - pools,
+                   " (the kinds the driver counts)");
+  cs_reconcile_row(out, "  pools reserved (stream-ordered, graph)", pools, NULL);
+  cs_reconcile_row(out, "  remainder (context, modules, others)", cs_reconcile_get(doc, a, "remainder"), NULL);
+}
+
+/* What the driver held at the peak of the memory cudasnap saw (driver_at_peak). */
+static void cs_reconcile_peak(FILE *out, const cs_doc_t *doc, cs_val_t m) {
+  cs_val_t p = cs_doc_get(doc, m, "driver_at_peak");
+  if (!cs_val_is_dict(p)) return;
+  char when[96], bytes[64];
+  cs_format_bytes((uint64_t)cs_reconcile_get(doc, p, "seen_bytes"), bytes, sizeof bytes);
+  cs_reconcile_time(doc, cs_reconcile_get(doc, p, "time_us"), when, sizeof when);
+  fprintf(out, "  at the peak of the cache + memory passed through, %s, at %s:\n", bytes, when);
+  if (!cs_val_is_true(cs_doc_get(doc, p, "answered"))) {
+    fprintf(out, "    no answer from the driver on the way up\n");
+    return;
+  }
+  cs_reconcile_time(doc, cs_reconcile_get(doc, p, "answer_time_us"), when, sizeof when);
+  if (cs_val_is_true(cs_doc_get(doc, p, "at_peak"))) {
+    fprintf(out, "    the driver's answer at the peak, at %s:\n", when);
+  } else {
+    cs_format_bytes((uint64_t)cs_reconcile_get(doc, p, "answer_seen_bytes"), bytes, sizeof bytes);
+    fprintf(out,
+            "    no answer at the peak itself (the driver is asked at most once per 100 ms): "
+            "its answer on the way up, at %s, at %s:\n",
+            bytes, when);
+  }
+  cs_reconcile_kept(out, doc, p);
+}
+
 void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
   cs_val_t m = cs_reconcile_find(doc, device);
   if (cs_val_absent(m)) return;
@@ -84,7 +141,14 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
     cs_reconcile_row(out, "driver used (total - free)", cs_reconcile_get(doc, m, "driver_used"), NULL);
   } else {
     const char *why = cs_view_str(doc, m, "driver_not_asked");
-    if (why != NULL)
+    cs_val_t last = cs_doc_get(doc, m, "driver_last");
+    if (why != NULL && cs_val_is_dict(last)) {
+      char when[96];
+      cs_reconcile_time(doc, cs_reconcile_get(doc, last, "time_us"), when, sizeof when);
+      fprintf(out, "  driver used: not asked: %s (cudasnap makes no CUDA call then); last answer at %s:\n", why,
+              when);
+      cs_reconcile_kept(out, doc, last);
+    } else if (why != NULL)
       fprintf(out, "  driver used: not asked: %s (cudasnap makes no CUDA call then)\n", why);
     else
       fprintf(out, "  driver used: not asked (no usable context at the snapshot, or a snapshot from "
@@ -112,6 +176,7 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
   cs_reconcile_row(out, "drawn: graph allocations", cs_reconcile_get(doc, pass, "graph"), " (of the graph pool)");
   int64_t ipc = cs_reconcile_get(doc, pass, "ipc_imported");
   if (ipc) cs_reconcile_row(out, "drawn: IPC imports", ipc, " (another process's)");
+  cs_reconcile_peak(out, doc, m);
 }
 
 void cs_reconcile_print_host(const cs_doc_t *doc) {

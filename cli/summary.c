@@ -39,7 +39,7 @@ static const char cs_summary_help[] =
     "    reserved (graph memory nodes; used BYTES), and the remainder:\n"
     "    context, modules, other processes (used minus all the rest). Then what is drawn but\n"
     "    counted above or not ours: VMM mappings, stream-ordered allocations, graph\n"
-    "    allocations, IPC imports\n"
+    "    allocations, IPC imports; the driver's last answer at a crash; the driver at the peak\n"
     "  top allocation sites by live bytes:\n"
     "    BYTES in N block(s): FUNCTION FILE:LINE       (at most --top lines, most bytes first)\n"
     "        from FUNCTION FILE:LINE                   (--site-frames N: the site's callers)\n"

@@ -4,6 +4,7 @@
 #include "interpose/backend_cuda.h"
 
 #include "common/cs_error.h"
+#include "interpose/driver_watch.h"
 #include "interpose/real.h"
 #include "interpose/streams.h"
 
@@ -34,6 +35,12 @@ static int cs_cuda_segment_alloc(void *self, size_t size, uintptr_t *addr) {
   if (capturing && exchange) exchange(&mode);
   CUdeviceptr p = 0;
   CUresult r = CS_REAL_FN(cuMemAlloc_v2, PFN_cuMemAlloc_v3020)(&p, size);
+  if (r == CUDA_SUCCESS) {
+    b->held += size;
+    /* the slow path: the driver may be asked for its figures at a new high, in this context
+     * (not while a capture is underway: a later slow path or the snapshot catches up) */
+    cs_driver_watch_cache_grew(b->device, size, !capturing);
+  }
   if (capturing && exchange) exchange(&mode);
   cs_ctx_leave(pushed);
   if (r == CUDA_SUCCESS) *addr = (uintptr_t)p;
@@ -42,10 +49,14 @@ static int cs_cuda_segment_alloc(void *self, size_t size, uintptr_t *addr) {
 
 static int cs_cuda_segment_free(void *self, uintptr_t addr, size_t size) {
   cs_cuda_backend_t *b = self;
-  (void)size;
   bool pushed = cs_ctx_enter(b->ctx);
+  if (!cs_streams_capture_underway()) cs_driver_watch_cache_releasing(b->device);
   CUresult r = CS_REAL_FN(cuMemFree_v2, PFN_cuMemFree_v3020)((CUdeviceptr)addr);
   cs_ctx_leave(pushed);
+  if (r == CUDA_SUCCESS) {
+    b->held -= size < b->held ? size : b->held;
+    cs_driver_watch_cache_released(b->device, size);
+  }
   return (int)r;
 }
 
@@ -118,3 +129,8 @@ static const cs_backend_ops_t cs_cuda_ops = {
 };
 
 cs_backend_t cs_cuda_backend(cs_cuda_backend_t *b) { return (cs_backend_t){.ops = &cs_cuda_ops, .self = b}; }
+
+void cs_cuda_backend_forgot(cs_cuda_backend_t *b) {
+  cs_driver_watch_cache_released(b->device, b->held);
+  b->held = 0;
+}

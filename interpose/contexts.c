@@ -214,6 +214,7 @@ void cs_contexts_with_device(int device, uint64_t deadline_ns, void (*f)(int dev
 
 static void cs_context_retire(cs_context_t *c, bool context_alive) {
   cs_allocator_drop_all(c->allocator, context_alive);
+  cs_cuda_backend_forgot(&c->backend); /* what drop_all forgot without the driver */
   atomic_store_explicit(&c->ctx, NULL, memory_order_release);
 }
 

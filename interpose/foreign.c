@@ -7,6 +7,7 @@
 #include "common/cs_deadline.h"
 #include "common/cs_error.h"
 #include "common/cs_log.h"
+#include "interpose/driver_watch.h"
 #include "record/ring.h"
 #include "snapshot/snapshot.h"
 
@@ -99,6 +100,7 @@ static void cs_foreign_insert_locked(cs_foreign_t *e) {
     st->allocated += (int64_t)e->size;
     if (st->current > st->peak) st->peak = st->current;
   }
+  cs_driver_watch_passthrough(e->device, e->kind, (int64_t)e->size);
   if (!cs_foreign_drawn(e)) return;
   cs_action_t seg = e->kind == CS_FOREIGN_VMM_MAPPING ? CS_ACTION_SEGMENT_MAP : CS_ACTION_SEGMENT_ALLOC;
   cs_ring_push(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, e->stack_id);
@@ -114,6 +116,7 @@ static void cs_foreign_forget_locked(cs_foreign_t *e, uint32_t stack) {
     st->current -= (int64_t)e->size;
     st->freed += (int64_t)e->size;
   }
+  cs_driver_watch_passthrough(e->device, e->kind, -(int64_t)e->size);
   if (!cs_foreign_drawn(e)) return;
   cs_action_t seg = e->kind == CS_FOREIGN_VMM_MAPPING ? CS_ACTION_SEGMENT_UNMAP : CS_ACTION_SEGMENT_FREE;
   cs_ring_push(&cs_foreign_ring, CS_ACTION_FREE_REQUESTED, e->device, e->addr, e->size, e->stream, stack);
@@ -148,6 +151,7 @@ void cs_foreign_add(cs_foreign_kind_t kind, uintptr_t key, size_t size, int devi
   }
   cs_foreign_insert_locked(e);
   pthread_mutex_unlock(&cs_foreign_lock);
+  cs_driver_watch_poll(); /* the driver at a new high, out of the lock */
 }
 
 /* The reserved range holding addr, or 0. pre: lock held. A walk of the table: mappings are few
@@ -170,6 +174,7 @@ void cs_foreign_map(uintptr_t addr, size_t size, uintptr_t handle, int current_d
                       .kind = CS_FOREIGN_VMM_MAPPING};
   cs_foreign_insert_locked(e);
   pthread_mutex_unlock(&cs_foreign_lock);
+  cs_driver_watch_poll(); /* the driver at a new high, out of the lock */
 }
 
 void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack) {

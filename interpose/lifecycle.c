@@ -9,6 +9,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/driver_watch.h"
 #include "interpose/snap.h"
 #include "interpose/ending.h"
 #include "interpose/exit.h"
@@ -43,6 +44,7 @@ static void cs_lifecycle_postfork_child(void) {
   cs_foreign_postfork(true);
   cs_record_postfork_child();
   cs_contexts_postfork(true);
+  cs_driver_watch_postfork_child();
   cs_dump_postfork_child();
   cs_ending_postfork_child();
   cs_graphs_postfork_child();

@@ -1,12 +1,13 @@
 #include "interpose/reconcile.h"
 
 #include "interpose/contexts.h"
+#include "interpose/driver_watch.h"
 #include "interpose/foreign.h"
 #include "interpose/real.h"
 
 enum { CS_RECONCILE_MAX_POOLS = 256 };
 
-static bool cs_reconcile_pool(CUmemoryPool pool, cs_snap_device_memory_t *m) {
+static bool cs_reconcile_pool(CUmemoryPool pool, cs_snap_driver_t *m) {
   PFN_cuMemPoolGetAttribute_v11020 get = CS_REAL_FN(cuMemPoolGetAttribute, PFN_cuMemPoolGetAttribute_v11020);
   cuuint64_t reserved = 0, used = 0;
   if (!get || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
@@ -17,9 +18,8 @@ static bool cs_reconcile_pool(CUmemoryPool pool, cs_snap_device_memory_t *m) {
   return true;
 }
 
-/* With a context of the device current (cs_contexts_with_device). */
-static void cs_reconcile_device(int device, void *arg) {
-  cs_snap_device_memory_t *m = arg;
+void cs_reconcile_device(int device, cs_snap_driver_t *m) {
+  *m = (cs_snap_driver_t){0};
   size_t free_bytes = 0, total = 0;
   PFN_cuMemGetInfo_v3020 info = CS_REAL_FN(cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020);
   if (info && info(&free_bytes, &total) == CUDA_SUCCESS) {
@@ -54,7 +54,12 @@ static void cs_reconcile_device(int device, void *arg) {
       m->pools_known = cs_reconcile_pool((CUmemoryPool)pools[i], m) && m->pools_known;
 }
 
+static void cs_reconcile_device_cb(int device, void *arg) { cs_reconcile_device(device, arg); }
+
 void cs_reconcile_query(cs_snap_state_t *s, uint64_t deadline_ns) {
-  for (int d = 0; d < s->device_count && d < CS_SNAP_MAX_DEVICES; d++)
-    cs_contexts_with_device(d, deadline_ns, cs_reconcile_device, &s->memory[d]);
+  for (int d = 0; d < s->device_count && d < CS_SNAP_MAX_DEVICES; d++) {
+    cs_contexts_with_device(d, deadline_ns, cs_reconcile_device_cb, &s->memory[d].driver);
+    /* kept for a later snapshot that cannot ask, and the peak's when it is the peak still */
+    if (s->memory[d].driver.driver_known) cs_driver_watch_answer(d, &s->memory[d].driver);
+  }
 }

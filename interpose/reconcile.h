@@ -15,4 +15,9 @@
  * context could not be looked up before deadline_ns (CLOCK_MONOTONIC) stays unknown. */
 void cs_reconcile_query(cs_snap_state_t *s, uint64_t deadline_ns);
 
+/* The driver's answer for device into *m (zeroed first; the *_known flags say what answered).
+ * pre: a context of device is current. Calls the real functions only (never cudasnap's hooks)
+ * and takes no allocator lock: the backend calls it under one (interpose/driver_watch.c). */
+void cs_reconcile_device(int device, cs_snap_driver_t *m);
+
 #endif

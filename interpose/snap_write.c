@@ -16,6 +16,7 @@
 #include "common/cs_deadline.h"
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/driver_watch.h"
 #include "interpose/ending.h"
 #include "interpose/process_info.h"
 #include "interpose/reconcile.h"
@@ -178,6 +179,9 @@ int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how) {
       if (how->trigger == CS_TRIGGER_CRASH) state->driver_not_asked = "crash";
       else if (how->trigger == CS_TRIGGER_TERM) state->driver_not_asked = "termination signal";
       else cs_reconcile_query(state, deadline);
+      /* The driver's answer at the peak, and where it was not asked its last answer with its
+       * time: plain copies, no lock (interpose/driver_watch.h), so at a crash too. */
+      cs_driver_watch_copy(state, state->driver_not_asked != NULL);
     }
     if (how->snapshot) {
       cs_snap_state_finish(state);

@@ -460,22 +460,63 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_dict_end(e);
 }
 
+/* An answer's own figures, as the reconciliation names them. */
+static void cs_snap_write_driver_fields(cs_emitter_t *e, const cs_snap_driver_t *a) {
+  cs_emit_kv_int(e, "driver_total", (int64_t)a->driver_total);
+  cs_emit_kv_int(e, "driver_free", (int64_t)a->driver_free);
+  cs_emit_kv_int(e, "driver_used", (int64_t)(a->driver_total - a->driver_free));
+  cs_emit_kv_bool(e, "pools_known", a->pools_known);
+  cs_emit_kv_int(e, "pool_reserved", (int64_t)a->pool_reserved);
+  cs_emit_kv_int(e, "pool_used", (int64_t)a->pool_used);
+  cs_emit_kv_bool(e, "graph_known", a->graph_known);
+  cs_emit_kv_int(e, "graph_reserved", (int64_t)a->graph_reserved);
+  cs_emit_kv_int(e, "graph_used", (int64_t)a->graph_used);
+}
+
+/* An answer kept from before the snapshot, reconciled: `seen` (the cache's reserved bytes and the
+ * kinds the driver counts directly, when it was taken) plus its pools, and the rest of its used
+ * bytes (context, modules, other processes, then). */
+static void cs_snap_write_driver_reconciled(cs_emitter_t *e, const cs_snap_driver_t *a, int64_t seen) {
+  cs_snap_write_driver_fields(e, a);
+  int64_t accounted = seen + (int64_t)a->pool_reserved + (int64_t)a->graph_reserved;
+  cs_emit_kv_int(e, "accounted", accounted);
+  cs_emit_kv_int(e, "remainder", (int64_t)(a->driver_total - a->driver_free) - accounted);
+}
+
+/* cudasnap.memory[].driver_at_peak: the peak of the bytes cudasnap sees on the device (the cache's
+ * segments and device memory passed through), and the driver's answer taken there, or on the way
+ * up when the rate limit kept it from asking at the peak itself (at_peak false). */
+static void cs_snap_write_driver_peak(cs_emitter_t *e, const cs_snap_driver_peak_t *p) {
+  cs_emit_dict_begin(e);
+  cs_emit_kv_int(e, "seen_bytes", (int64_t)p->peak_seen);
+  cs_emit_kv_int(e, "time_us", (int64_t)p->peak_time_us);
+  cs_emit_kv_bool(e, "answered", p->answered);
+  if (p->answered) {
+    cs_emit_kv_bool(e, "at_peak", p->answer_seen == p->peak_seen);
+    cs_emit_kv_int(e, "answer_time_us", (int64_t)p->answer_time_us);
+    cs_emit_kv_int(e, "answer_seen_bytes", (int64_t)p->answer_seen);
+    cs_snap_write_driver_reconciled(e, &p->answer, (int64_t)p->answer_accounted);
+  }
+  cs_emit_dict_end(e);
+}
+
 /* The reconciliation of one device (docs/memory-kinds.md, "Reconciliation"): what the driver
  * says is used, and what it is made of. */
 static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
   cs_emitter_t *e = w->e;
   const cs_snap_state_t *s = w->state;
   const cs_snap_device_memory_t *m = &s->memory[device];
+  const cs_snap_driver_t *a = &m->driver;
   const cs_stats_t *st = &s->stats[device];
   cs_emit_dict_begin(e);
   cs_emit_kv_int(e, "device", device);
   int64_t accounted = st->reserved_bytes[CS_STAT_ALL].current;
-  cs_emit_kv_bool(e, "driver_known", m->driver_known);
-  if (!m->driver_known && s->driver_not_asked) cs_emit_kv_str(e, "driver_not_asked", s->driver_not_asked);
-  if (m->driver_known) {
-    cs_emit_kv_int(e, "driver_total", (int64_t)m->driver_total);
-    cs_emit_kv_int(e, "driver_free", (int64_t)m->driver_free);
-    cs_emit_kv_int(e, "driver_used", (int64_t)(m->driver_total - m->driver_free));
+  cs_emit_kv_bool(e, "driver_known", a->driver_known);
+  if (!a->driver_known && s->driver_not_asked) cs_emit_kv_str(e, "driver_not_asked", s->driver_not_asked);
+  if (a->driver_known) {
+    cs_emit_kv_int(e, "driver_total", (int64_t)a->driver_total);
+    cs_emit_kv_int(e, "driver_free", (int64_t)a->driver_free);
+    cs_emit_kv_int(e, "driver_used", (int64_t)(a->driver_total - a->driver_free));
   }
   cs_emit_kv_int(e, "cache_reserved", st->reserved_bytes[CS_STAT_ALL].current);
   cs_emit_kv_int(e, "cache_allocated", st->allocated_bytes[CS_STAT_ALL].current);
@@ -487,18 +528,31 @@ static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
     if (cs_foreign_kind_counted((cs_foreign_kind_t)k)) accounted += (int64_t)m->kind_bytes[k];
   }
   cs_emit_dict_end(e);
-  cs_emit_kv_bool(e, "pools_known", m->pools_known);
-  cs_emit_kv_int(e, "pool_reserved", (int64_t)m->pool_reserved);
-  cs_emit_kv_int(e, "pool_used", (int64_t)m->pool_used);
-  accounted += (int64_t)m->pool_reserved;
-  cs_emit_kv_bool(e, "graph_known", m->graph_known);
-  cs_emit_kv_int(e, "graph_reserved", (int64_t)m->graph_reserved);
-  cs_emit_kv_int(e, "graph_used", (int64_t)m->graph_used);
-  accounted += (int64_t)m->graph_reserved;
+  cs_emit_kv_bool(e, "pools_known", a->pools_known);
+  cs_emit_kv_int(e, "pool_reserved", (int64_t)a->pool_reserved);
+  cs_emit_kv_int(e, "pool_used", (int64_t)a->pool_used);
+  accounted += (int64_t)a->pool_reserved;
+  cs_emit_kv_bool(e, "graph_known", a->graph_known);
+  cs_emit_kv_int(e, "graph_reserved", (int64_t)a->graph_reserved);
+  cs_emit_kv_int(e, "graph_used", (int64_t)a->graph_used);
+  accounted += (int64_t)a->graph_reserved;
   cs_emit_kv_int(e, "accounted", accounted);
   /* context, modules, other processes; negative where cudasnap counts what the driver does not
    * (managed memory not resident yet) */
-  if (m->driver_known) cs_emit_kv_int(e, "remainder", (int64_t)(m->driver_total - m->driver_free) - accounted);
+  if (a->driver_known) cs_emit_kv_int(e, "remainder", (int64_t)(a->driver_total - a->driver_free) - accounted);
+  /* not asked now: the driver's last answer, with its time, reconciled with what cudasnap saw
+   * then (the bytes now may be another story) */
+  if (!a->driver_known && s->driver_not_asked && m->last.known) {
+    cs_emit_key(e, "driver_last");
+    cs_emit_dict_begin(e);
+    cs_emit_kv_int(e, "time_us", (int64_t)m->last.time_us);
+    cs_snap_write_driver_reconciled(e, &m->last.answer, (int64_t)m->last.accounted);
+    cs_emit_dict_end(e);
+  }
+  if (m->peak.peak_seen > 0) {
+    cs_emit_key(e, "driver_at_peak");
+    cs_snap_write_driver_peak(e, &m->peak);
+  }
   cs_emit_dict_end(e);
 }
 

@@ -59,14 +59,45 @@ typedef struct cs_snap_other_s {
   uint32_t stack_id;
 } cs_snap_other_t;
 
-/* What a device's memory is made of at the snapshot (the reconciliation, docs/memory-kinds.md). */
-typedef struct cs_snap_device_memory_s {
+/* The driver's answer for one device (interpose/reconcile.c asks it). */
+typedef struct cs_snap_driver_s {
   bool driver_known;       /* cuMemGetInfo answered for this device */
   uint64_t driver_total, driver_free;
   bool pools_known;        /* stream-ordered pools' attributes answered */
   uint64_t pool_reserved, pool_used;
   bool graph_known;        /* the graph memory pool's attributes answered */
   uint64_t graph_reserved, graph_used;
+} cs_snap_driver_t;
+
+/* The driver's last answer before the snapshot, for a snapshot that does not ask (a crash, a
+ * termination signal): cudasnap.memory[].driver_last. */
+typedef struct cs_snap_driver_last_s {
+  bool known;              /* an earlier answer was kept */
+  uint64_t time_us;        /* wall clock when the driver gave it */
+  uint64_t accounted;      /* bytes then: the cache's and the kinds the driver counts directly */
+  cs_snap_driver_t answer;
+} cs_snap_driver_last_t;
+
+/* The driver at the peak of the memory cudasnap sees on a device (the cache's segments plus
+ * device memory passed through): cudasnap.memory[].driver_at_peak. The driver is asked at most
+ * once per CS_DRIVER_WATCH_INTERVAL_MS (interpose/driver_watch.h), so the answer may be of an
+ * earlier, lower point: answer_seen < peak_seen then. */
+typedef struct cs_snap_driver_peak_s {
+  uint64_t peak_seen;      /* bytes; the highest seen, 0: none yet */
+  uint64_t peak_time_us;   /* wall clock when it was first reached */
+  bool answered;           /* an answer was taken on the way up (or at the peak) */
+  uint64_t answer_seen;    /* bytes seen when it was taken; == peak_seen: at the peak */
+  uint64_t answer_accounted; /* of those, the cache's and the kinds the driver counts directly
+                                (not stream-ordered or graph allocations: in the pools' bytes) */
+  uint64_t answer_time_us; /* wall clock */
+  cs_snap_driver_t answer;
+} cs_snap_driver_peak_t;
+
+/* What a device's memory is made of at the snapshot (the reconciliation, docs/memory-kinds.md). */
+typedef struct cs_snap_device_memory_s {
+  cs_snap_driver_t driver;  /* asked right after the copy, unless driver_not_asked */
+  cs_snap_driver_last_t last; /* filled only when the driver was not asked */
+  cs_snap_driver_peak_t peak;
   uint64_t kind_bytes[CS_FOREIGN_KINDS];
   uint64_t kind_count[CS_FOREIGN_KINDS];
 } cs_snap_device_memory_t;

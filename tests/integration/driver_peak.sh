@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# driver_peak.sh SCENARIO BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
+#
+# Issue 28: a snapshot taken after the program fell from its peak says what the driver held at the
+# peak (cudasnap.memory[].driver_at_peak), and `cudasnap summary` prints it. SCENARIO is a mode
+# of it_driver_peak (prog_driver_peak.c), or passthrough: mode sampled with CUDASNAP_CACHE=0.
+set -u
+scenario=$1 bin=$2 lib=$3 tool=$4
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+  echo "FAIL [$scenario]: $*" >&2
+  [[ -f $dir/err ]] && head -c 3000 "$dir/err" >&2
+  exit 1
+}
+mode=$scenario cache=1
+[[ $scenario == passthrough ]] && mode=sampled cache=0
+(cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_CACHE=$cache CUDASNAP_DUMP_ON=none \
+  "$bin/it_driver_peak" "$mode" "$dir/snap.json" >"$dir/out" 2>"$dir/err") || fail "it_driver_peak exited $?"
+"$tool" check "$dir/snap.json" >"$dir/check" 2>&1 || fail "cudasnap check: $(cat "$dir/check")"
+peak_used=$(sed -n 's/^peak_used //p' "$dir/out")
+[[ -n $peak_used ]] || fail "the program printed no peak_used line"
+# at_peak: whether the driver was asked at the peak itself (always, but in burst mode)
+at_peak=$(python3 - "$dir/snap.json" "$peak_used" "$scenario" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+peak_used, scenario = int(sys.argv[2]), sys.argv[3]
+m = s["cudasnap"]["memory"][0]
+p = m["driver_at_peak"]
+assert p["seen_bytes"] == 24 << 20, p
+assert p["time_us"] <= s["cudasnap"]["time_us"], p
+assert p["answered"], p
+assert m["driver_known"] and m["driver_used"] < peak_used, (m, peak_used)
+if scenario == "burst" and not p["at_peak"]:
+    # asked on the way up, and says so
+    assert p["answer_seen_bytes"] < p["seen_bytes"] and p["answer_time_us"] <= p["time_us"], p
+else:
+    assert p["at_peak"] and p["answer_seen_bytes"] == p["seen_bytes"], p
+    assert p["answer_time_us"] >= p["time_us"], p
+    assert p["driver_used"] == peak_used, (p, peak_used)
+    assert p["remainder"] == 0, p  # the fake driver counts no context and no modules
+print(1 if p["at_peak"] else 0)
+PY
+) || fail "not the driver's answer at the peak"
+"$tool" summary "$dir/snap.json" >"$dir/summary" || fail "cudasnap summary failed"
+grep -q "^  at the peak of the cache + memory passed through, 25165824 B (24.0 MiB), at " "$dir/summary" ||
+  fail "cudasnap summary does not show the peak: $(cat "$dir/summary")"
+if ((at_peak)); then
+  grep -q "^    the driver's answer at the peak, at " "$dir/summary" || fail "summary: no answer at the peak"
+  grep -qE "^    driver used \(total - free\) +$peak_used B " "$dir/summary" ||
+    fail "summary does not show the driver's used bytes at the peak ($peak_used): $(cat "$dir/summary")"
+else
+  grep -q "^    no answer at the peak itself (the driver is asked at most once per 100 ms): its answer on the way up, at " "$dir/summary" ||
+    fail "summary does not say the answer is not the peak's"
+fi
+exit 0
