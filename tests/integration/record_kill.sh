@@ -266,6 +266,11 @@ PY
       fail "summary does not name '$row': $(cat "$dir/summary-$pid")"
   done
   grep -qE "^  drawn: IPC imports +4194304 B" "$dir/summary-$child" || fail "summary of the child: $(cat "$dir/summary-$child")"
+  # the memory_summary table, made from the segments, counts the cache's only, as the dump's counters do
+  "$tool" summary "$dir/dump.json" >"$dir/summary-dump" || fail "cudasnap summary of the dump"
+  cur() { sed -nE 's/^\| (GPU reserved memory|Allocated memory) +\| +([0-9]+ [A-Za-z]+) .*/\1 \2/p' "$1"; }
+  [[ $(cur "$dir/summary-dump" | wc -l) -eq 4 && "$(cur "$dir/summary-dump")" == "$(cur "$dir/summary-$pid")" ]] ||
+    fail "the cache's current bytes differ: $(cur "$dir/summary-dump") vs $(cur "$dir/summary-$pid")"
   grep -q "not asked: recovered from a recording" "$dir/summary-$pid" || fail "summary: $(cat "$dir/summary-$pid")"
   ! grep -q "passed through: vmm_physical" "$dir/summary-$pid" || fail "summary names what was not recorded: $(cat "$dir/summary-$pid")"
   pid= child=
