@@ -213,9 +213,10 @@ static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_cou
       bool placed = false;
       for (size_t k = 0; k < known && !placed; k++) /* extra is rare: a linear look is enough */
         placed = s->segments[k].device == b->device && b->addr - s->segments[k].addr < s->segments[k].size;
-      if (!placed) /* a block of a VMM mapping has its mapping's segment: never here */
-        s->segments[s->segment_count++] = (cs_rr_segment_t){.device = b->device, .kind = b->kind, .addr = b->addr,
-                                                            .size = b->size, .stack_id = b->stack_id};
+      if (!placed)
+        s->segments[s->segment_count++] = (cs_rr_segment_t){
+            .device = b->device, .kind = b->kind, .expandable = b->kind == CS_FOREIGN_VMM_MAPPING, .addr = b->addr,
+            .size = b->size, .stack_id = b->stack_id};
     }
     s->unplaced += extra;
     qsort(s->segments, s->segment_count, sizeof *s->segments, cs_rr_segment_cmp);
