@@ -159,13 +159,16 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
   static const char *const counted[] = {"device", "pitch", "managed", "array", "vmm_physical"};
   int64_t managed = cs_reconcile_get(doc, pass, "managed");
   for (size_t i = 0; i < sizeof counted / sizeof *counted; i++) {
+    int64_t bytes = 0;
+    /* a snapshot recovered from a recording has no figure for what is not drawn (vmm_physical) */
+    if (!cs_view_int(doc, pass, counted[i], &bytes)) continue;
     char label[64];
     snprintf(label, sizeof label, "passed through: %s", counted[i]);
     /* The driver counts a managed allocation's resident pages only, this row its whole size. */
     const char *note = strcmp(counted[i], "managed") == 0 && managed > 0 ? " (at most: pages not resident "
                                                                            "on the device are not in use)"
                                                                          : NULL;
-    cs_reconcile_row(out, label, cs_reconcile_get(doc, pass, counted[i]), note);
+    cs_reconcile_row(out, label, bytes, note);
   }
   cs_reconcile_pool_row(out, doc, m, "stream-ordered pools reserved", "pools_known", "pool");
   cs_reconcile_pool_row(out, doc, m, "graph memory pool reserved", "graph_known", "graph");

@@ -62,6 +62,9 @@ void cs_snapstats_from_segments(const cs_doc_t *doc, int device, cs_stats_t *out
   for (size_t i = 0; i < nsegments; i++) {
     cs_val_t segment = segment_items[i];
     if (cs_view_segment_device(doc, segment) != device) continue;
+    /* memory passed through the cache (cudasnap.kind other than cached) is not the allocator's */
+    const char *kind = cs_view_str(doc, cs_doc_get_key(doc, segment, CS_KEY_CUDASNAP), "kind");
+    if (kind != NULL && strcmp(kind, "cached") != 0) continue;
     const char *type = cs_view_str_key(doc, segment, CS_KEY_SEGMENT_TYPE);
     bool small = type != NULL && strcmp(type, "small") == 0;
     int64_t total = 0;

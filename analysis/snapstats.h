@@ -19,7 +19,8 @@ int cs_snapstats_from_cudasnap(const cs_doc_t *doc, int device, cs_stats_t *out)
 
 /* Fill *out with what the segments of `device` show now: every stat's `current` (bytes and
  * counts, per pool by segment_type), and the oversize counts when allocator_settings has a
- * max_split_size. Peaks, totals and the num_* counters are 0. */
+ * max_split_size. Peaks, totals and the num_* counters are 0. Segments of memory passed through
+ * the cache (a cudasnap.kind other than "cached") are not counted: they are not the allocator's. */
 void cs_snapstats_from_segments(const cs_doc_t *doc, int device, cs_stats_t *out);
 
 /* In a memory_summary text made from cs_snapstats_from_segments, replace what is unknown (the

@@ -17,6 +17,7 @@
 #include "model/write.h"
 #include "reader/recording.h"
 #include "record/pyframes.h"
+#include "snapshot/passthrough.h"
 #include "snapshot/symbolize.h"
 
 static const char cs_recover_name[] = "recover";
@@ -29,7 +30,9 @@ static const char cs_recover_help[] =
     "The state is the replay of the recorded events; stacks are named from the module map the\n"
     "recording kept: the program and its libraries must still be where they were, the same\n"
     "builds (a file with another build ID is not used, with a warning). An event the process\n"
-    "was recording when it died is never misread: it is counted as lost at the end.\n"
+    "was recording when it died is never misread: it is counted as lost at the end. Memory\n"
+    "passed through the cache (v1, pitch, managed, stream-ordered, arrays, VMM mappings, IPC\n"
+    "imports, graph allocations) is drawn with its kind, as a dump draws it.\n"
     "\n"
     "options:\n"
     "  -o, --output SNAPSHOT  where to write (default RECORDING.json; .pickle or .pkl: pickle);\n"
@@ -130,14 +133,18 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
   cs_r_set(r, s, "active_size", cs_r_int(r, (int64_t)active));
   cs_r_set(r, s, "requested_size", cs_r_int(r, (int64_t)active));
   cs_r_set(r, s, "stream", cs_r_int(r, (int64_t)seg->stream));
-  /* the allocator's small pool makes 2 MiB segments (PyTorch's kSmallBuffer) */
-  cs_r_set(r, s, "segment_type", cs_r_str(r, seg->size <= ((uint64_t)2 << 20) ? "small" : "large"));
+  /* the allocator's small pool makes 2 MiB segments (PyTorch's kSmallBuffer); memory passed
+   * through is drawn large, as a dump draws it */
+  cs_r_set(r, s, "segment_type", cs_r_str(r, seg->kind < 0 && seg->size <= ((uint64_t)2 << 20) ? "small" : "large"));
   cs_val_t pool = cs_rv(r, cs_build_open(r->b, CS_TAG_TUPLE));
   cs_r_append(r, pool, cs_r_int(r, 0));
   cs_r_append(r, pool, cs_r_int(r, 0));
   cs_r_set(r, s, "segment_pool_id", cs_r_close(r, pool));
-  cs_r_set(r, s, "is_expandable", CS_VAL_FALSE);
+  cs_r_set(r, s, "is_expandable", seg->expandable ? CS_VAL_TRUE : CS_VAL_FALSE);
   cs_r_set(r, s, "frames", seg->stack_id ? cs_recover_frames(r, seg->stack_id) : r->empty);
+  cs_val_t kind = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, kind, "kind", cs_r_str(r, seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind)));
+  cs_r_set(r, s, "cudasnap", cs_r_close(r, kind));
   cs_val_t blocks = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
   uint64_t at = seg->addr;
   for (size_t i = 0; i < seg->block_count; i++) {
@@ -167,6 +174,34 @@ static cs_val_t cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, cons
   cs_r_set(r, t, "time_us", cs_r_int(r, (int64_t)cs_ring_entry_epoch_us(e)));
   if (e->stack_id && !merged_free) cs_r_set(r, t, "frames", cs_recover_frames(r, e->stack_id));
   return cs_r_close(r, t);
+}
+
+/* A device's part of the reconciliation (docs/memory-kinds.md), what a recording knows of it: the
+ * cache's bytes and the bytes of each kind drawn, from the recovered segments; the driver was not
+ * asked (and the memory that is not drawn, physical VMM handles, pools, was not recorded). */
+static cs_val_t cs_recover_memory(cs_recover_t *r, int device) {
+  const cs_rr_state_t *s = r->state;
+  uint64_t reserved = 0, allocated = 0, kind_bytes[CS_FOREIGN_DRAWN_KINDS] = {0};
+  for (size_t i = 0; i < s->segment_count; i++) {
+    const cs_rr_segment_t *seg = &s->segments[i];
+    if (seg->device != device) continue;
+    if (seg->kind < 0) reserved += seg->size;
+    for (size_t k = 0; k < seg->block_count; k++) {
+      if (seg->kind >= 0 && seg->kind < CS_FOREIGN_DRAWN_KINDS) kind_bytes[seg->kind] += seg->blocks[k].size;
+      else if (!seg->blocks[k].pending) allocated += seg->blocks[k].size;
+    }
+  }
+  cs_val_t m = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, m, "device", cs_r_int(r, device));
+  cs_r_set(r, m, "driver_known", CS_VAL_FALSE);
+  cs_r_set(r, m, "driver_not_asked", cs_r_str(r, "recovered from a recording"));
+  cs_r_set(r, m, "cache_reserved", cs_r_int(r, (int64_t)reserved));
+  cs_r_set(r, m, "cache_allocated", cs_r_int(r, (int64_t)allocated));
+  cs_val_t pass = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  for (int k = 0; k < CS_FOREIGN_DRAWN_KINDS; k++)
+    cs_r_set(r, pass, cs_foreign_kind_name((cs_foreign_kind_t)k), cs_r_int(r, (int64_t)kind_bytes[k]));
+  cs_r_set(r, m, "passthrough", cs_r_close(r, pass));
+  return cs_r_close(r, m);
 }
 
 typedef struct cs_recover_counts_s {
@@ -216,6 +251,12 @@ static cs_val_t cs_recover_snapshot(cs_recover_t *r, const char *recording, cons
   cs_r_set(r, meta, "damaged_events", cs_r_int(r, (int64_t)c->damaged));
   cs_r_set(r, meta, "recording", cs_r_str(r, recording));
   cs_r_set(r, meta, "memory_stats", r->empty);
+  /* a recording of the format before the pass-through ring has the cache's memory only */
+  if (r->rec->version >= 2) {
+    cs_val_t memory = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
+    for (int d = 0; d < s->device_count && !r->failed; d++) cs_r_append(r, memory, cs_recover_memory(r, d));
+    cs_r_set(r, meta, "memory", cs_r_close(r, memory));
+  }
   cs_r_set(r, root, "cudasnap", cs_r_close(r, meta));
   root = cs_r_close(r, root);
   return r->failed ? CS_VAL_ABSENT : root;
@@ -283,6 +324,9 @@ int cs_cli_recover(int argc, char **argv) {
     fprintf(stderr, "%s: %s\n", recording, why);
     return CS_CLI_FAIL;
   }
+  if (rec.version < 2)
+    fprintf(stderr, "cudasnap: warning: %s: recording format version %u (an older cudasnap): memory passed through the "
+                    "cache was not recorded, only the cache's is recovered\n", recording, rec.version);
   cs_rr_state_t state;
   if (cs_rr_replay(&rec, &state) != 0) {
     fprintf(stderr, "%s: out of host memory for the replay\n", recording);

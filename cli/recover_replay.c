@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "snapshot/passthrough.h"
+
 /* An event of the merged history and its place in it, for grouping by address stably. */
 typedef struct cs_rr_key_s {
   uint64_t time;   /* us since the epoch */
@@ -25,6 +27,9 @@ static int cs_rr_segment_cmp(const void *pa, const void *pb) {
   if (a->device != b->device) return a->device < b->device ? -1 : 1;
   return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
+
+/* The kind of memory of an event of the merged history. */
+static int cs_rr_kind(const cs_rr_state_t *s, const cs_ring_entry_t *e) { return s->kinds[e - s->events]; }
 
 static bool cs_rr_is_block_event(cs_action_t a) {
   return a == CS_ACTION_ALLOC || a == CS_ACTION_FREE_REQUESTED || a == CS_ACTION_FREE_COMPLETED;
@@ -78,8 +83,8 @@ static int cs_rr_end_states(cs_rr_state_t *s, cs_rr_key_t *keys, size_t n, cs_rr
         s->segments = grown;
       }
       s->segments[s->segment_count++] = (cs_rr_segment_t){
-          .device = cs_ring_entry_device(seg_alloc), .addr = seg_alloc->addr, .size = seg_alloc->size,
-          .stream = seg_alloc->stream, .stack_id = seg_alloc->stack_id};
+          .device = cs_ring_entry_device(seg_alloc), .kind = cs_rr_kind(s, seg_alloc), .addr = seg_alloc->addr,
+          .size = seg_alloc->size, .stream = seg_alloc->stream, .stack_id = seg_alloc->stack_id};
     }
     const cs_action_t end = last_block ? cs_ring_entry_action(last_block) : CS_ACTION_FREE_COMPLETED;
     if (end != CS_ACTION_FREE_COMPLETED) {
@@ -92,7 +97,8 @@ static int cs_rr_end_states(cs_rr_state_t *s, cs_rr_key_t *keys, size_t n, cs_rr
         if (!grown) return -1;
         *blocks = grown;
       }
-      (*blocks)[(*block_count)++] = (cs_rr_block_t){.device = cs_ring_entry_device(from), .addr = from->addr,
+      (*blocks)[(*block_count)++] = (cs_rr_block_t){.device = cs_ring_entry_device(from), .kind = cs_rr_kind(s, from),
+                                                    .addr = from->addr,
                                                     .size = from->size, .stack_id = from->stack_id,
                                                     .pending = end == CS_ACTION_FREE_REQUESTED};
     }
@@ -166,11 +172,30 @@ static int cs_rr_orphans(cs_rr_state_t *s, const cs_rr_key_t *keys, size_t n) {
       }
       s->segments = grown;
     }
-    s->segments[s->segment_count++] = (cs_rr_segment_t){.device = device, .addr = e->addr, .size = e->size};
+    s->segments[s->segment_count++] =
+        (cs_rr_segment_t){.device = device, .kind = cs_rr_kind(s, e), .addr = e->addr, .size = e->size};
     s->unplaced++;
   }
   free(ranges);
   return rc;
+}
+
+/* VMM mappings that touch on one device become one expandable segment, one block per mapping (the
+ * blocks are placed after), as a dump draws the mapped runs of a reserved range. */
+static void cs_rr_join_mappings(cs_rr_state_t *s) {
+  qsort(s->segments, s->segment_count, sizeof *s->segments, cs_rr_segment_cmp);
+  size_t kept = 0;
+  for (size_t i = 0; i < s->segment_count; i++) {
+    cs_rr_segment_t *seg = &s->segments[i], *prev = kept ? &s->segments[kept - 1] : NULL;
+    seg->expandable = seg->kind == CS_FOREIGN_VMM_MAPPING;
+    if (seg->expandable && prev && prev->expandable && prev->device == seg->device &&
+        prev->addr + prev->size == seg->addr) {
+      prev->size += seg->size;
+      continue;
+    }
+    s->segments[kept++] = *seg;
+  }
+  s->segment_count = kept;
 }
 
 static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_count) {
@@ -189,8 +214,9 @@ static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_cou
       for (size_t k = 0; k < known && !placed; k++) /* extra is rare: a linear look is enough */
         placed = s->segments[k].device == b->device && b->addr - s->segments[k].addr < s->segments[k].size;
       if (!placed)
-        s->segments[s->segment_count++] = (cs_rr_segment_t){.device = b->device, .addr = b->addr, .size = b->size,
-                                                            .stack_id = b->stack_id};
+        s->segments[s->segment_count++] = (cs_rr_segment_t){
+            .device = b->device, .kind = b->kind, .expandable = b->kind == CS_FOREIGN_VMM_MAPPING, .addr = b->addr,
+            .size = b->size, .stack_id = b->stack_id};
     }
     s->unplaced += extra;
     qsort(s->segments, s->segment_count, sizeof *s->segments, cs_rr_segment_cmp);
@@ -219,7 +245,8 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
   for (size_t r = 0; r < rec->ring_count; r++) total += rec->rings[r].count;
   cs_rr_key_t *keys = calloc(total ? total : 1, sizeof *keys);
   s->events = calloc(total ? total : 1, sizeof *s->events);
-  if (!keys || !s->events) {
+  s->kinds = calloc(total ? total : 1, sizeof *s->kinds);
+  if (!keys || !s->events || !s->kinds) {
     free(keys);
     return -1;
   }
@@ -243,6 +270,7 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
       }
     }
     if (pick == SIZE_MAX) break;
+    s->kinds[n] = rec->rings[pick].kinds ? rec->rings[pick].kinds[next[pick]] : -1;
     s->events[n] = rec->rings[pick].entries[next[pick]++];
     keys[n] = (cs_rr_key_t){.time = pick_time, .order = n, .entry = &s->events[n]};
     if (cs_ring_entry_device(&s->events[n]) + 1 > s->device_count) s->device_count = cs_ring_entry_device(&s->events[n]) + 1;
@@ -255,6 +283,7 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
   int rc = cs_rr_end_states(s, keys, n, &blocks, &block_count);
   if (rc == 0) rc = cs_rr_orphans(s, keys, n);
   free(keys);
+  if (rc == 0) cs_rr_join_mappings(s);
   if (rc == 0) rc = cs_rr_place(s, blocks, block_count);
   /* the segments point into the one block array: keep it with the first segment that has blocks */
   s->blocks_storage = blocks;
@@ -263,6 +292,7 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
 
 void cs_rr_free(cs_rr_state_t *s) {
   free(s->events);
+  free(s->kinds);
   free(s->segments);
   free(s->blocks_storage);
   memset(s, 0, sizeof *s);

@@ -2,7 +2,12 @@
  * forwards (the library's allocator did the same things in the same order). Histories of several
  * rings are merged by time first. What the rings had dropped cannot be replayed: blocks allocated
  * before the oldest entry kept and never touched since are not known, and blocks whose segment was
- * made before it are placed in segments of their own extent (see cs_rr_orphans). */
+ * made before it are placed in segments of their own extent (see cs_rr_orphans).
+ *
+ * Memory passed through the cache has its own ring, whose entries name their kind: segments keep
+ * it, and VMM mappings that touch on one device are one expandable segment, as a dump draws the
+ * mappings of one reserved range (the reservations are not recorded: mappings of two reserved
+ * ranges that happen to touch are joined too). */
 #ifndef CS_CLI_RECOVER_REPLAY_H
 #define CS_CLI_RECOVER_REPLAY_H
 
@@ -14,6 +19,7 @@
 
 typedef struct cs_rr_block_s {
   int device;
+  int kind;           /* of memory passed through (snapshot/passthrough.h), -1: the cache's */
   uint64_t addr, size;
   uint32_t stack_id;
   bool pending;       /* free requested, not completed */
@@ -21,6 +27,8 @@ typedef struct cs_rr_block_s {
 
 typedef struct cs_rr_segment_s {
   int device;
+  int kind;           /* of memory passed through (snapshot/passthrough.h), -1: the cache's */
+  bool expandable;    /* touching VMM mappings, joined as a dump draws them */
   uint64_t addr, size;
   uint32_t stream;    /* the ring's stream index */
   uint32_t stack_id;
@@ -30,6 +38,7 @@ typedef struct cs_rr_segment_s {
 
 typedef struct cs_rr_state_s {
   cs_ring_entry_t *events; /* every ring's whole entries, merged by time */
+  int8_t *kinds;           /* each event's kind of memory, -1: the cache's */
   size_t event_count;
   cs_rr_segment_t *segments; /* live at the end, by (device, address) */
   size_t segment_count;

@@ -8,6 +8,8 @@
 #include "common/cs_error.h"
 #include "common/cs_log.h"
 #include "interpose/driver_watch.h"
+#include "interpose/record.h"
+#include "record/recfile.h"
 #include "record/ring.h"
 #include "snapshot/snapshot.h"
 
@@ -44,7 +46,8 @@ static cs_foreign_stat_t cs_foreign_stat[CS_FOREIGN_MAX_DEVICES + 1][CS_FOREIGN_
 static uintptr_t cs_foreign_next_array = CS_FOREIGN_ARRAY_BASE;
 static cs_foreign_pool_t cs_foreign_pool[CS_FOREIGN_MAX_POOLS];
 static size_t cs_foreign_pool_count;
-/* The events of every drawn kind, one history for all devices (entries carry the device). */
+/* The events of every drawn kind, one history for all devices (entries carry the device, and the
+ * kind above the stack id, record/recfile.h); in the recording file when there is one. */
 static cs_ring_t cs_foreign_ring;
 static size_t cs_foreign_ring_entries; /* CUDASNAP_MAX_ENTRIES, from activation */
 static bool cs_foreign_started, cs_foreign_ring_ready;
@@ -66,7 +69,9 @@ void cs_foreign_start(const cs_options_t *opts) {
 static void cs_foreign_ring_ready_locked(void) {
   if (cs_foreign_ring_ready || !cs_foreign_started) return;
   cs_foreign_ring_ready = true;
-  if (cs_ring_init(&cs_foreign_ring, cs_foreign_ring_entries) != 0) {
+  if (cs_record_passthrough_ring(&cs_foreign_ring)) {
+    /* in the file's section */
+  } else if (cs_ring_init(&cs_foreign_ring, cs_foreign_ring_entries) != 0) {
     cs_log_warn("cannot reserve %zu history entries for memory passed through (CUDASNAP_MAX_ENTRIES); "
                 "recording its state only", cs_foreign_ring_entries);
     (void)cs_ring_init(&cs_foreign_ring, 0);
@@ -103,8 +108,9 @@ static void cs_foreign_insert_locked(cs_foreign_t *e) {
   cs_driver_watch_passthrough(e->device, e->kind, (int64_t)e->size);
   if (!cs_foreign_drawn(e)) return;
   cs_action_t seg = e->kind == CS_FOREIGN_VMM_MAPPING ? CS_ACTION_SEGMENT_MAP : CS_ACTION_SEGMENT_ALLOC;
-  cs_ring_push(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, e->stack_id);
-  cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_ALLOC, e->device, e->addr, e->size, e->stream, e->stack_id);
+  uint32_t stack = cs_recfile_kind_stack(e->kind, e->stack_id);
+  cs_ring_push(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, stack);
+  cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_ALLOC, e->device, e->addr, e->size, e->stream, stack);
 }
 
 /* pre: lock held; the entry is unlinked. Its events mirror the insertion's, the block first. */
@@ -119,6 +125,7 @@ static void cs_foreign_forget_locked(cs_foreign_t *e, uint32_t stack) {
   cs_driver_watch_passthrough(e->device, e->kind, -(int64_t)e->size);
   if (!cs_foreign_drawn(e)) return;
   cs_action_t seg = e->kind == CS_FOREIGN_VMM_MAPPING ? CS_ACTION_SEGMENT_UNMAP : CS_ACTION_SEGMENT_FREE;
+  stack = cs_recfile_kind_stack(e->kind, stack);
   cs_ring_push(&cs_foreign_ring, CS_ACTION_FREE_REQUESTED, e->device, e->addr, e->size, e->stream, stack);
   cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_FREE_COMPLETED, e->device, e->addr, e->size, e->stream, stack);
   cs_ring_push_same_time(&cs_foreign_ring, seg, e->device, e->addr, e->size, e->stream, stack);
@@ -330,7 +337,10 @@ static void cs_foreign_snapshot_locked(cs_snap_state_t *s, bool with_history) {
   _Static_assert((int)CS_SNAP_MAX_DEVICES == (int)CS_FOREIGN_MAX_DEVICES, "one row per device, and one for none");
   memcpy(s->passthrough, cs_foreign_stat, sizeof cs_foreign_stat);
   s->has_passthrough = cs_foreign_ring_ready || cs_foreign_pool_count > 0;
-  if (with_history) cs_snap_state_add_history(s, &cs_foreign_ring);
+  if (!with_history) return;
+  size_t first = s->entry_count;
+  cs_snap_state_add_history(s, &cs_foreign_ring);
+  for (size_t i = first; i < s->entry_count; i++) s->entries[i].stack_id &= CS_RECFILE_STACK_MASK; /* no kind */
 }
 
 void cs_foreign_snapshot(cs_snap_state_t *s, bool with_history) {

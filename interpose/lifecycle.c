@@ -41,8 +41,8 @@ static void cs_lifecycle_postfork_parent(void) {
  * no context, as a fresh process would, and never touches the parent's device memory. */
 static void cs_lifecycle_postfork_child(void) {
   pthread_mutex_init(&cs_lifecycle_lock, NULL);
+  cs_record_postfork_child(); /* first: the histories in the parent's file become the child's memory */
   cs_foreign_postfork(true);
-  cs_record_postfork_child();
   cs_contexts_postfork(true);
   cs_driver_watch_postfork_child();
   cs_dump_postfork_child();

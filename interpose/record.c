@@ -14,6 +14,7 @@
 #include "interpose/process_info.h"
 #include "memviz/output.h"
 #include "record/pyframes.h"
+#include "record/recfile.h"
 #include "record/recfile_write.h"
 #include "record/stack.h"
 #include "snapshot/snapshot.h"
@@ -21,6 +22,8 @@
 /* Distinct stacks kept at most; a program with more gets "no stack" for the rest instead of an
  * ever-growing table (about 70 MiB at 32 frames each, at worst). */
 enum { CS_RECORD_MAX_STACKS = 1 << 18 };
+/* the recording file's pass-through entries keep their kind above the stack id */
+_Static_assert(CS_RECORD_MAX_STACKS <= CS_RECFILE_STACK_MASK, "stack ids leave room for the kind");
 
 static cs_intern_t *_Atomic cs_intern;
 static uint32_t cs_stack_depth;
@@ -205,4 +208,13 @@ void cs_record_postfork_child(void) {
   }
   if (t) cs_intern_clear(t);
   cs_py_postfork_child();
+}
+
+bool cs_record_passthrough_ring(cs_ring_t *r) {
+  cs_recfile_writer_t *w = atomic_load(&cs_recfile);
+  if (!w) return false;
+  if (cs_recfile_add_ring(w, r, CS_RECFILE_RING_PASSTHROUGH)) return true;
+  if (atomic_load_explicit(&cs_history_entries, memory_order_relaxed) > 0)
+    cs_log_warn("no room in the recording file for the history of memory passed through; it is kept in memory only");
+  return false;
 }

@@ -62,4 +62,9 @@ cs_intern_t *cs_record_intern(void);    /* NULL before start or with stacks off 
 /* fork: the child forgets the parent's stacks (the contexts clear their histories) */
 void cs_record_postfork_child(void);
 
+/* The history of memory passed through (interpose/foreign.c) in the recording file: true, and r
+ * is a ring of a section of the file (record/recfile.h, device CS_RECFILE_RING_PASSTHROUGH), when
+ * there is a file with room; else false (one warning when a file has no room), r untouched. */
+bool cs_record_passthrough_ring(cs_ring_t *r);
+
 #endif

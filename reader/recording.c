@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "record/recfile.h"
+#include "snapshot/passthrough.h"
 
 static int cs_rec_fail(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int cs_rec_fail(char *why, size_t why_len, const char *fmt, ...) {
@@ -70,6 +71,7 @@ static int cs_rec_ring(cs_recording_t *rec, const cs_recfile_header_t *h, const 
   uint64_t published = section->published;
   cs_rec_ring_t *r = &rec->rings[i];
   r->device = section->device;
+  r->passthrough = rec->version >= 2 && section->device == CS_RECFILE_RING_PASSTHROUGH;
   r->capacity = cap;
   r->published = published;
   if (cap == 0) return 0;
@@ -88,16 +90,24 @@ static int cs_rec_ring(cs_recording_t *rec, const cs_recfile_header_t *h, const 
   const uint64_t n = published < cap ? published : cap;
   r->dropped += published - n;
   r->entries = calloc(n ? n : 1, sizeof *r->entries);
-  if (!r->entries) return cs_rec_fail(why, why_len, "out of host memory for %llu entries", (unsigned long long)n);
+  if (r->passthrough) r->kinds = calloc(n ? n : 1, sizeof *r->kinds);
+  if (!r->entries || (r->passthrough && !r->kinds))
+    return cs_rec_fail(why, why_len, "out of host memory for %llu entries", (unsigned long long)n);
   for (uint64_t j = 0; j < n; j++) { /* by count: a damaged `published` near 2^64 cannot loop */
     const uint64_t k = published - n + 1 + j;
     const cs_ring_entry_t *e = &slots[(k - 1) % cap];
     if (r->lost_at_end && k == published - n + 1 && published >= cap && (k - 1) % cap == published % cap) continue;
-    if (!cs_rec_entry_whole(e, k)) {
+    /* a pass-through entry names a kind that is drawn; the cache's have none */
+    const int kind = cs_recfile_stack_kind(e->stack_id);
+    if (!cs_rec_entry_whole(e, k) || (r->passthrough && (kind < 0 || kind >= CS_FOREIGN_DRAWN_KINDS))) {
       r->damaged++;
       continue;
     }
     cs_ring_entry_t out = *e;
+    if (r->passthrough) {
+      r->kinds[r->count] = (int8_t)kind;
+      out.stack_id = e->stack_id & CS_RECFILE_STACK_MASK;
+    }
     out.stream = e->stream & CS_RECFILE_STREAM_MASK;
     out.when = cs_rec_epoch_us(clock, e->when) << CS_RING_TIME_SHIFT | (e->when & ((1u << CS_RING_TIME_SHIFT) - 1));
     r->entries[r->count++] = out;
@@ -157,8 +167,11 @@ static int cs_rec_header(cs_recording_t *rec, char *why, size_t why_len) {
   if (rec->len < sizeof(cs_recfile_header_t) || memcmp(rec->data, CS_RECFILE_MAGIC, 8) != 0)
     return cs_rec_fail(why, why_len, "not a cudasnap recording (no %s header)", CS_RECFILE_MAGIC);
   cs_recfile_header_t *h = (cs_recfile_header_t *)(void *)rec->data;
-  if (h->version != CS_RECFILE_VERSION)
-    return cs_rec_fail(why, why_len, "recording format version %u; this cudasnap reads version %d", h->version, CS_RECFILE_VERSION);
+  /* version 1 is version 2 without the pass-through ring: read as it is (recover says what it lacks) */
+  if (h->version < 1 || h->version > CS_RECFILE_VERSION)
+    return cs_rec_fail(why, why_len, "recording format version %u; this cudasnap reads versions 1 to %d%s", h->version,
+                       CS_RECFILE_VERSION, h->version > CS_RECFILE_VERSION ? " (made by a newer cudasnap)" : "");
+  rec->version = h->version;
   const uint64_t page = CS_RECFILE_PAGE;
   if (h->header_bytes != page || h->modules_offset % page || h->stacks_offset % page || h->rings_offset % page ||
       h->ring_bytes % page || h->modules_offset < page || h->stacks_offset < h->modules_offset ||
@@ -231,7 +244,10 @@ int cs_recording_read(const char *path, cs_recording_t *rec, char *why, size_t w
 }
 
 void cs_recording_free(cs_recording_t *rec) {
-  for (size_t i = 0; rec->rings && i < rec->ring_count; i++) free(rec->rings[i].entries);
+  for (size_t i = 0; rec->rings && i < rec->ring_count; i++) {
+    free(rec->rings[i].entries);
+    free(rec->rings[i].kinds);
+  }
   free(rec->rings);
   free(rec->stacks);
   free(rec->modules);

@@ -16,10 +16,14 @@
 #include "record/ring.h"
 
 typedef struct cs_rec_ring_s {
-  int device;
+  int device;               /* CS_RECFILE_RING_PASSTHROUGH: the ring of memory passed through */
+  bool passthrough;
   uint64_t capacity;
   uint64_t published;       /* entries the ring said it had pushed */
-  cs_ring_entry_t *entries; /* whole entries, oldest first; when: us since the epoch, stream: index */
+  cs_ring_entry_t *entries; /* whole entries, oldest first; when: us since the epoch, stream: index,
+                               stack_id: without the kind's bits */
+  int8_t *kinds;            /* the pass-through ring's: each entry's kind (snapshot/passthrough.h);
+                               NULL for a context's ring (the cache's memory) */
   size_t count;
   uint64_t dropped;         /* older entries the ring had overwritten */
   uint64_t damaged;         /* entries of the ring's window whose tag did not match (left out) */
@@ -41,6 +45,7 @@ typedef struct cs_rec_module_s {
 typedef struct cs_recording_s {
   unsigned char *data;      /* the file's bytes */
   size_t len;
+  uint32_t version;         /* the format's: 1 recorded the cache's memory only */
   long pid;
   const char *exe;
   const char *argv[64];     /* NULL-terminated */

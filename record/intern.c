@@ -243,6 +243,12 @@ const uintptr_t *cs_intern_get(const cs_intern_t *t, uint32_t id, size_t *n) {
 
 void cs_intern_set_mirror(cs_intern_t *t, cs_intern_mirror_fn fn, void *ctx) {
   if (!t) return;
+  /* the stacks interned before it, in id order (a fork child's, before it made its recording file) */
+  const uint32_t count = atomic_load_explicit(&t->count, memory_order_acquire);
+  for (uint32_t id = 1; fn && id <= count; id++) {
+    const cs_intern_entry_t *e = cs_intern_entry(t, id);
+    fn(ctx, id, e->pcs, e->n);
+  }
   t->mirror = fn;
   t->mirror_ctx = ctx;
 }

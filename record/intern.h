@@ -34,8 +34,9 @@ uint32_t cs_intern_count(const cs_intern_t *t);
  * on the lookup path. */
 typedef void (*cs_intern_mirror_fn)(void *ctx, uint32_t id, const uintptr_t *pcs, size_t n);
 
-/* Set (or, with fn NULL, remove) the mirror. Not concurrent with inserts: at set-up, or in a
- * fork child before it runs anything else. */
+/* Set (or, with fn NULL, remove) the mirror; a new mirror is called first with every stack
+ * interned so far, in id order. Not concurrent with inserts: at set-up, or in a fork child before
+ * it runs anything else (or, in a fork child, at its activation). */
 void cs_intern_set_mirror(cs_intern_t *t, cs_intern_mirror_fn fn, void *ctx);
 
 /* Forget everything (after fork in the child: the parent's stacks stay valid memory but are not

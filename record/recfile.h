@@ -13,8 +13,14 @@
  *   header     one page: identity, clock, section offsets, argv
  *   modules    CS_RECFILE_MODULES fixed records, appended as modules are seen
  *   stacks     an append-only log of interned stacks {id, n, pcs[n]}, ids 1, 2, ... in order
- *   rings      one section per context, added as contexts are created: a page of ring header,
- *              then `capacity` 32-byte cs_ring_entry_t (record/ring.h), used as the ring itself
+ *   rings      one section per context, added as contexts are created, and one for the memory
+ *              passed through the cache (device CS_RECFILE_RING_PASSTHROUGH), added at its first
+ *              event: a page of ring header, then `capacity` 32-byte cs_ring_entry_t
+ *              (record/ring.h), used as the ring itself
+ *
+ * The pass-through ring's entries carry their own devices, like every entry, and their kind of
+ * memory (snapshot/passthrough.h's cs_foreign_kind_t) in the top bits of stack_id: stack id |
+ * (kind + 1) << CS_RECFILE_KIND_SHIFT. A context's entries have 0 there (the cache's memory).
  *
  * Publication, and what a death at any instruction leaves: every counter below (module_count,
  * stack_count + stack_bytes, ring_count, a ring's `published`) is stored with release order after
@@ -30,9 +36,10 @@
 
 #define CS_RECFILE_MAGIC "CSNAPREC"
 enum {
-  CS_RECFILE_VERSION = 1,
+  CS_RECFILE_VERSION = 2,         /* 2: the pass-through ring, kinds in stack ids; 1 had the cache's only */
   CS_RECFILE_PAGE = 4096,
-  CS_RECFILE_MAX_RINGS = 64,      /* contexts with a ring in the file; later ones keep theirs in memory */
+  CS_RECFILE_MAX_RINGS = 65,      /* rings in the file (64 contexts and the pass-through ring's, or 65
+                                     contexts); later ones keep theirs in memory */
   CS_RECFILE_MODULES = 1024,      /* module records; later modules are not recorded */
   CS_RECFILE_PATH = 496,          /* bytes of a module path, NUL included (longer ones are cut) */
   CS_RECFILE_ARGV = 2048,         /* bytes of argv, NUL-separated (the rest is cut) */
@@ -43,6 +50,19 @@ enum {
 /* The stack log's size at most: past it, new stacks have no frames in a recovery. */
 #define CS_RECFILE_STACK_BYTES_MAX ((uint64_t)64 << 20)
 #define CS_RECFILE_RING_MAGIC UINT32_C(0x474e4952) /* "RING" */
+/* A ring section's device that marks the pass-through ring (its entries name their devices). */
+enum { CS_RECFILE_RING_PASSTHROUGH = -1 };
+
+/* The kind of memory in a pass-through entry's stack_id: stack ids stay below 2^24 (the library
+ * interns at most 2^18 stacks), the kind + 1 is above them; 0 there: the cache's memory. */
+enum { CS_RECFILE_KIND_SHIFT = 24 };
+#define CS_RECFILE_STACK_MASK ((UINT32_C(1) << CS_RECFILE_KIND_SHIFT) - 1)
+
+static inline uint32_t cs_recfile_kind_stack(int kind, uint32_t stack_id) {
+  return (stack_id & CS_RECFILE_STACK_MASK) | (uint32_t)(kind + 1) << CS_RECFILE_KIND_SHIFT;
+}
+/* The kind of an entry's stack_id, -1 for the cache's memory. */
+static inline int cs_recfile_stack_kind(uint32_t stack_id) { return (int)(stack_id >> CS_RECFILE_KIND_SHIFT) - 1; }
 
 /* A ring entry's `stream`: the stream index in the low bits (record/ring.h keeps fewer than
  * 2^CS_RECFILE_TAG_SHIFT), the tag above. The tag of the k-th entry pushed (k from 1) is

@@ -32,6 +32,7 @@ struct cs_recfile_writer_s {
   cs_recfile_params_t params;
   int ring_devices[CS_RECFILE_MAX_RINGS]; /* of the sections handed out, for cs_recfile_reopen */
   uint32_t rings_used;
+  uint64_t rings_offset, ring_bytes; /* the layout, also once detached (the header is gone then) */
 };
 
 static uint64_t cs_recfile_round_page(uint64_t n) {
@@ -102,6 +103,8 @@ static cs_recfile_writer_t *cs_recfile_map(int fd, const cs_recfile_params_t *pa
   w->params = *params;
   w->base = base;
   w->map_bytes = map_bytes;
+  w->rings_offset = rings_offset;
+  w->ring_bytes = ring_bytes;
   w->header = base;
   pthread_mutex_init(&w->modules_lock, NULL);
   pthread_mutex_init(&w->calib_lock, NULL);
@@ -194,15 +197,31 @@ cs_recfile_writer_t *cs_recfile_reopen(cs_recfile_writer_t *old, int fd, int *er
     *err = EINVAL;
     return NULL;
   }
-  cs_recfile_writer_t *w = cs_recfile_map(fd, &old->params, old->base, old->map_bytes, err);
-  if (!w) return NULL;
-  /* the rings in use point into the old sections, now these: the same layout, the same places.
-   * They were cleared at the fork, so empty sections are what they hold. */
+  /* The rings in use point into the old sections, now these: the same layout, the same places.
+   * They were cleared at the fork, but a ring may have recorded since, in the detached memory
+   * (the history of memory passed through records a fork child's calls before the one that
+   * activates it and makes this file): that is copied into the new sections. */
+  const size_t entry_bytes = sizeof(cs_ring_entry_t);
+  uint64_t published[CS_RECFILE_MAX_RINGS] = {0};
+  void *saved[CS_RECFILE_MAX_RINGS] = {0};
   for (uint32_t i = 0; i < old->rings_used; i++) {
+    const char *at = old->base + old->rings_offset + i * old->ring_bytes;
+    published[i] = ((const cs_recfile_ring_t *)(const void *)at)->published;
+    const uint64_t n = published[i] < old->params.max_entries ? published[i] : old->params.max_entries;
+    if (n && (saved[i] = malloc(n * entry_bytes))) memcpy(saved[i], at + CS_RECFILE_PAGE, n * entry_bytes);
+  }
+  cs_recfile_writer_t *w = cs_recfile_map(fd, &old->params, old->base, old->map_bytes, err);
+  for (uint32_t i = 0; w && i < old->rings_used; i++) {
     cs_recfile_ring_t *section = cs_recfile_new_section(w, old->ring_devices[i]);
     if (!section) break; /* a ring without its section writes to pages no one reads */
+    const uint64_t n = published[i] < old->params.max_entries ? published[i] : old->params.max_entries;
+    if (saved[i]) memcpy((char *)section + CS_RECFILE_PAGE, saved[i], n * entry_bytes);
+    /* the ring's count goes on from here (entries not copied read as damaged, never as whole) */
+    section->published = published[i];
     cs_recfile_publish_section(w, section);
   }
+  for (uint32_t i = 0; i < old->rings_used; i++) free(saved[i]);
+  if (!w) return NULL;
   free(old);
   return w;
 }

@@ -47,8 +47,9 @@ void cs_recfile_note_modules(cs_recfile_writer_t *w);
 void cs_recfile_detach(cs_recfile_writer_t *w);
 
 /* In a fork child that activates anew: a new file in fd, mapped where the detached writer's
- * mapping was, so that the rings the child kept (cleared, pointing there) record into it; old is
- * freed. NULL with *err set when that cannot be (old stays, detached). */
+ * mapping was, so that the rings the child kept (cleared at the fork, pointing there) record into
+ * it, with what they recorded since the fork; old is freed. NULL with *err set when that cannot be
+ * (old stays, detached). */
 cs_recfile_writer_t *cs_recfile_reopen(cs_recfile_writer_t *old, int fd, int *err);
 
 /* Unmap and free (tests; the library keeps its writer until the process ends). */

@@ -14,8 +14,13 @@
  * driver's bytes in use at that moment ("in_use_at_dump N"), frees part of it, and exits with one
  * allocation of every kind still live (the exit leak report names them), printing
  * "in_use_at_exit N" last. A fork child imports one of the parent's allocations over IPC (the fake
- * driver maps it only in another process) and dumps argv[3] with the import live. */
+ * driver maps it only in another process) and dumps argv[3] with the import live.
+ *
+ * With a fourth argument, wait_kill (kill -9 with a recording file, issue 28): after the dumps the
+ * child keeps its import live and waits, and the parent prints "ready CHILD_PID" with everything
+ * still live and waits too, for SIGKILL. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -142,10 +147,15 @@ static __attribute__((noipa)) CUdeviceptr open_ipc(CUipcMemHandle handle) {
   return p;
 }
 
-/* The child's side of the IPC import: open, dump, close; its exit status says how it went. */
-static int ipc_child(CUipcMemHandle handle, const char *path) {
+/* The child's side of the IPC import: open, dump, close; its exit status says how it went. With
+ * ready_fd (wait_kill): open, dump, say so on ready_fd and wait for SIGKILL with the import live. */
+static int ipc_child(CUipcMemHandle handle, const char *path, int ready_fd) {
   CUdeviceptr p = open_ipc(handle);
   int rc = cudasnap_dump(path);
+  if (ready_fd >= 0) {
+    if (rc != 0 || write(ready_fd, "r", 1) != 1) return 1;
+    for (;;) pause();
+  }
   return rc == 0 && cuIpcCloseMemHandle(p) == CUDA_SUCCESS ? 0 : 1;
 }
 
@@ -214,7 +224,8 @@ static size_t in_use(void) {
 }
 
 int main(int argc, char **argv) {
-  IT_CHECK(argc == 4, "usage: %s OUT.json OUT.pickle CHILD.json", argv[0]);
+  const bool wait_kill = argc == 5 && strcmp(argv[4], "wait_kill") == 0;
+  IT_CHECK(argc == 4 || wait_kill, "usage: %s OUT.json OUT.pickle CHILD.json [wait_kill]", argv[0]);
   IT_CHECK(cudasnap_dump != NULL, "run under cudasnap");
   CUcontext ctx[2];
   OK(cuInit(0));
@@ -327,9 +338,19 @@ int main(int argc, char **argv) {
   CUipcMemHandle ipc;
   OK(cuIpcGetMemHandle(&ipc, cached0));
   fflush(stdout);
+  int ready[2] = {-1, -1};
+  IT_CHECK(!wait_kill || pipe(ready) == 0, "pipe failed");
   pid_t child = fork();
   IT_CHECK(child >= 0, "fork failed");
-  if (child == 0) _exit(ipc_child(ipc, argv[3]));
+  if (child == 0) _exit(ipc_child(ipc, argv[3], ready[1]));
+  if (wait_kill) {
+    /* every kind live, here and in the child: kill -9 comes now */
+    char c;
+    IT_CHECK(read(ready[0], &c, 1) == 1, "the IPC child failed");
+    printf("ready %d\n", (int)child);
+    fflush(stdout);
+    for (;;) pause();
+  }
   int status = 0;
   IT_CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
            "the IPC child failed (status %d)", status);

@@ -22,11 +22,18 @@
 #                    the wrong build; the snapshot is still written and clean
 #   truncated        the recording cut at many lengths, and files that are no recording: recover
 #                    exits 1 with one line "FILE: problem", never a crash
+#   kinds            it_passthrough (issue 28) killed with every kind of memory passed through live
+#                    (v1, pitch, managed, stream-ordered, arrays, VMM mappings, graph memory, and an
+#                    IPC import in its child, killed too): the recoveries draw each kind with its
+#                    sites, segment for segment as the dumps made just before the kill draw them
+#                    (kind, extent, expandable, blocks and frames); `cudasnap check` finds them
+#                    clean and `cudasnap summary` names the kinds
 set -u
 scenario=$1 bin=$2 tool=$3 lib=$4
 dir=$(mktemp -d)
 pid=
-trap '[[ -n $pid ]] && kill -9 $pid 2>/dev/null; rm -rf "$dir"' EXIT
+child=
+trap '[[ -n $pid ]] && kill -9 $pid 2>/dev/null; [[ -n $child ]] && kill -9 $child 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
 steps=25
 
@@ -195,6 +202,78 @@ truncated)
   pid=
   refused "$dir/nohist.csrec"
   grep -q "nothing to recover" "$dir/rerr" || fail "not said why: $(cat "$dir/rerr")"
+  ;;
+kinds)
+  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit,signal,oom CUDASNAP_OUTPUT="$dir/snap-%p-%t.json" \
+    CUDASNAP_RECORD="$dir/rec-%p.csrec" "$bin/it_passthrough" "$dir/dump.json" "$dir/dump.pickle" "$dir/child.json" \
+    wait_kill >"$dir/out" 2>"$dir/err") &
+  pid=$!
+  for _ in $(seq 400); do
+    grep -q '^ready ' "$dir/out" 2>/dev/null && break
+    kill -0 $pid 2>/dev/null || fail "the program ended early: $(cat "$dir/err")"
+    sleep 0.05
+  done
+  read -r _ child < <(grep '^ready ' "$dir/out") || fail "the program never said ready: $(cat "$dir/err")"
+  kill -KILL $child
+  kill -KILL $pid
+  wait $pid
+  status=$?
+  [[ $status -eq 137 ]] || fail "exit status $status, want 137"
+  for p in $pid $child; do
+    [[ -f $dir/rec-$p.csrec ]] || fail "no recording of $p: $(ls "$dir")"
+    "$tool" recover "$dir/rec-$p.csrec" -o "$dir/recovered-$p.json" >"$dir/rout" 2>"$dir/rerr" ||
+      fail "recover $p exited $?: $(cat "$dir/rerr")"
+    [[ ! -s $dir/rerr ]] || fail "recover $p warned: $(cat "$dir/rerr")"
+    grep -q "(0 lost at the end, 0 damaged, 0 oldest dropped)" "$dir/rout" || fail "report: $(cat "$dir/rout")"
+    "$tool" check "$dir/recovered-$p.json" >/dev/null || fail "cudasnap check $p: $("$tool" check "$dir/recovered-$p.json")"
+    "$tool" summary "$dir/recovered-$p.json" >"$dir/summary-$p" || fail "cudasnap summary $p"
+  done
+  python3 - "$dir/dump.json" "$dir/recovered-$pid.json" "$dir/child.json" "$dir/recovered-$child.json" "$dir/out" <<'PY' ||
+import json, sys
+dump, rec, child_dump, child_rec = (json.load(open(f)) for f in sys.argv[1:5])
+sites = [l.split()[1:] for l in open(sys.argv[5]).read().splitlines() if l.startswith("site ")]
+def segments(s):
+    # streams are the ring's indexes in a recovery, handles in a dump: not compared; nor the
+    # cache's segment types (a recovery tells small from large segments by their size only)
+    return sorted((x["device"], x["address"], x["total_size"], x["cudasnap"]["kind"], x["is_expandable"],
+                   x["segment_type"] if x["cudasnap"]["kind"] != "cached" else "", json.dumps(x["frames"]),
+                   json.dumps([(b["address"], b["size"], b["state"], b["frames"]) for b in x["blocks"]
+                               if b["state"] != "inactive"])) for x in s["segments"])
+for d, r in ((dump, rec), (child_dump, child_rec)):
+    want, got = segments(d), segments(r)
+    assert want == got, ("segments differ", [w for w in want if w not in got], [g for g in got if g not in want])
+kinds = {x["cudasnap"]["kind"] for x in rec["segments"]}
+drawn = {"device", "pitch", "managed", "async", "array", "vmm_mapped", "graph", "cached"}
+assert kinds == drawn, kinds
+assert [x["cudasnap"]["kind"] for x in child_rec["segments"]] == ["ipc_imported"], child_rec["segments"]
+# every site of a drawn kind that is live at the kill names its function in a block of its kind
+for kind, function in sites:
+    if kind not in drawn | {"ipc_imported"} or function == "alloc_array_3d":  # destroyed at once
+        continue
+    s = child_rec if kind == "ipc_imported" else rec
+    assert any(f["name"] == function and f["filename"].endswith("prog_passthrough.c")
+               for x in s["segments"] if x["cudasnap"]["kind"] == kind for b in x["blocks"] for f in b["frames"]), (kind, function)
+actions = {e["action"] for t in rec["device_traces"] for e in t}
+assert {"segment_map", "segment_unmap", "segment_alloc", "segment_free", "alloc", "free_completed"} <= actions, actions
+mem = rec["cudasnap"]["memory"]
+assert [m["device"] for m in mem] == [0, 1] and not mem[0]["driver_known"], mem
+assert mem[0]["passthrough"]["pitch"] == dump["cudasnap"]["memory"][0]["passthrough"]["pitch"] > 0, mem
+PY
+    fail "the recovered snapshots do not draw the kinds as the dumps do"
+  for row in "passed through: device" "passed through: pitch" "passed through: managed" "passed through: array" \
+    "drawn: VMM mappings" "drawn: stream-ordered allocations" "drawn: graph allocations"; do
+    [[ $(grep -cE "^  $row +[1-9][0-9]* B" "$dir/summary-$pid") -ge 1 ]] ||
+      fail "summary does not name '$row': $(cat "$dir/summary-$pid")"
+  done
+  grep -qE "^  drawn: IPC imports +4194304 B" "$dir/summary-$child" || fail "summary of the child: $(cat "$dir/summary-$child")"
+  # the memory_summary table, made from the segments, counts the cache's only, as the dump's counters do
+  "$tool" summary "$dir/dump.json" >"$dir/summary-dump" || fail "cudasnap summary of the dump"
+  cur() { sed -nE 's/^\| (GPU reserved memory|Allocated memory) +\| +([0-9]+ [A-Za-z]+) .*/\1 \2/p' "$1"; }
+  [[ $(cur "$dir/summary-dump" | wc -l) -eq 4 && "$(cur "$dir/summary-dump")" == "$(cur "$dir/summary-$pid")" ]] ||
+    fail "the cache's current bytes differ: $(cur "$dir/summary-dump") vs $(cur "$dir/summary-$pid")"
+  grep -q "not asked: recovered from a recording" "$dir/summary-$pid" || fail "summary: $(cat "$dir/summary-$pid")"
+  ! grep -q "passed through: vmm_physical" "$dir/summary-$pid" || fail "summary names what was not recorded: $(cat "$dir/summary-$pid")"
+  pid= child=
   ;;
 *) fail "unknown scenario" ;;
 esac

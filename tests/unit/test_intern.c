@@ -177,6 +177,44 @@ static void test_clear(void **state) {
   cs_intern_destroy(t);
 }
 
+/* A mirror set after stacks were interned (a fork child's, before its recording file) gets those
+ * first, in id order, then each new one. */
+typedef struct mirrored_s {
+  uint32_t ids[8];
+  size_t n[8];
+  size_t count;
+} mirrored_t;
+
+static void mirror_into(void *ctx, uint32_t id, const uintptr_t *pcs, size_t n) {
+  mirrored_t *m = ctx;
+  (void)pcs;
+  if (m->count < 8) {
+    m->ids[m->count] = id;
+    m->n[m->count++] = n;
+  }
+}
+
+static void test_mirror_gets_earlier_stacks(void **state) {
+  (void)state;
+  cs_intern_t *t = cs_intern_create(100);
+  uintptr_t pcs[64];
+  for (uint32_t k = 0; k < 3; k++) cs_intern_stack(t, pcs, make_stack(k, pcs));
+  mirrored_t m = {0};
+  cs_intern_set_mirror(t, mirror_into, &m);
+  assert_int_equal(m.count, 3);
+  for (uint32_t k = 0; k < 3; k++) {
+    assert_int_equal(m.ids[k], k + 1);
+    assert_int_equal(m.n[k], make_stack(k, pcs));
+  }
+  assert_int_equal(cs_intern_stack(t, pcs, make_stack(3, pcs)), 4);
+  assert_int_equal(m.count, 4);
+  assert_int_equal(m.ids[3], 4);
+  cs_intern_set_mirror(t, NULL, NULL);
+  cs_intern_stack(t, pcs, make_stack(4, pcs));
+  assert_int_equal(m.count, 4);
+  cs_intern_destroy(t);
+}
+
 /* Captured stacks intern like synthetic ones: the same call site twice gives one id. */
 static void test_captured_stacks(void **state) {
   (void)state;
@@ -305,6 +343,7 @@ int main(void) {
       cmocka_unit_test(test_long_stack),
       cmocka_unit_test(test_max_stacks_bound),
       cmocka_unit_test(test_clear),
+      cmocka_unit_test(test_mirror_gets_earlier_stacks),
       cmocka_unit_test(test_captured_stacks),
       cmocka_unit_test(test_threads_overlapping_sets),
   };

@@ -3,7 +3,8 @@
  * end and never read; a damaged entry is left out and counted; a whole entry whose count was not
  * yet published is kept; a cleared ring's old entries never pass for new ones; cut and mutated
  * files are refused with a reason or read within bounds, never a crash (the ASan build runs
- * this too). */
+ * this too). The pass-through ring's entries give their kinds; a fork child's reopened file keeps
+ * what its rings recorded before it; version 1 is read, a newer one refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "reader/recording.h"
 #include "record/recfile.h"
 #include "record/recfile_write.h"
+#include "snapshot/passthrough.h"
 
 typedef struct fixture_s {
   char path[64];
@@ -193,6 +195,100 @@ static void test_clear_forgets(void **state) {
   fixture_close(&f);
 }
 
+/* The pass-through ring (issue 28): each entry's kind comes back apart from its stack id; a kind
+ * that is not drawn is damage. A context's ring has no kinds. */
+static void test_passthrough_kinds(void **state) {
+  (void)state;
+  fixture_t f;
+  fixture_open(&f, 8);
+  push(&f, 1, 2);
+  cs_ring_t pass;
+  assert_true(cs_recfile_add_ring(f.w, &pass, CS_RECFILE_RING_PASSTHROUGH));
+  const int kinds[] = {CS_FOREIGN_PITCH, CS_FOREIGN_VMM_MAPPING, CS_FOREIGN_VMM_HANDLE, CS_FOREIGN_GRAPH};
+  for (uint32_t i = 0; i < 4; i++)
+    cs_ring_push(&pass, CS_ACTION_SEGMENT_ALLOC, 1, 0x1000 * (i + 1), 4096, 0, cs_recfile_kind_stack(kinds[i], 7 + i));
+  unsigned char *data;
+  size_t len;
+  file_bytes(&f, &data, &len);
+  cs_recording_t rec;
+  char why[256] = "";
+  if (cs_recording_parse(data, len, &rec, why, sizeof why) != 0) fail_msg("refused: %s", why);
+  assert_int_equal(rec.version, CS_RECFILE_VERSION);
+  assert_int_equal(rec.ring_count, 2);
+  assert_false(rec.rings[0].passthrough);
+  assert_null(rec.rings[0].kinds);
+  const cs_rec_ring_t *r = &rec.rings[1];
+  assert_true(r->passthrough);
+  assert_int_equal(r->count, 3);
+  assert_int_equal(r->damaged, 1); /* vmm_physical is never drawn */
+  assert_int_equal(r->kinds[0], CS_FOREIGN_PITCH);
+  assert_int_equal(r->entries[0].stack_id, 7);
+  assert_int_equal(r->kinds[1], CS_FOREIGN_VMM_MAPPING);
+  assert_int_equal(r->entries[1].stack_id, 8);
+  assert_int_equal(r->kinds[2], CS_FOREIGN_GRAPH);
+  assert_int_equal(r->entries[2].stack_id, 10);
+  assert_int_equal(cs_ring_entry_device(&r->entries[2]), 1);
+  cs_recording_free(&rec);
+  cs_ring_destroy(&pass);
+  fixture_close(&f);
+}
+
+/* A fork child's file, made where the parent's was mapped: the rings go on in it with what they
+ * recorded since the fork (before the child's file existed). */
+static void test_reopen_keeps_the_childs(void **state) {
+  (void)state;
+  fixture_t f;
+  fixture_open(&f, 8);
+  push(&f, 1, 3);
+  cs_recfile_detach(f.w); /* at the fork, in the child */
+  cs_ring_clear(&f.ring);
+  push(&f, 4, 5);         /* the child's, before it makes its own file */
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/cs-test-recording-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  int err = 0;
+  cs_recfile_writer_t *w = cs_recfile_reopen(f.w, fd, &err);
+  assert_non_null(w);
+  f.w = w;
+  close(f.fd);
+  unlink(f.path);
+  f.fd = fd;
+  memcpy(f.path, path, sizeof path);
+  push(&f, 6, 6);
+  cs_recording_t rec;
+  read_back(&f, &rec);
+  assert_entries(&rec.rings[0], 4, 6);
+  assert_int_equal(rec.rings[0].lost_at_end + rec.rings[0].damaged + rec.rings[0].dropped, 0);
+  cs_recording_free(&rec);
+  fixture_close(&f);
+}
+
+/* Version 1 (before the pass-through ring) is read as it is; a newer version is refused. */
+static void test_versions(void **state) {
+  (void)state;
+  fixture_t f;
+  fixture_open(&f, 8);
+  push(&f, 1, 2);
+  unsigned char *data;
+  size_t len;
+  file_bytes(&f, &data, &len);
+  cs_recfile_header_t *h = (cs_recfile_header_t *)(void *)data;
+  h->version = 1;
+  cs_recording_t rec;
+  char why[256] = "";
+  if (cs_recording_parse(data, len, &rec, why, sizeof why) != 0) fail_msg("refused: %s", why);
+  assert_int_equal(rec.version, 1);
+  assert_entries(&rec.rings[0], 1, 2);
+  cs_recording_free(&rec);
+  file_bytes(&f, &data, &len);
+  h = (cs_recfile_header_t *)(void *)data;
+  h->version = CS_RECFILE_VERSION + 1;
+  assert_int_equal(cs_recording_parse(data, len, &rec, why, sizeof why), -1);
+  assert_non_null(strstr(why, "made by a newer cudasnap"));
+  fixture_close(&f);
+}
+
 /* Any prefix of the file, and files with bytes changed anywhere in the header, the module map,
  * the stack log or the ring's page: refused with a reason, or read with every count in bounds. */
 static void test_cut_and_mutated(void **state) {
@@ -258,6 +354,8 @@ int main(void) {
       cmocka_unit_test(test_whole_and_wrapped),   cmocka_unit_test(test_cut_short_is_lost),
       cmocka_unit_test(test_whole_unpublished_is_kept), cmocka_unit_test(test_damaged_is_left_out),
       cmocka_unit_test(test_clear_forgets),       cmocka_unit_test(test_cut_and_mutated),
+      cmocka_unit_test(test_passthrough_kinds),   cmocka_unit_test(test_reopen_keeps_the_childs),
+      cmocka_unit_test(test_versions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
