@@ -3,9 +3,11 @@
 # 100,000 events each, read through their heads (cudasnap_summary, snapshot/summary.h), against
 # the target of <= 2 s and <= 200 MB RSS.
 #
-#   bench/ranks.sh BUILD_DIR
+#   bench/ranks.sh BUILD_DIR [--quick]
 #
 #   BUILD_DIR  a build tree with bench/bench_snapshot and cli/cudasnap
+#   --quick    128 files instead of 1,024 and a job page of 8 processes instead of 64 (bench/run.sh
+#              --quick); the figures' names say the counts
 #
 # One snapshot of 100,000 events is written by bench_snapshot (the library's own writer, JSON),
 # converted to pickle, and each is hard-linked 1,024 times into a directory: the tool opens 1,024
@@ -19,7 +21,7 @@
 # Needs GNU time (/usr/bin/time) and about 1.5 GB of free space in TMPDIR.
 set -euo pipefail
 
-build=${1:?usage: bench/ranks.sh BUILD_DIR}
+build=${1:?usage: bench/ranks.sh BUILD_DIR [--quick]}
 cli=$build/cli/cudasnap
 gen=$build/bench/bench_snapshot
 for f in "$cli" "$gen" /usr/bin/time; do [[ -x $f ]] || { echo "bench/ranks.sh: missing $f" >&2; exit 1; }; done
@@ -27,7 +29,8 @@ for f in "$cli" "$gen" /usr/bin/time; do [[ -x $f ]] || { echo "bench/ranks.sh: 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cudasnap-ranks.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 log() { printf 'bench: ranks: %s\n' "$*" >&2; }
-files=1024
+files=1024 pages=64
+[[ ${2:-} == --quick ]] && files=128 pages=8
 
 source "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
 
@@ -56,10 +59,10 @@ rows=$(awk 'NR > 1 && NF == 0 {exit} NR > 1 {n++} END {print n + 0}' "$tmp/out")
 # The job page of 64 processes of 100,000 events: 64 copies of the pickle, each with another pid
 # (the pid's bytes rewritten in place, same width), so that each is a process of its own.
 mkdir "$tmp/page"
-python3 - "$tmp/one.pickle" "$tmp/page" <<'PY'
+python3 - "$tmp/one.pickle" "$tmp/page" "$pages" <<'PY'
 import re, sys
 data = open(sys.argv[1], "rb").read()
-for i in range(64):
+for i in range(int(sys.argv[3])):
     def pid(m):  # BININT2 or BININT after the key "pid": the same opcode and width, plus i
         op, raw = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         value = (int.from_bytes(raw, "little") + i) % (1 << (8 * len(raw)))
@@ -67,10 +70,10 @@ for i in range(64):
     out = re.sub(rb"\x8c\x03pid(M)(..)|\x8c\x03pid(J)(....)", pid, data, flags=re.S)
     open("%s/snap-r%d.pickle" % (sys.argv[2], i), "wb").write(out)
 PY
-measure "report_job_page_64x100000_pickle" "$cli" report -o "$tmp/job.html" "$tmp/page"/*.pickle
-printf 'BENCH report_job_page_64x100000_bytes %d B\n' "$(stat -c %s "$tmp/job.html")"
+measure "report_job_page_${pages}x100000_pickle" "$cli" report -o "$tmp/job.html" "$tmp/page"/*.pickle
+printf 'BENCH report_job_page_%dx100000_bytes %d B\n' "$pages" "$(stat -c %s "$tmp/job.html")"
 rows=$(grep -o '"peak_reserved"' "$tmp/job.html" | wc -l)
-((rows >= 64)) || log "job page: expected 64 rows"
+((rows >= pages)) || log "job page: expected $pages rows"
 
 measure "ranks_full_1x100000_json" "$cli" ranks --full "$tmp/one.json"
 measure "ranks_full_1x100000_pickle" "$cli" ranks --full "$tmp/one.pickle"

@@ -136,7 +136,7 @@ hot() {
 # ---- 1. hot path ------------------------------------------------------------------------------
 if [[ $quick == 1 ]]; then
   rounds=3 pairs=20000 floor_pairs=1000 samples=3
-  thread_rounds=3 thread_pairs=2000 thread_patterns=(same random64)
+  thread_rounds=3 thread_pairs=5000 thread_patterns=(same random64)
 else
   rounds=9 pairs=200000 floor_pairs=10000 samples=5
   thread_rounds=5 thread_pairs=50000 thread_patterns=(same random64)
@@ -328,7 +328,7 @@ fi
 log "reading snapshots$([[ $quick == 1 ]] && echo ' (100,000 events only)')"
 bash "$root/bench/read.sh" "$build" $([[ $quick == 1 ]] && echo --quick)
 
-# ---- 6b. `cudasnap ranks` over 1,024 files of 100,000 events (their heads) -----------------------
+# ---- 6b. `cudasnap ranks` over 1,024 files of 100,000 events (their heads; 128 in quick mode) -----
 log "ranks at scale"
-bash "$root/bench/ranks.sh" "$build"
+if [[ $quick == 1 ]]; then bash "$root/bench/ranks.sh" "$build" --quick; else bash "$root/bench/ranks.sh" "$build"; fi
 log "done"
