@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
@@ -79,20 +78,12 @@ static void cs_reconcile_remainder(FILE *out, int64_t remainder, int64_t managed
 /* "2026-11-25 05:03:01.123 UTC (0.250 s before the snapshot)": the snapshot's cudasnap.time_us,
  * when it has one. */
 static void cs_reconcile_time(const cs_doc_t *doc, int64_t time_us, char *buf, size_t len) {
-  time_t seconds = (time_t)(time_us / 1000000);
-  struct tm tm;
-  char day[32];
-  if (time_us < 0 || gmtime_r(&seconds, &tm) == NULL || strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm) == 0) {
-    snprintf(buf, len, "%" PRId64 " us", time_us);
-    return;
-  }
+  if (!cs_format_utc(time_us, buf, len)) return;
   int64_t snapshot_us = 0;
   cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  size_t used = strlen(buf);
   if (cs_view_int(doc, cudasnap, "time_us", &snapshot_us) && snapshot_us >= time_us)
-    snprintf(buf, len, "%s.%03d UTC (%.3f s before the snapshot)", day, (int)(time_us % 1000000 / 1000),
-             (double)(snapshot_us - time_us) / 1e6);
-  else
-    snprintf(buf, len, "%s.%03d UTC", day, (int)(time_us % 1000000 / 1000));
+    snprintf(buf + used, len - used, " (%.3f s before the snapshot)", (double)(snapshot_us - time_us) / 1e6);
 }
 
 /* An answer kept from before the snapshot (driver_last, driver_at_peak), reconciled with what

@@ -1,6 +1,8 @@
 #include "common/cs_format.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 void cs_format_size(uint64_t bytes, char *buf, size_t len) {
   static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -28,3 +30,15 @@ void cs_format_bytes(uint64_t bytes, char *buf, size_t len) {
 }
 
 const char *cs_plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+bool cs_format_utc(int64_t time_us, char *buf, size_t len) {
+  time_t seconds = (time_t)(time_us / 1000000);
+  struct tm tm;
+  char day[32];
+  if (time_us < 0 || gmtime_r(&seconds, &tm) == NULL || strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm) == 0) {
+    snprintf(buf, len, "%" PRId64 " us", time_us);
+    return false;
+  }
+  snprintf(buf, len, "%s.%03d UTC", day, (int)(time_us % 1000000 / 1000));
+  return true;
+}

@@ -1,7 +1,8 @@
-/* Byte counts and plurals for the text people read: the exit leak report and the tool's output. */
+/* Byte counts, times and plurals for the text people read: the exit leak report and the tool's output. */
 #ifndef CS_FORMAT_H
 #define CS_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,6 +11,10 @@ void cs_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* "12582912 B (12.0 MiB)": exact, then readable; just "512 B" below 1 KiB. */
 void cs_format_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* "2026-11-25 05:03:01.123 UTC" for microseconds since the epoch; "<n> us" for a time that is not
+ * one (negative, or out of the calendar's range). Returns whether it was a date. */
+bool cs_format_utc(int64_t time_us, char *buf, size_t len);
 
 /* "s" unless n is 1, for "1 block" / "2 blocks". */
 const char *cs_plural(uint64_t n);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -72,18 +71,6 @@ static int cs_rdata_fact_value(cs_emitter_t *e, const char *label, const cs_doc_
   return 0;
 }
 
-/* "2026-11-25 05:03:01.123 UTC" */
-static void cs_rdata_time(int64_t time_us, char *buf, size_t len) {
-  time_t seconds = (time_t)(time_us / 1000000);
-  struct tm tm;
-  char day[32];
-  if (time_us < 0 || gmtime_r(&seconds, &tm) == NULL || strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm) == 0) {
-    snprintf(buf, len, "%" PRId64 " us", time_us);
-    return;
-  }
-  snprintf(buf, len, "%s.%03d UTC", day, (int)(time_us % 1000000 / 1000));
-}
-
 static const char *cs_rdata_writer(const cs_doc_t *doc, char *buf, size_t len) {
   cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
   if (cs_val_is_dict(cudasnap)) {
@@ -144,7 +131,7 @@ static int cs_rdata_facts(const cs_doc_t *doc, const cs_report_source_t *src, in
     cs_rdata_fact_int(e, "dump number", doc, cudasnap, "dump_number");
     int64_t time_us;
     if (cs_view_int_key(doc, cudasnap, CS_KEY_TIME_US, &time_us)) {
-      cs_rdata_time(time_us, text, sizeof text);
+      cs_format_utc(time_us, text, sizeof text);
       cs_rdata_fact(e, "time", text);
     }
     const char *stacks = cs_view_str(doc, cudasnap, "stacks");
