@@ -46,13 +46,24 @@ static void cs_thread_log_reset_chunks(cs_thread_log_t *l) {
   l->full_head = l->full_tail = NULL;
 }
 
+typedef struct cs_log_cursor_s {
+  const cs_log_chunk_t *chunk;
+  uint32_t at;
+} cs_log_cursor_t;
+
 int cs_thread_log_init(cs_thread_log_t *l, size_t capacity) {
   memset(l, 0, sizeof *l);
   if (capacity > CS_THREAD_LOG_MAX_CAPACITY) return -CS_EHOSTMEM;
   if (capacity > 0) {
     l->chunk_count = (capacity + CS_THREAD_LOG_CHUNK - 1) / CS_THREAD_LOG_CHUNK + CS_THREAD_LOG_SPARE;
     l->chunks = calloc(l->chunk_count, sizeof *l->chunks);
-    if (!l->chunks) return -CS_EHOSTMEM;
+    /* the merge's heap, made now: a copy allocates nothing (it runs under the allocator's lock,
+     * in the snapshot of a process that may be ending) */
+    l->heap = calloc(l->chunk_count, sizeof(cs_log_cursor_t));
+    if (!l->chunks || !l->heap) {
+      cs_thread_log_destroy(l);
+      return -CS_EHOSTMEM;
+    }
   }
   l->capacity = capacity;
   l->id = atomic_fetch_add(&cs_thread_log_last_id, 1) + 1;
@@ -69,6 +80,7 @@ int cs_thread_log_init(cs_thread_log_t *l, size_t capacity) {
 
 void cs_thread_log_destroy(cs_thread_log_t *l) {
   free(l->chunks);
+  free(l->heap);
   memset(l, 0, sizeof *l);
 }
 
@@ -170,11 +182,6 @@ void cs_thread_log_clear(cs_thread_log_t *l) {
 
 /* ---- copy: the chunks merged by sequence number ---- */
 
-typedef struct cs_log_cursor_s {
-  const cs_log_chunk_t *chunk;
-  uint32_t at;
-} cs_log_cursor_t;
-
 static inline uint32_t cs_cursor_key(const cs_log_cursor_t *k, uint32_t cut) { return k->chunk->seq[k->at] - cut; }
 
 static void cs_heap_sift_down(cs_log_cursor_t *heap, size_t n, size_t i, uint32_t cut) {
@@ -199,15 +206,10 @@ static void cs_thread_log_convert(cs_thread_log_t *l) {
   l->converted_until = now;
 }
 
-size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped, bool *failed) {
+size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped) {
   *dropped = 0;
-  *failed = false;
   if (l->capacity == 0 || l->pushed == 0) return 0;
-  cs_log_cursor_t *heap = malloc(l->chunk_count * sizeof *heap);
-  if (!heap) {
-    *failed = true;
-    return 0;
-  }
+  cs_log_cursor_t *heap = l->heap;
   cs_thread_log_convert(l);
   /* entries the conversion had to leave (a counter that did not advance) get the last copy's time */
   uint64_t fallback_us = (l->converted_until.monotonic_ns - l->start.monotonic_ns) / 1000u;
@@ -227,7 +229,6 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dr
     if (++top->at == top->chunk->count) heap[0] = heap[--n_heap];
     cs_heap_sift_down(heap, n_heap, 0, cut);
   }
-  free(heap);
   if (n > l->capacity) { /* the chunks hold more: a copy keeps CUDASNAP_MAX_ENTRIES, as a ring does */
     memmove(out, out + (n - l->capacity), l->capacity * sizeof *out);
     n = l->capacity;

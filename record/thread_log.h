@@ -44,6 +44,7 @@ typedef struct cs_log_chunk_s cs_log_chunk_t;
 
 typedef struct cs_thread_log_s {
   cs_log_chunk_t *chunks;      /* chunk_count, allocated once */
+  void *heap;                  /* the copy's merge heap: chunk_count cursors, allocated once */
   size_t chunk_count;
   size_t capacity;             /* entries kept at least (CUDASNAP_MAX_ENTRIES); 0 = no history */
   cs_log_chunk_t *free_chunks; /* empty ones, linked */
@@ -82,9 +83,8 @@ size_t cs_thread_log_room(const cs_thread_log_t *l);
 
 /* Copy the history, oldest first in the order the events were made, into out (room for
  * cs_thread_log_room entries), times converted to wall-clock microseconds as cs_ring_copy does;
- * returns the count and the number of entries no longer kept. Allocates a merge heap: not for
- * the hot path (returns 0 with *dropped 0 when that fails, and sets *failed). */
-size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped, bool *failed);
+ * returns the count and the number of entries no longer kept. Allocates nothing. */
+size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped);
 
 /* Forget the history (after fork, in the child; when recording is turned off). */
 void cs_thread_log_clear(cs_thread_log_t *l);

@@ -158,12 +158,7 @@ void cs_snap_state_add_log(cs_snap_state_t *s, cs_thread_log_t *log) {
   size_t room = cs_thread_log_room(log);
   if (s->error || room == 0 || !cs_snap_state_room(s, room)) return;
   uint64_t dropped = 0;
-  bool failed = false;
-  size_t n = cs_thread_log_copy(log, s->entries + s->entry_count, &dropped, &failed);
-  if (failed) {
-    s->error = -CS_EHOSTMEM;
-    return;
-  }
+  size_t n = cs_thread_log_copy(log, s->entries + s->entry_count, &dropped);
   cs_snap_state_adopt(s, n, dropped, &log->streams);
 }
 

@@ -44,9 +44,7 @@ static cs_ring_entry_t *run_writers(shared_t *s, size_t capacity, int threads, i
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
   cs_ring_entry_t *out = calloc(cs_thread_log_room(&s->log) + 1, sizeof *out);
   assert_non_null(out);
-  bool failed = true;
-  *n = cs_thread_log_copy(&s->log, out, dropped, &failed);
-  assert_false(failed);
+  *n = cs_thread_log_copy(&s->log, out, dropped);
   pthread_mutex_destroy(&s->lock);
   return out;
 }
@@ -118,8 +116,7 @@ static void test_more_writers_than_spares(void **state) {
   /* a second copy gives the same entries and times */
   cs_ring_entry_t *again = calloc(cs_thread_log_room(&s.log), sizeof *again);
   uint64_t dropped2;
-  bool failed;
-  size_t n2 = cs_thread_log_copy(&s.log, again, &dropped2, &failed);
+  size_t n2 = cs_thread_log_copy(&s.log, again, &dropped2);
   assert_int_equal(n2, n);
   free(again);
   cs_thread_log_destroy(&s.log);
@@ -134,23 +131,22 @@ static void test_clear_disable_and_zero_capacity(void **state) {
   cs_thread_log_push(&l, CS_ACTION_SEGMENT_ALLOC, 0, 42, 1, 0, 0);
   cs_ring_entry_t out[CS_THREAD_LOG_CHUNK * (CS_THREAD_LOG_SPARE + 1)];
   uint64_t dropped;
-  bool failed;
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped, &failed), 1);
+  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 1);
   assert_int_equal(out[0].addr, 42);
   assert_int_equal(dropped, 0);
   cs_thread_log_set_enabled(&l, false);
   cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 43, 1, 0, 0);
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped, &failed), 0);
+  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 0);
   cs_thread_log_set_enabled(&l, true);
   cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 44, 1, 0, 0);
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped, &failed), 1);
+  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 1);
   assert_int_equal(out[0].addr, 44);
   cs_thread_log_destroy(&l);
 
   assert_int_equal(cs_thread_log_init(&l, 0), 0);
   cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 1, 1, 0, 0);
   assert_int_equal(cs_thread_log_room(&l), 0);
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped, &failed), 0);
+  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 0);
   cs_thread_log_destroy(&l);
 }
 
@@ -170,10 +166,9 @@ static void test_logs_apart(void **state) {
   cs_thread_log_push(&c, CS_ACTION_ALLOC, 2, 7, 1, 0, 0);
   cs_ring_entry_t out[CS_THREAD_LOG_CHUNK * 20];
   uint64_t dropped;
-  bool failed;
-  assert_int_equal(cs_thread_log_copy(&b, out, &dropped, &failed), 50);
+  assert_int_equal(cs_thread_log_copy(&b, out, &dropped), 50);
   for (int i = 0; i < 50; i++) assert_int_equal(out[i].addr, 1000 + (uint64_t)i);
-  assert_int_equal(cs_thread_log_copy(&c, out, &dropped, &failed), 1);
+  assert_int_equal(cs_thread_log_copy(&c, out, &dropped), 1);
   assert_int_equal(out[0].addr, 7);
   cs_thread_log_destroy(&b);
   cs_thread_log_destroy(&c);
