@@ -15,11 +15,7 @@ int cs_ring_init(cs_ring_t *r, size_t capacity) {
     if (!r->entries) return -CS_EHOSTMEM;
   }
   r->capacity = capacity;
-  cs_ticks_init();
-  cs_ticks_origin_t origin = cs_ticks_origin();
-  r->start = origin.anchor;
-  r->start_epoch_us = origin.epoch_us;
-  r->converted_until = origin.anchor;
+  cs_ring_clock_start(&r->start, &r->start_epoch_us, &r->converted_until);
   cs_stream_table_init(&r->streams);
   cs_ring_set_enabled(r, capacity > 0);
   return 0;

@@ -159,6 +159,17 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
 
 /* Entry times, for the ring and for record/thread_log.c, which keeps entries the same way. */
 
+/* A history's clock at its creation: the process's time origin (record/ticks.h), its wall clock,
+ * and nothing converted yet. Shared with record/thread_log.c. */
+static inline void cs_ring_clock_start(cs_ticks_anchor_t *start, uint64_t *start_epoch_us,
+                                       cs_ticks_anchor_t *converted_until) {
+  cs_ticks_init();
+  cs_ticks_origin_t origin = cs_ticks_origin();
+  *start = origin.anchor;
+  *start_epoch_us = origin.epoch_us;
+  *converted_until = origin.anchor;
+}
+
 /* Now, in ring units since start (the process's time origin); a counter read behind the origin (a
  * TSC not synchronized between sockets) counts as the origin. */
 static inline uint64_t cs_ring_time_now(const cs_ticks_anchor_t *start) {

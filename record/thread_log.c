@@ -67,11 +67,7 @@ int cs_thread_log_init(cs_thread_log_t *l, size_t capacity) {
   }
   l->capacity = capacity;
   l->id = atomic_fetch_add(&cs_thread_log_last_id, 1) + 1;
-  cs_ticks_init();
-  cs_ticks_origin_t origin = cs_ticks_origin();
-  l->start = origin.anchor;
-  l->start_epoch_us = origin.epoch_us;
-  l->converted_until = origin.anchor;
+  cs_ring_clock_start(&l->start, &l->start_epoch_us, &l->converted_until);
   cs_stream_table_init(&l->streams);
   cs_thread_log_reset_chunks(l);
   cs_thread_log_set_enabled(l, capacity > 0);
