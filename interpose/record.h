@@ -43,7 +43,7 @@ void cs_history_destroy(cs_history_t *h);
 bool cs_history_enabled(const cs_history_t *h);
 void cs_history_set_enabled(cs_history_t *h, bool enabled);
 void cs_history_clear(cs_history_t *h);
-/* Entries a copy can return at most. */
+/* Room a copy needs: fixed once the history is made, so it may be read without the lock. */
 size_t cs_history_room(const cs_history_t *h);
 /* One event that is not the allocator's (a snapshot's mark). */
 void cs_history_push(cs_history_t *h, cs_action_t action, uint64_t addr, uint64_t size);

@@ -165,10 +165,7 @@ void cs_thread_log_set_enabled(cs_thread_log_t *l, bool enabled) {
   if (l->enabled) cs_populate(l->chunks, l->chunk_count * sizeof *l->chunks);
 }
 
-size_t cs_thread_log_room(const cs_thread_log_t *l) {
-  size_t most = l->chunk_count * CS_THREAD_LOG_CHUNK;
-  return l->pushed < most ? (size_t)l->pushed : most;
-}
+size_t cs_thread_log_room(const cs_thread_log_t *l) { return l->chunk_count * CS_THREAD_LOG_CHUNK; }
 
 void cs_thread_log_clear(cs_thread_log_t *l) {
   cs_thread_log_reset_chunks(l);

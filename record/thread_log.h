@@ -78,7 +78,8 @@ void cs_thread_log_push_same_time(cs_thread_log_t *l, cs_action_t action, int de
 /* Turn recording on or off; off forgets the history (cs_ring_set_enabled). */
 void cs_thread_log_set_enabled(cs_thread_log_t *l, bool enabled);
 
-/* Entries a copy can return at most (room to give it). */
+/* Entries a copy may need room for: fixed at init, so a snapshot can reserve it before it takes
+ * the owner's lock (what the copy returns is then trimmed to the capacity). */
 size_t cs_thread_log_room(const cs_thread_log_t *l);
 
 /* Copy the history, oldest first in the order the events were made, into out (room for
