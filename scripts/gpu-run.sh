@@ -595,6 +595,100 @@ else
     fi
   fi
 fi
+# ---- 9. two ranks on one GPU, and `cudasnap ranks` over their files (issue 25) ------------------
+label="9. two ranks on one GPU: cudasnap ranks"
+if ! skipped "$label"; then
+  prog=$bin/alloc_shared
+  [[ $dry == 1 ]] && prog=$bin/alloc_basic
+  run rank0 CS=1 RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 -- "$prog" &
+  run rank1 CS=1 RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 -- "$prog"
+  rc1=$?
+  wait $!
+  rc0=$?
+  msg=()
+  ((rc0 == 0)) || msg+=("$(why rank0)")
+  ((rc1 == 0)) || msg+=("$(why rank1)")
+  f0=$(snap rank0 exit) f1=$(snap rank1 exit)
+  [[ -n $f0 && -n $f1 ]] || msg+=("an exit snapshot is missing (${f0:-none}, ${f1:-none})")
+  "$tool" ranks "$f0" "$f1" >"$logs/ranks.out" 2>"$logs/ranks.err" || msg+=("cudasnap ranks failed (logs/ranks.err)")
+  seen=$("$tool" ranks --json "$f0" "$f1" 2>>"$logs/ranks.err" |
+    "$python" -c 'import json, sys; print(" ".join(str(r["rank"]) for r in json.load(sys.stdin)["ranks"]))' 2>>"$logs/ranks.err")
+  [[ $seen == "0 1" ]] || msg+=("ranks --json lists ranks '${seen:-none}', not '0 1'")
+  verdict "$label" "ranks $seen; $(grep -m1 '^spread' "$logs/ranks.out" 2>/dev/null || echo 'no spread line')"
+fi
+
+# ---- 10. exports that other viewers read (issue 26) -------------------------------------------
+label="10. cudasnap export: pprof and Perfetto"
+if ! skipped "$label"; then
+  f=$(snap torch-torchalloc exit)
+  what="PyTorch's run (check 4 b)"
+  [[ -n $f ]] || { f=$(snap rank0 exit); what="rank 0 of check 9"; }
+  msg=()
+  if [[ -z $f ]]; then
+    msg+=("no snapshot to export")
+  else
+    mkdir -p "$logs/export"
+    "$tool" export --format pprof -o "$logs/export/profile.pb.gz" "$f" 2>"$logs/export-pprof.err" ||
+      msg+=("export --format pprof failed (logs/export-pprof.err)")
+    "$tool" export --format perfetto -o "$logs/export/trace.json" "$f" 2>"$logs/export-perfetto.err" ||
+      msg+=("export --format perfetto failed (logs/export-perfetto.err)")
+    [[ $(head -c2 "$logs/export/profile.pb.gz" 2>/dev/null | od -An -tx1 | tr -d ' \n') == 1f8b ]] ||
+      msg+=("the pprof file is not gzip")
+    events=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["traceEvents"]))' "$logs/export/trace.json" 2>>"$logs/export-perfetto.err")
+    [[ -n $events && $events -gt 0 ]] || msg+=("the Perfetto file has no events")
+  fi
+  # go tool pprof is not on the GPU machine: it reads logs/export/profile.pb.gz where the logs come back
+  verdict "$label" "of $what: profile.pb.gz $(stat -c %s "$logs/export/profile.pb.gz" 2>/dev/null || echo 0) B, trace.json ${events:-0} events (read them with go tool pprof / ui.perfetto.dev from logs.tar.gz)"
+fi
+
+# ---- 11. the overhead a user pays (issue 29) -------------------------------------------------
+# median_of TAG...: the median of the SECONDS lines of these runs
+median_of() { for t in "$@"; do val "$t" SECONDS; done | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
+# overhead CHECK SCRIPT KEY TARGET: 3 interleaved rounds of SCRIPT alone, under cudasnap, and under
+# cudasnap with CUDASNAP_STACKS=none; KEY (LOSS or CHECKSUM) must be the same in every run
+overhead() {
+  local label=$1 script=$2 key=$3 target=$4 name=${2%.py}
+  if [[ $dry == 1 ]]; then nogpu "$label"; return; fi
+  skipped "$label" && return
+  local r cfg tag
+  run "$name-probe" -- "$python" "$py/$script"
+  case $? in
+    0) ;;
+    3) result "$label" SKIP "$(head -n1 "$logs/$name-probe.out")"; return ;;
+    *) result "$label" FAIL "without cudasnap: $(why "$name-probe")"; return ;;
+  esac
+  local -A tags=()
+  for r in 1 2 3; do
+    for cfg in none default nostacks; do
+      tag=$name-$cfg-$r
+      case $cfg in
+        none) run "$tag" -- "$python" "$py/$script" ;;
+        default) run "$tag" CS=1 -- "$python" "$py/$script" ;;
+        nostacks) run "$tag" CS=1 CUDASNAP_DUMP_ON=none CUDASNAP_STACKS=none -- "$python" "$py/$script" ;;
+      esac || { result "$label" FAIL "$(why "$tag")"; return; }
+      tags[$cfg]+=" $tag"
+    done
+  done
+  msg=()
+  local want t
+  want=$(val "$name-none-1" "$key")
+  for t in ${tags[none]} ${tags[default]} ${tags[nostacks]}; do
+    [[ -n $want && $(val "$t" "$key") == "$want" ]] || msg+=("$key of $t $(val "$t" "$key") != $want")
+  done
+  local none default nostacks
+  # shellcheck disable=SC2086
+  none=$(median_of ${tags[none]}) default=$(median_of ${tags[default]}) nostacks=$(median_of ${tags[nostacks]})
+  local pct_default pct_nostacks
+  pct_default=$(awk -v a="$default" -v b="$none" 'BEGIN { printf "%+.2f", (a / b - 1) * 100 }')
+  pct_nostacks=$(awk -v a="$nostacks" -v b="$none" 'BEGIN { printf "%+.2f", (a / b - 1) * 100 }')
+  awk -v p="$pct_default" -v t="$target" 'BEGIN { exit !(p <= t) }' ||
+    msg+=("default settings cost ${pct_default}%, over the target of ${target}%")
+  verdict "$label" "median of 3 (s): without ${none}, cudasnap ${default} (${pct_default}%), stacks off ${nostacks} (${pct_nostacks}%); target <= ${target}%; $key equal in all 9 runs: $([[ ${#msg[@]} == 0 ]] && echo yes || echo no)"
+}
+overhead "11. overhead: PyTorch training loop (200 steps, default settings)" torch_overhead.py LOSS 2
+# the target here: faster with cudasnap than without (its cache against real cudaMalloc/cudaFree)
+overhead "11. overhead: CuPy allocating in a loop (no CuPy pool)" cupy_loop.py CHECKSUM 0
+
 checks_s=$SECONDS
 
 # ---- the benchmark ------------------------------------------------------------------------------

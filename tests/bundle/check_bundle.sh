@@ -105,7 +105,8 @@ report=$out/report.md
 for row in "0. bundle programs" "1. host-built program on the fake runtime" "6. cudaDeviceReset mid-run" \
   "6. fork after CUDA init" "6. exit without freeing: leak report" "6. _exit(3): exit snapshot, status kept" \
   "6. SIGSEGV: crash snapshot, still killed by SIGSEGV" \
-  "7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)"; do
+  "7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)" \
+  "9. two ranks on one GPU: cudasnap ranks" "10. cudasnap export: pprof and Perfetto"; do
   grep -qF "| $row | PASS |" "$report" || fail "the dry run's report has no PASS for '$row'"
 done
 grep -q '^complete' "$report" || fail "the benchmark's dry run did not complete (report: $(grep -A2 '^## GPU benchmark' "$report" | tail -n1))"
