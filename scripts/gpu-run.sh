@@ -670,10 +670,10 @@ overhead() {
     done
   done
   msg=()
-  local want t
+  local want t same=yes
   want=$(val "$name-none-1" "$key")
   for t in ${tags[none]} ${tags[default]} ${tags[nostacks]}; do
-    [[ -n $want && $(val "$t" "$key") == "$want" ]] || msg+=("$key of $t $(val "$t" "$key") != $want")
+    [[ -n $want && $(val "$t" "$key") == "$want" ]] || { msg+=("$key of $t $(val "$t" "$key") != $want"); same=no; }
   done
   local none default nostacks
   # shellcheck disable=SC2086
@@ -683,7 +683,7 @@ overhead() {
   pct_nostacks=$(awk -v a="$nostacks" -v b="$none" 'BEGIN { printf "%+.2f", (a / b - 1) * 100 }')
   awk -v p="$pct_default" -v t="$target" 'BEGIN { exit !(p <= t) }' ||
     msg+=("default settings cost ${pct_default}%, over the target of ${target}%")
-  verdict "$label" "median of 3 (s): without ${none}, cudasnap ${default} (${pct_default}%), stacks off ${nostacks} (${pct_nostacks}%); target <= ${target}%; $key equal in all 9 runs: $([[ ${#msg[@]} == 0 ]] && echo yes || echo no)"
+  verdict "$label" "median of 3 (s): without ${none}, cudasnap ${default} (${pct_default}%), stacks off ${nostacks} (${pct_nostacks}%); target <= ${target}%; $key equal in all 9 runs: $same"
 }
 overhead "11. overhead: PyTorch training loop (200 steps, default settings)" torch_overhead.py LOSS 2
 # the target here: faster with cudasnap than without (its cache against real cudaMalloc/cudaFree)
