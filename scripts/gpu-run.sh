@@ -39,7 +39,7 @@
 # the snapshots). Exit status 1 when any check FAILs, 0 otherwise; 2 on bad arguments.
 #
 #   --dry-run   no GPU: runs the host-built programs (dry/) on the fake CUDA runtime of dry/fakes
-#               (check 1 with one program, check 6 but SIGUSR1, check 7, and the benchmark's
+#               (check 1 with one program, check 6 but SIGUSR1, checks 7, 9 and 10, and the benchmark's
 #               script) and reports the rest SKIP
 #   --no-bench  no benchmark
 #   --only LIST only these checks, by number, comma-separated (e.g. 4,7 after a fix, to spend less of
@@ -59,8 +59,8 @@ while (($#)); do
     --dry-run) dry=1 ;;
     --no-bench) bench=0 ;;
     --only)
-      [[ ${2-} =~ ^([0-8]|bench)(,([0-8]|bench))*$ ]] ||
-        { printf 'run.sh: --only takes check numbers 0-8 and "bench", comma-separated (e.g. 4,7), not "%s"\n' "${2-}" >&2; exit 2; }
+      [[ ${2-} =~ ^([0-9]|1[01]|bench)(,([0-9]|1[01]|bench))*$ ]] ||
+        { printf 'run.sh: --only takes check numbers 0-11 and "bench", comma-separated (e.g. 4,7), not "%s"\n' "${2-}" >&2; exit 2; }
       only=$2
       shift ;;
     -h | --help) usage; exit 0 ;;
