@@ -10,8 +10,9 @@
 #include "cli/cli.h"
 #include "cli/load.h"
 #include "cli/replace.h"
-#include "cli/report_job.h"
+#include "cli/ranks.h"
 #include "report/report_data.h"
+#include "report/report_job.h"
 #include "report/report_page.h"
 #include "memviz/emit.h"
 #include "memviz/output.h"
@@ -132,7 +133,27 @@ static int cs_report_write(const char *path, const char *title, const cs_mem_sin
   return err != 0 ? -1 : 0;
 }
 
-/* Several files: the job page (cli/report_job.h), to OUT, which must be given. */
+/* The job page's data over files[0..n), read one at a time (report/report_job.h). CS_CLI_OK, or
+ * CS_CLI_FAIL after one line on stderr (a file that is not a snapshot, no host memory). */
+static int cs_report_job_read(char *const *files, int n, cs_mem_sink_t *data) {
+  cs_job_page_t *page = cs_job_page_create((size_t)n);
+  bool ok = page != NULL, no_memory = page == NULL;
+  for (int i = 0; ok && i < n; i++) {
+    cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
+    size_t bytes = 0;
+    cs_doc_t *doc = cs_load_snapshot(files[i], &format, &bytes);
+    ok = doc != NULL; /* cs_load_snapshot said why */
+    cs_report_source_t src = {.path = files[i], .bytes = bytes, .format = format};
+    if (ok && cs_job_page_add(page, doc, &src, cs_ranks_from_name(files[i])) != 0) ok = false, no_memory = true;
+    cs_doc_free(doc);
+  }
+  if (ok && cs_job_page_write(page, data) != 0) ok = false, no_memory = true;
+  if (no_memory) cs_cli_error(cs_report_name, "out of host memory");
+  cs_job_page_free(page);
+  return ok ? CS_CLI_OK : CS_CLI_FAIL;
+}
+
+/* Several files: the job page, to OUT, which must be given. */
 static int cs_report_job(int n, char **files, const char *out) {
   if (out == NULL || out[0] == '\0') {
     cs_cli_error(cs_report_name, "several FILEs make one page for the job: give it a name with -o OUT.html");
@@ -145,7 +166,7 @@ static int cs_report_job(int n, char **files, const char *out) {
     }
   }
   cs_mem_sink_t data = {.data = NULL};
-  int rc = cs_report_job_data(files, n, &data) == 0 ? CS_CLI_OK : CS_CLI_FAIL;
+  int rc = cs_report_job_read(files, n, &data);
   if (rc == CS_CLI_OK) {
     char title[64];
     snprintf(title, sizeof title, "a job of %d processes", n);

@@ -1,5 +1,5 @@
-/* The job page's data (contract in cli/report_job.h). */
-#include "cli/report_job.h"
+/* The job page's data (contract in report/report_job.h). */
+#include "report/report_job.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,13 +8,7 @@
 #include "analysis/peak.h"
 #include "analysis/rank_summary.h"
 #include "analysis/snapview.h"
-#include "cli/cli.h"
-#include "cli/load.h"
-#include "cli/ranks.h"
 #include "memviz/emit.h"
-#include "report/report_data.h"
-
-static const char cs_job_name[] = "report";
 
 typedef struct cs_job_point_s {
   int64_t t;
@@ -74,17 +68,13 @@ static size_t cs_job_downsample(cs_job_point_t *p, size_t n) {
   return kept;
 }
 
-/* Read one file into row. 0, or -1 after one line on stderr. */
-static int cs_job_read(const char *path, cs_job_row_t *row) {
+/* One snapshot into row. 0, or -1 without host memory. */
+static int cs_job_row_of(const cs_doc_t *doc, const cs_report_source_t *src, int64_t rank_from_name, cs_job_row_t *row) {
   memset(row, 0, sizeof *row);
-  row->file = path;
+  row->file = src->path;
   cs_mem_sink_init(&row->detail);
-  cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
-  size_t bytes = 0;
-  cs_doc_t *doc = cs_load_snapshot(path, &format, &bytes);
-  if (doc == NULL) return -1;
   int rc = cs_rank_summary_of(doc, &row->s);
-  if (rc == 0 && row->s.rank < 0) row->s.rank = cs_ranks_from_name(path);
+  if (rc == 0 && row->s.rank < 0) row->s.rank = rank_from_name;
   cs_job_walk_t w = {NULL, 0, 0, false};
   uint64_t start = 0;
   if (rc == 0 && cs_view_device_count(doc) > 0) rc = cs_peak_walk(doc, row->s.device, cs_job_each, &w, &start);
@@ -93,12 +83,9 @@ static int cs_job_read(const char *path, cs_job_row_t *row) {
   row->npoints = rc == 0 ? cs_job_downsample(w.all, w.count) : 0;
   if (rc == 0) {
     cs_emitter_t *e = cs_emitter_create(CS_EMIT_JSON, cs_mem_sink(&row->detail), 2);
-    cs_report_source_t src = {.path = path, .bytes = bytes, .format = format};
-    rc = e != NULL ? cs_report_data(doc, &src, e) : -1;
+    rc = e != NULL ? cs_report_data(doc, src, e) : -1;
     if ((e != NULL ? cs_emit_finish(e) : -1) != 0) rc = -1;
   }
-  cs_doc_free(doc);
-  if (rc != 0) cs_cli_error(cs_job_name, "out of host memory");
   return rc;
 }
 
@@ -222,26 +209,53 @@ static void cs_job_append(cs_mem_sink_t *data, const char *bytes, size_t len) {
   if (data->error == 0) sink.write(sink.ctx, bytes, len);
 }
 
-int cs_report_job_data(char *const *files, int n, cs_mem_sink_t *data) {
-  cs_mem_sink_init(data);
-  cs_job_row_t *rows = calloc((size_t)n, sizeof *rows);
-  int rc = rows != NULL ? 0 : -1;
-  int read = 0;
-  for (; rc == 0 && read < n; read++) rc = cs_job_read(files[read], &rows[read]);
-  if (rc == 0) {
-    n = read = cs_job_by_process(rows, n);
-    qsort(rows, (size_t)n, sizeof *rows, cs_job_cmp);
-    rc = cs_job_write_head(rows, n, data);
-    cs_job_append(data, ",\"details\":[", 12);
-    for (int i = 0; rc == 0 && i < n; i++) {
-      if (i > 0) cs_job_append(data, ",", 1);
-      cs_job_append(data, rows[i].detail.data, rows[i].detail.len);
-    }
-    cs_job_append(data, "]}", 2);
-    if (rc == 0 && data->error != 0) rc = -1;
-    if (rc != 0) cs_cli_error(cs_job_name, "out of host memory");
+struct cs_job_page_s {
+  cs_job_row_t *rows;
+  size_t count, capacity;
+};
+
+cs_job_page_t *cs_job_page_create(size_t files) {
+  cs_job_page_t *p = calloc(1, sizeof *p);
+  if (p == NULL) return NULL;
+  p->rows = calloc(files > 0 ? files : 1, sizeof *p->rows);
+  if (p->rows == NULL) {
+    free(p);
+    return NULL;
   }
-  for (int i = 0; rows != NULL && i < read; i++) cs_job_row_free(&rows[i]);
-  free(rows);
-  return rc;
+  p->capacity = files;
+  return p;
+}
+
+int cs_job_page_add(cs_job_page_t *p, const cs_doc_t *doc, const cs_report_source_t *src, int64_t rank_from_name) {
+  if (p->count == p->capacity) return -1;
+  cs_job_row_t *row = &p->rows[p->count];
+  int rc = cs_job_row_of(doc, src, rank_from_name, row);
+  if (rc != 0) {
+    cs_job_row_free(row);
+    return -1;
+  }
+  p->count++;
+  return 0;
+}
+
+int cs_job_page_write(cs_job_page_t *p, cs_mem_sink_t *data) {
+  cs_mem_sink_init(data);
+  int n = cs_job_by_process(p->rows, (int)p->count);
+  p->count = (size_t)n;
+  qsort(p->rows, (size_t)n, sizeof *p->rows, cs_job_cmp);
+  int rc = cs_job_write_head(p->rows, n, data);
+  cs_job_append(data, ",\"details\":[", 12);
+  for (int i = 0; rc == 0 && i < n; i++) {
+    if (i > 0) cs_job_append(data, ",", 1);
+    cs_job_append(data, p->rows[i].detail.data, p->rows[i].detail.len);
+  }
+  cs_job_append(data, "]}", 2);
+  return rc == 0 && data->error == 0 ? 0 : -1;
+}
+
+void cs_job_page_free(cs_job_page_t *p) {
+  if (p == NULL) return;
+  for (size_t i = 0; i < p->count; i++) cs_job_row_free(&p->rows[i]);
+  free(p->rows);
+  free(p);
 }
