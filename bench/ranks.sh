@@ -22,17 +22,10 @@
 set -euo pipefail
 
 build=${1:?usage: bench/ranks.sh BUILD_DIR [--quick]}
-cli=$build/cli/cudasnap
-gen=$build/bench/bench_snapshot
-for f in "$cli" "$gen" /usr/bin/time; do [[ -x $f ]] || { echo "bench/ranks.sh: missing $f" >&2; exit 1; }; done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/cudasnap-ranks.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-log() { printf 'bench: ranks: %s\n' "$*" >&2; }
+source "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
+measure_init ranks "$build"
 files=1024 pages=64
 [[ ${2:-} == --quick ]] && files=128 pages=8
-
-source "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
 
 log "writing 100,000 events"
 "$gen" write 100000 "$tmp/one.json" 2>/dev/null

@@ -19,15 +19,8 @@ set -euo pipefail
 build=${1:?usage: bench/read.sh BUILD_DIR [--quick]}
 quick=0
 [[ ${2:-} == --quick ]] && quick=1
-cli=$build/cli/cudasnap
-gen=$build/bench/bench_snapshot
-for f in "$cli" "$gen" /usr/bin/time; do [[ -x $f ]] || { echo "bench/read.sh: missing $f" >&2; exit 1; }; done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/cudasnap-read.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-log() { printf 'bench: read: %s\n' "$*" >&2; }
-
 source "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
+measure_init read "$build"
 
 sizes=(100000 1000000)
 [[ $quick == 1 ]] && sizes=(100000)

@@ -183,7 +183,7 @@ void cs_driver_watch_passthrough(int device, cs_foreign_kind_t kind, int64_t del
   if (!d) return;
   cs_dw_part_t part;
   if (cs_foreign_kind_counted(kind)) part = CS_DW_COUNTED;
-  else if (kind == CS_FOREIGN_ASYNC || kind == CS_FOREIGN_GRAPH) part = CS_DW_POOLED;
+  else if (cs_foreign_kind_pooled(kind)) part = CS_DW_POOLED;
   else return; /* mappings (of counted handles), IPC imports (another process's), host memory */
   atomic_fetch_add_explicit(&d->seen[part], delta, memory_order_relaxed);
   if (delta <= 0) return;

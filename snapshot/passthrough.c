@@ -20,10 +20,12 @@ bool cs_foreign_kind_counted(cs_foreign_kind_t kind) {
   case CS_FOREIGN_DEVICE: case CS_FOREIGN_PITCH: case CS_FOREIGN_MANAGED: case CS_FOREIGN_ARRAY:
   case CS_FOREIGN_VMM_HANDLE:
     return true;
-  default: /* async and graph: counted through their pools' reserved bytes */
+  default: /* async and graph: counted through their pools' reserved bytes (pooled) */
     return false;
   }
 }
+
+bool cs_foreign_kind_pooled(cs_foreign_kind_t kind) { return kind == CS_FOREIGN_ASYNC || kind == CS_FOREIGN_GRAPH; }
 
 void cs_foreign_stat_key(cs_foreign_kind_t kind, int field, char *buf, size_t len) {
   static const char *const fields[CS_FOREIGN_STAT_FIELDS] = {"current", "peak", "allocated", "freed"};

@@ -37,6 +37,8 @@ const char *cs_foreign_kind_name(cs_foreign_kind_t kind);
 /* Does the driver count this kind as this process's used device memory (cuMemGetInfo)? Drawn
  * mappings are not (their physical handles are); IPC imports are another process's. */
 bool cs_foreign_kind_counted(cs_foreign_kind_t kind);
+/* Is it counted inside a pool's reserved bytes instead (stream-ordered and graph allocations)? */
+bool cs_foreign_kind_pooled(cs_foreign_kind_t kind);
 
 /* Bytes now, at peak, ever allocated and ever freed, per device and kind: cudasnap's own
  * statistics keys, "passthrough.<kind>.current" and so on. */

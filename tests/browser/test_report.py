@@ -26,26 +26,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from browser_test import SKIP, Failure, check, run  # noqa: E402
 from chromium import Chromium, ProtocolError, find_chromium  # noqa: E402
 
-SKIP = 77
 WIDTH, HEIGHT = 1280, 1000
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def run(args, env=None):
-    p = subprocess.run(args, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise Failure("%s exited %d: %s" % (" ".join(args), p.returncode, p.stderr.strip()))
-    return p.stdout
 
 
 def summary_expectations(cudasnap, snapshot):

@@ -23,11 +23,11 @@ in g, p or t; M process_name/thread_name carry args.name as a string. Then: each
 no counter track has more points than the documented bound.
 """
 import collections
-import io
 import json
-import pickle
 import re
 import sys
+
+import same_content  # tests/cli, beside this script
 
 MAX_POINTS = 4096
 
@@ -37,17 +37,9 @@ def fail(msg):
     sys.exit(1)
 
 
-class NoGlobals(pickle.Unpickler):
-    """A snapshot holds only plain data: refuse every global (tests/data/traces/README.md)."""
-
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"global {module}.{name} refused")
-
-
 def load(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    return NoGlobals(io.BytesIO(data)).load() if data[:1] == b"\x80" else json.loads(data)
+    """A snapshot file as Python objects (same_content.py's reader: pickles refuse every global)."""
+    return same_content.load(path)[0]
 
 
 def snapshot_totals(path):

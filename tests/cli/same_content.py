@@ -56,11 +56,17 @@ def difference(a, b, tuples, where="$"):
     return None if a == b else f"{where}: {a!r} vs {b!r}"
 
 
-status = 0
-for a, b in zip(sys.argv[1::2], sys.argv[2::2]):
-    (x, x_pickle), (y, y_pickle) = load(a), load(b)
-    d = difference(x, y, x_pickle and y_pickle)
-    if d:
-        print(f"{a} and {b} differ at {d}")
-        status = 1
-sys.exit(status)
+
+def main():
+    status = 0
+    for a, b in zip(sys.argv[1::2], sys.argv[2::2]):
+        (x, x_pickle), (y, y_pickle) = load(a), load(b)
+        d = difference(x, y, x_pickle and y_pickle)
+        if d:
+            print(f"{a} and {b} differ at {d}")
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
