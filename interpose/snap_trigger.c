@@ -208,7 +208,9 @@ static void *cs_dump_control_thread(void *arg) {
         return NULL; /* the process is ending */
       }
       if (token == 's') (void)cs_dump_write(CS_TRIGGER_SIGNAL, NULL);
-      if (token == 'o') oom_wait_ms = cs_dump_oom_flush(false);
+      /* At every wake-up, not only an OOM's: the wait left is measured from the OOM's interval,
+       * so that other requests (a signal every few seconds) never postpone a pending OOM. */
+      if (token == 'o' || oom_wait_ms) oom_wait_ms = cs_dump_oom_flush(false);
     } else if (n == 0 || (n < 0 && errno != EINTR)) {
       return NULL;
     }

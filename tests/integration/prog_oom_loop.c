@@ -5,9 +5,19 @@
  *   it_oom_loop N    N times: ask for 1 GiB (out of memory), then allocate and free 1 MiB (it
  *                    succeeds). Prints "ooms=N" and "us_per_oom=<mean microseconds per round>".
  *
+ *   it_oom_loop --signals DIR
+ *                    two OOMs at once (the first written at once, the second's snapshot due 10 s
+ *                    later), then SIGUSR1 to itself every 300 ms for 16 s; prints
+ *                    "oom_files=<*-oom.json files in DIR>" just before it exits: the pending OOM
+ *                    must have been written by then, not postponed by each signal's snapshot
+ *                    (issue 33), nor left to the exit.
+ *
  * Under cudasnap with oom in CUDASNAP_DUMP_ON, each OOM costs the program the state copy only;
  * the snapshots are coalesced (interpose/snap_trigger.c). Also bench/oom_loop.sh's workload. */
 #include <cuda.h>
+#include <dirent.h>
+#include <signal.h>
+#include <string.h>
 #include <time.h>
 
 #include "tests/integration/it_driver.h"
@@ -18,8 +28,37 @@ static double it_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+static int it_count_oom_files(const char *dir) {
+  DIR *d = opendir(dir);
+  IT_CHECK(d != NULL, "cannot open %s", dir);
+  int n = 0;
+  const char *suffix = "-oom.json";
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t len = strlen(e->d_name), slen = strlen(suffix);
+    if (len > slen && strcmp(e->d_name + len - slen, suffix) == 0) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+static int it_signals_while_oom_pending(const char *dir) {
+  (void)it_driver_context();
+  for (int i = 0; i < 2; i++) {
+    CUdeviceptr p = 0;
+    IT_CHECK(cuMemAlloc(&p, (size_t)1 << 30) == CUDA_ERROR_OUT_OF_MEMORY, "1 GiB did not fail with OOM");
+  }
+  struct timespec step = {.tv_sec = 0, .tv_nsec = 300 * 1000000L};
+  for (int i = 0; i < 16000 / 300; i++) {
+    IT_CHECK(raise(SIGUSR1) == 0, "raise");
+    nanosleep(&step, NULL);
+  }
+  printf("oom_files=%d\n", it_count_oom_files(dir));
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  IT_CHECK(argc == 2, "usage: %s N", argv[0]);
+  if (argc == 3 && strcmp(argv[1], "--signals") == 0) return it_signals_while_oom_pending(argv[2]);
+  IT_CHECK(argc == 2, "usage: %s N | --signals DIR", argv[0]);
   long rounds = atol(argv[1]);
   IT_CHECK(rounds > 0, "N must be positive");
   (void)it_driver_context();

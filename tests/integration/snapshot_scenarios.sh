@@ -63,6 +63,13 @@ assert snaps[-1]["oom_recovered"] is True, snaps[-1]
 assert all(c.get("oom_recovered", True) is True for c in snaps), snaps
 PY
   ;;
+oom_pending_signals)
+  # An OOM snapshot waiting out its 10 s interval is written when it is due, although the program
+  # asks for a snapshot by signal every 300 ms meanwhile (issue 33: each request restarted the wait)
+  out=$(env LD_PRELOAD="$lib" FAKE_CUDA_CAPACITY=$((64 << 20)) CUDASNAP_DUMP_ON=oom,signal CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" \
+    "$bin/it_oom_loop" --signals "$dir" 2>"$dir/err") || fail "it_oom_loop --signals failed: $(cat "$dir/err")"
+  [[ $out == oom_files=2 ]] || fail "expected both OOM snapshots before the exit, the program saw: $out"
+  ;;
 signal)
   run env CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" "$bin/it_snapshot_signal" "$dir"
   check "$(one 'snap-*-signal.json')" --action alloc
