@@ -1,6 +1,7 @@
 #include "interpose/ending.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -25,10 +26,18 @@ enum {
  * process, so that the process ends of the first cause. */
 enum { CS_ENDING_GRACE_MS = 1000, CS_ENDING_SLICE_MS = 50 };
 
+/* A termination signal this soon after the one that started the ending is the same request again,
+ * not a person who will not wait: Ctrl-C reaches every process of the terminal's group and the
+ * launcher (torchrun, srun, mpirun) forwards it again; mpirun turns it into SIGTERM; Slurm signals
+ * every process of a step. A person pressing Ctrl-C again takes longer than this. */
+enum { CS_ENDING_REPEAT_MS = 250 };
+
 static atomic_long cs_ending_thread; /* the thread ending the process, 0 before */
 static atomic_int cs_ending_trigger;
 static atomic_int cs_ending_phase;    /* a futex word */
 static atomic_int cs_ending_deferred; /* the signal of a deferred ending (cs_ending_defer), or 0 */
+static atomic_int cs_ending_first_signal;    /* the termination signal that started the ending, or 0 */
+static _Atomic uint64_t cs_ending_first_ms;  /* when it came (monotonic) */
 
 static long cs_ending_gettid(void) { return (long)syscall(SYS_gettid); }
 
@@ -75,47 +84,88 @@ static void cs_ending_wait_for_first(void) {
   cs_ending_sleep_ms(CS_ENDING_GRACE_MS);
 }
 
+/* The termination signals by name, for the line below (strsignal is not async-signal-safe). */
+static const char *cs_ending_signal_name(int sig) {
+  switch (sig) {
+  case SIGTERM: return "SIGTERM";
+  case SIGINT: return "SIGINT";
+  case SIGHUP: return "SIGHUP";
+  case SIGQUIT: return "SIGQUIT";
+  case SIGXCPU: return "SIGXCPU";
+  default: return "a signal";
+  }
+}
+
+/* An ending started by a termination signal: remember which and when, for cs_ending_repeat. */
+static void cs_ending_note_first(cs_trigger_t trigger, int sig) {
+  if (trigger != CS_TRIGGER_TERM || sig <= 0) return;
+  atomic_store(&cs_ending_first_ms, cs_ending_now_ms());
+  atomic_store(&cs_ending_first_signal, sig);
+}
+
+/* Is this termination signal the ending's own request again (CS_ENDING_REPEAT_MS)? */
+static bool cs_ending_repeat(cs_trigger_t trigger, int sig) {
+  if (trigger != CS_TRIGGER_TERM || sig <= 0 || !atomic_load(&cs_ending_first_signal)) return false;
+  return cs_ending_now_ms() - atomic_load(&cs_ending_first_ms) < CS_ENDING_REPEAT_MS;
+}
+
 /* A termination signal while another ending's snapshot is written: someone (a second Ctrl-C) will
- * not wait for it. The process ends now, and the unfinished file is removed. */
-static bool cs_ending_impatient(cs_trigger_t trigger) {
+ * not wait for it. The process ends now, and the unfinished file is removed; the user learns why
+ * there is no snapshot, and what survives such an ending. */
+static bool cs_ending_impatient(cs_trigger_t trigger, int sig) {
   if (trigger != CS_TRIGGER_TERM) return false;
   cs_dump_abandon();
+  int first = atomic_load(&cs_ending_first_signal);
+  if (first) {
+    uint64_t after = cs_ending_now_ms() - atomic_load(&cs_ending_first_ms);
+    cs_log_error("snapshot abandoned: %s came %llu.%02llu s after %s and ends the process now; a recording "
+                 "(CUDASNAP_RECORD=PATH, then cudasnap recover) survives such endings",
+                 cs_ending_signal_name(sig), (unsigned long long)(after / 1000),
+                 (unsigned long long)(after % 1000 / 10), cs_ending_signal_name(first));
+  } else {
+    cs_log_error("snapshot abandoned: %s during a snapshot ends the process now; a recording "
+                 "(CUDASNAP_RECORD=PATH, then cudasnap recover) survives such endings",
+                 cs_ending_signal_name(sig));
+  }
   return true;
 }
 
-void cs_ending_run(cs_trigger_t trigger) {
-  if (!cs_dump_owns_process()) return;
+bool cs_ending_run(cs_trigger_t trigger, int sig) {
+  if (!cs_dump_owns_process()) return true;
+  if (atomic_load(&cs_ending_thread) && cs_ending_repeat(trigger, sig)) return false;
   if (atomic_load(&cs_ending_deferred)) { /* the control thread ends the process */
-    if (!cs_ending_impatient(trigger)) cs_ending_wait_for_first();
-    return;
+    if (!cs_ending_impatient(trigger, sig)) cs_ending_wait_for_first();
+    return true;
   }
   if (cs_dump_running_here()) { /* a fault inside the dump, or a termination signal during it */
-    (void)cs_ending_impatient(trigger);
-    return;
+    (void)cs_ending_impatient(trigger, sig);
+    return true;
   }
-  if (cs_dump_final_finished()) return;
+  if (cs_dump_final_finished()) return true;
   long self = cs_ending_gettid();
   long first = 0;
   if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, self)) {
     if (first == self) { /* a fault in the ending path itself, or a second Ctrl-C: end at once */
-      (void)cs_ending_impatient(trigger);
-      return;
+      (void)cs_ending_impatient(trigger, sig);
+      return true;
     }
-    if (!cs_ending_impatient(trigger)) cs_ending_wait_for_first();
-    return;
+    if (!cs_ending_impatient(trigger, sig)) cs_ending_wait_for_first();
+    return true;
   }
-  if (!cs_dump_control_running()) return; /* said at start: no thread to write it */
+  cs_ending_note_first(trigger, sig);
+  if (!cs_dump_control_running()) return true; /* said at start: no thread to write it */
   atomic_store(&cs_ending_trigger, (int)trigger);
   atomic_store(&cs_ending_phase, CS_ENDING_REQUESTED);
   cs_dump_wake_control();
   int phase = cs_ending_wait();
-  if (phase == CS_ENDING_DONE) return;
+  if (phase == CS_ENDING_DONE) return true;
   cs_dump_abandon(); /* no partial file is left behind */
   if (phase == CS_ENDING_FAILED)
     cs_log_error("no snapshot at %s: cudasnap's dump faulted", cs_dump_trigger_name(trigger));
   else
     cs_log_error("no snapshot at %s: the dump made no progress for %d s (a lock held by the ending thread?)",
                  cs_dump_trigger_name(trigger), CS_ENDING_STALL_MS / 1000);
+  return true;
 }
 
 bool cs_ending_defer(int sig, cs_trigger_t trigger) {
@@ -123,6 +173,7 @@ bool cs_ending_defer(int sig, cs_trigger_t trigger) {
     return false;
   long first = 0;
   if (!atomic_compare_exchange_strong(&cs_ending_thread, &first, cs_ending_gettid())) return false;
+  cs_ending_note_first(trigger, sig);
   atomic_store(&cs_ending_deferred, sig);
   atomic_store(&cs_ending_trigger, (int)trigger);
   atomic_store(&cs_ending_phase, CS_ENDING_REQUESTED);
@@ -168,5 +219,6 @@ void cs_ending_served(void) {
 void cs_ending_postfork_child(void) {
   atomic_store(&cs_ending_thread, 0);
   atomic_store(&cs_ending_deferred, 0);
+  atomic_store(&cs_ending_first_signal, 0);
   atomic_store(&cs_ending_phase, CS_ENDING_IDLE);
 }

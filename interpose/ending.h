@@ -13,7 +13,9 @@
  * A signal from outside that lands inside a CUDA call is deferred instead (cs_ending_defer).
  *
  * Only one ending runs: a second thread that ends the process meanwhile waits for the first,
- * except on a second termination signal (Ctrl-C again), which ends the process at once. A fault
+ * except on a second termination signal (Ctrl-C again), which ends the process at once, with one
+ * line on stderr; unless it comes within CS_ENDING_REPEAT_MS of the termination signal that started
+ * the ending, when it is that request again (forwarded by a launcher) and the snapshot goes on. A fault
  * inside the ending path, or inside a dump, never starts another dump. */
 #ifndef CS_ENDING_H
 #define CS_ENDING_H
@@ -31,8 +33,11 @@ enum {
  * return when they are written or abandoned. Does nothing in a process whose CUDA state is not
  * its own (it never used CUDA, or is a fork or vfork child that has not), when the final
  * snapshot was already written, and on a thread that is already ending the process or writing a
- * dump. Async-signal-safe. */
-void cs_ending_run(cs_trigger_t trigger);
+ * dump. sig: the termination or crash signal that ends the process, 0 for _exit.
+ * Returns true when the caller is to end the process now, false when sig is the ending's own
+ * termination signal again (a launcher's forwarded copy): the caller returns from its handler and
+ * the ending under way ends the process. Async-signal-safe. */
+bool cs_ending_run(cs_trigger_t trigger, int sig);
 
 /* A signal from outside (a termination signal, or a crash signal another process sent) that
  * arrived while its thread was inside a CUDA call, and so perhaps inside an allocator with its lock

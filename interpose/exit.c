@@ -37,11 +37,11 @@ static CS_NORETURN void cs_exit_real(int status) {
 }
 
 CS_EXPORT CS_NORETURN void _exit(int status) {
-  cs_ending_run(CS_TRIGGER_EXIT);
+  (void)cs_ending_run(CS_TRIGGER_EXIT, 0);
   cs_exit_real(status);
 }
 
 CS_EXPORT CS_NORETURN void _Exit(int status) {
-  cs_ending_run(CS_TRIGGER_EXIT);
+  (void)cs_ending_run(CS_TRIGGER_EXIT, 0);
   cs_exit_real(status);
 }

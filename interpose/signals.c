@@ -274,8 +274,9 @@ static void cs_signals_handler(int sig, siginfo_t *info, void *uctx) {
     if (cs_signals_is_crash(sig)) sigaddset(&((ucontext_t *)uctx)->uc_sigmask, sig);
     errno = saved_errno;
     return;
-  } else {
-    cs_ending_run(cs_signals_is_crash(sig) ? CS_TRIGGER_CRASH : CS_TRIGGER_TERM);
+  } else if (!cs_ending_run(cs_signals_is_crash(sig) ? CS_TRIGGER_CRASH : CS_TRIGGER_TERM, sig)) {
+    errno = saved_errno; /* the ending's own request again: the ending under way ends the process */
+    return;
   }
   cs_signals_die(sig, info);
   errno = saved_errno;

@@ -22,8 +22,12 @@
  *                   process (a second Ctrl-C during the snapshot)
  *   term-twice-in-driver  the same, the first SIGTERM sent from inside the driver's cuMemAlloc;
  *                   then exit(0) if still alive
- *   kill PID SIG [MS]  (no CUDA) send SIG to PID (after MS milliseconds): the other process of
- *                   abrt-in-driver and term-twice*
+ *   term-repeat     another process sends SIGTERM, and SIGTERM again 10 ms later (a launcher
+ *                   forwarding the same Ctrl-C or scancel: the same request, issue 33)
+ *   int-then-term   the same with SIGINT, then SIGTERM 10 ms later (Ctrl-C reaches the group, and
+ *                   mpirun sends its processes SIGTERM)
+ *   kill PID SIG [MS [SIG2]]  (no CUDA) send SIG to PID (after MS milliseconds), and then SIG2 after
+ *                   MS more: the other process of abrt-in-driver, term-twice* and the repeats
  *   resethand       a one-shot (SA_RESETHAND) SIGSEGV handler that raises SIGSEGV again
  *   view            no ending: sigaction and signal answer what the program installed; returns 0
  *   busy            another thread allocates and frees in a loop on device 0 while main crashes
@@ -165,6 +169,20 @@ static void second_term_soon(void) {
   IT_CHECK(posix_spawn(&sender, "/proc/self/exe", NULL, NULL, args, environ) == 0, "posix_spawn");
 }
 
+/* A helper process that sends first, then second ms milliseconds later. */
+static void signal_twice_from_outside(int first, int second, int ms) {
+  char pid[32], sig1[8], sig2[8], wait[16];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  snprintf(sig1, sizeof sig1, "%d", first);
+  snprintf(sig2, sizeof sig2, "%d", second);
+  snprintf(wait, sizeof wait, "%d", ms);
+  char *args[] = {"it_endings", "kill", pid, sig1, wait, sig2, NULL};
+  pid_t sender;
+  extern char **environ;
+  fflush(NULL);
+  IT_CHECK(posix_spawn(&sender, "/proc/self/exe", NULL, NULL, args, environ) == 0, "posix_spawn");
+}
+
 static void hook_term_twice(size_t bytes) {
   if (bytes < (30u << 20) || atomic_exchange(&in_driver, 1)) return;
   second_term_soon();
@@ -240,9 +258,15 @@ int main(int argc, char **argv) {
   IT_CHECK(argc >= 2, "usage: %s MODE", argv[0]);
   const char *mode = argv[1];
   if (strcmp(mode, "kill") == 0) {
-    IT_CHECK(argc == 4 || argc == 5, "usage: %s kill PID SIG [MS]", argv[0]);
+    IT_CHECK(argc >= 4 && argc <= 6, "usage: %s kill PID SIG [MS [SIG2]]", argv[0]);
+    pid_t pid = (pid_t)atol(argv[2]);
+    if (argc == 6) { /* SIG now, SIG2 MS later: both timed here, whatever the target is doing */
+      if (kill(pid, atoi(argv[3])) != 0) return 1;
+      sleep_ms(atol(argv[4]));
+      return kill(pid, atoi(argv[5])) == 0 ? 0 : 1;
+    }
     if (argc == 5) sleep_ms(atol(argv[4]));
-    return kill((pid_t)atol(argv[2]), atoi(argv[3])) == 0 ? 0 : 1;
+    return kill(pid, atoi(argv[3])) == 0 ? 0 : 1;
   }
   (void)it_preloaded();
   if (strcmp(mode, "term-handled-early") == 0) IT_CHECK(signal(SIGTERM, on_term_flag) != SIG_ERR, "signal");
@@ -269,6 +293,10 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "stack") == 0) return recurse(NULL, LONG_MAX - argc);
   if (strcmp(mode, "term") == 0 || strcmp(mode, "int") == 0) {
     kill(getpid(), strcmp(mode, "term") == 0 ? SIGTERM : SIGINT);
+    for (;;) pause();
+  }
+  if (strcmp(mode, "term-repeat") == 0 || strcmp(mode, "int-then-term") == 0) {
+    signal_twice_from_outside(strcmp(mode, "term-repeat") == 0 ? SIGTERM : SIGINT, SIGTERM, 10);
     for (;;) pause();
   }
   if (strcmp(mode, "term-twice") == 0) {
