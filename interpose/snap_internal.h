@@ -4,6 +4,7 @@
 #define CS_SNAP_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "interpose/snap.h"
@@ -17,6 +18,8 @@ typedef struct cs_dump_how_s {
   bool snapshot;    /* write the file (else only the leak report) */
   bool leaks;       /* the leak report after it */
   bool ending;      /* the process ends: no CUDA call, no `snapshot` entry in the histories */
+  char *written;    /* when not NULL: the name the file was written under, NUL-terminated */
+  size_t written_len;
 } cs_dump_how_t;
 
 /* The state one dump writes, copied at its moment. */

@@ -283,6 +283,7 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
                   pickle ? "open it at https://pytorch.org/memory_viz or with python -m torch.cuda._memory_viz"
                          : cs_viewer_json_advice(bytes));
       rc = 0;
+      if (how->written) rc = snprintf(how->written, how->written_len, "%s", out.final_path);
     }
     /* the `snapshot` entry, as PyTorch records one (not as the process ends: it would wait for the
      * locks the copy could not take, and no later snapshot shows it) */
@@ -309,6 +310,12 @@ int cs_dump_run(const cs_dump_how_t *how) {
 
 int cs_dump_write(cs_trigger_t trigger, const char *path) {
   cs_dump_how_t how = {.trigger = trigger, .path = path, .snapshot = true, .leaks = trigger == CS_TRIGGER_EXIT};
+  return cs_dump_run(&how);
+}
+
+int cs_dump_write_named(cs_trigger_t trigger, const char *path, char *written, size_t len) {
+  cs_dump_how_t how = {.trigger = trigger, .path = path, .snapshot = true, .leaks = trigger == CS_TRIGGER_EXIT,
+                       .written = written, .written_len = len};
   return cs_dump_run(&how);
 }
 
