@@ -21,12 +21,14 @@ class phase:
     One object may be entered again while it is open (nested or from other threads); each entry
     is a range of its own. Raises NotProfiledError when entered outside cudasnap."""
 
-    def __init__(self, name):
-        self._func = None
+    def __new__(cls, name):
         if callable(name) and not isinstance(name, str):  # @cudasnap.phase without a name
-            self._func = name
-            name = getattr(name, "__qualname__", None) or getattr(name, "__name__", None) or repr(name)
-            functools.update_wrapper(self, self._func)
+            func = name
+            label = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+            return cls(label)._wrap(func)  # a plain function, so methods still bind
+        return super().__new__(cls)
+
+    def __init__(self, name):
         self.name = str(name)
         self._encoded = self.name.encode("utf-8", "replace")
         self._open = threading.local()
@@ -49,12 +51,10 @@ class phase:
         self._end(self._open.ids.pop())
         return False
 
-    def __call__(self, *args, **kwargs):
-        if self._func is not None:  # used as @cudasnap.phase: this object is the function
-            return self._wrap(self._func)(*args, **kwargs)
-        if len(args) != 1 or kwargs or not callable(args[0]):
-            raise TypeError("cudasnap.phase(name) decorates one function")
-        return self._wrap(args[0])
+    def __call__(self, func):
+        if not callable(func):
+            raise TypeError("cudasnap.phase(name) decorates a function, not %r" % (func,))
+        return self._wrap(func)
 
     def _wrap(self, func):
         if inspect.iscoroutinefunction(func):

@@ -72,19 +72,31 @@ def test_a_phase_object_nests_and_serves_threads(run_python):
         with p:
             pass
         done.set(); t.join()
+        class Trainer:
+            @cudasnap.phase("train")
+            def train(self, n):
+                return n + 1
+
+            @cudasnap.phase
+            def evaluate(self):
+                return self.train(1)
+
+        methods = Trainer().evaluate()
         async def coro():
             return 7
         wrapped = cudasnap.phase("async step")(coro)
         import asyncio
         value = asyncio.run(wrapped())
         snap = cudasnap.load(cudasnap.dump_snapshot("nest.json"))
-        driver.report(stages=[(a["stage"], a["name"]) for a in snap["external_annotations"]], value=value)
+        driver.report(stages=[(a["stage"], a["name"]) for a in snap["external_annotations"]], value=value,
+                      methods=methods)
     """).result
     stages = r["stages"]
     assert stages[:4] == [["START", "layer"], ["START", "layer"], ["END", "layer"], ["END", "layer"]]
     assert sorted(map(tuple, stages[4:8])) == sorted([("START", "layer")] * 2 + [("END", "layer")] * 2)
-    assert stages[8:] == [["START", "async step"], ["END", "async step"]]
-    assert r["value"] == 7
+    assert stages[8:] == [["START", "Trainer.evaluate"], ["START", "train"], ["END", "train"],
+                          ["END", "Trainer.evaluate"], ["START", "async step"], ["END", "async step"]]
+    assert r["value"] == 7 and r["methods"] == 2
 
 
 def test_c_api_phase_ids(run_python):
