@@ -47,7 +47,7 @@ void cs_dump_copy_free(cs_dump_copy_t *c);
 /* Write a copy (under the dump lock): 0 when a file was written, else -1 (reported). */
 int cs_dump_run_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const cs_dump_oom_note_t *oom);
 
-/* Copy and write, under the dump lock. */
+/* Copy and write, under the dump lock: 0 (with how->written: the name's length) or -1. */
 int cs_dump_run(const cs_dump_how_t *how);
 
 /* Progress of any dump (cs_dump_progress). */

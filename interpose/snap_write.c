@@ -207,7 +207,8 @@ void cs_dump_copy_free(cs_dump_copy_t *c) {
 
 
 /* Write a copy: the file (how->snapshot) and the leak report (how->leaks). Returns 0 when a file
- * was written, else -1 (the reason was reported). pre: cs_dump_lock held. */
+ * was written (with how->written: the length of its name, which goes there), else -1 (the reason
+ * was reported). pre: cs_dump_lock held. */
 static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const cs_dump_oom_note_t *oom) {
   const cs_options_t *opts = cs_runtime_options();
   const char *trigger_name = cs_dump_trigger_name(how->trigger);
