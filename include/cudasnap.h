@@ -94,6 +94,22 @@ CUDASNAP_API void cudasnap_record_history(int enabled);
  * Returns 0 when a file was written, -1 otherwise (the reason is on stderr). */
 CUDASNAP_API int cudasnap_dump(const char *path);
 
+/* cudasnap_dump, also telling which file was written: its name (`path`, `path` with "-1" added,
+ * or the name CUDASNAP_OUTPUT gave) goes to `written`, truncated to `len` and NUL-terminated when
+ * len > 0. Returns the name's whole length, as snprintf does (so a result >= len means it was cut
+ * short), or -1 when no file was written (the reason is on stderr). */
+CUDASNAP_API int cudasnap_dump_snapshot(const char *path, char *written, size_t len);
+
+/* A phase of the program, as an NVTX range (nvtxRangeStartA / nvtxRangeEnd) would make one,
+ * without NVTX: snapshots write it in `external_annotations` and the tool shows it wherever it
+ * shows NVTX ranges. cudasnap_phase_start records the start now and returns the range's id;
+ * cudasnap_phase_end(id) records its end, from any thread. Recorded whether or not CUDASNAP_NVTX
+ * lets cudasnap take NVTX's calls. Returns 0 (and cudasnap_phase_end(0) does nothing) when the
+ * phase cannot be recorded: no host memory for the phase ring. Lock-free; no CUDA call except
+ * cuCtxGetCurrent (the phase's device) once the program has used CUDA. */
+CUDASNAP_API uint64_t cudasnap_phase_start(const char *name);
+CUDASNAP_API void cudasnap_phase_end(uint64_t id);
+
 #ifdef __cplusplus
 }
 #endif

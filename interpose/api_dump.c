@@ -17,3 +17,8 @@ int cudasnap_dump(const char *path) {
   cs_lifecycle_activate();
   return cs_dump_write(CS_TRIGGER_API, path);
 }
+
+int cudasnap_dump_snapshot(const char *path, char *written, size_t len) {
+  cs_lifecycle_activate();
+  return cs_dump_write_named(CS_TRIGGER_API, path, written, len);
+}

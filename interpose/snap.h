@@ -12,6 +12,7 @@
 #define CS_SNAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum cs_trigger_e {
@@ -32,6 +33,11 @@ void cs_dump_start(void);
 /* Write a snapshot now. path NULL: named from CUDASNAP_OUTPUT. Returns 0 when a file was
  * written, else -1 (the reason was reported). */
 int cs_dump_write(cs_trigger_t trigger, const char *path);
+
+/* The same, also giving the name the file was written under (path, or path with "-N" added, or
+ * the name CUDASNAP_OUTPUT gave), truncated to fit `len` and NUL-terminated when len > 0. Returns
+ * the name's whole length, as snprintf does, or -1 when no file was written. */
+int cs_dump_write_named(cs_trigger_t trigger, const char *path, char *written, size_t len);
 
 /* An allocation is about to report out of memory (CUDASNAP_DUMP_ON has oom): dump first. */
 void cs_dump_on_oom(void);

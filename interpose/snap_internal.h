@@ -4,6 +4,7 @@
 #define CS_SNAP_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "interpose/snap.h"
@@ -17,6 +18,8 @@ typedef struct cs_dump_how_s {
   bool snapshot;    /* write the file (else only the leak report) */
   bool leaks;       /* the leak report after it */
   bool ending;      /* the process ends: no CUDA call, no `snapshot` entry in the histories */
+  char *written;    /* when not NULL: the name the file was written under, NUL-terminated */
+  size_t written_len;
 } cs_dump_how_t;
 
 /* The state one dump writes, copied at its moment. */
@@ -44,7 +47,7 @@ void cs_dump_copy_free(cs_dump_copy_t *c);
 /* Write a copy (under the dump lock): 0 when a file was written, else -1 (reported). */
 int cs_dump_run_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const cs_dump_oom_note_t *oom);
 
-/* Copy and write, under the dump lock. */
+/* Copy and write, under the dump lock: 0 (with how->written: the name's length) or -1. */
 int cs_dump_run(const cs_dump_how_t *how);
 
 /* Progress of any dump (cs_dump_progress). */

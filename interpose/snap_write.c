@@ -207,7 +207,8 @@ void cs_dump_copy_free(cs_dump_copy_t *c) {
 
 
 /* Write a copy: the file (how->snapshot) and the leak report (how->leaks). Returns 0 when a file
- * was written, else -1 (the reason was reported). pre: cs_dump_lock held. */
+ * was written (with how->written: the length of its name, which goes there), else -1 (the reason
+ * was reported). pre: cs_dump_lock held. */
 static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const cs_dump_oom_note_t *oom) {
   const cs_options_t *opts = cs_runtime_options();
   const char *trigger_name = cs_dump_trigger_name(how->trigger);
@@ -283,6 +284,7 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
                   pickle ? "open it at https://pytorch.org/memory_viz or with python -m torch.cuda._memory_viz"
                          : cs_viewer_json_advice(bytes));
       rc = 0;
+      if (how->written) rc = snprintf(how->written, how->written_len, "%s", out.final_path);
     }
     /* the `snapshot` entry, as PyTorch records one (not as the process ends: it would wait for the
      * locks the copy could not take, and no later snapshot shows it) */
@@ -309,6 +311,12 @@ int cs_dump_run(const cs_dump_how_t *how) {
 
 int cs_dump_write(cs_trigger_t trigger, const char *path) {
   cs_dump_how_t how = {.trigger = trigger, .path = path, .snapshot = true, .leaks = trigger == CS_TRIGGER_EXIT};
+  return cs_dump_run(&how);
+}
+
+int cs_dump_write_named(cs_trigger_t trigger, const char *path, char *written, size_t len) {
+  cs_dump_how_t how = {.trigger = trigger, .path = path, .snapshot = true, .leaks = trigger == CS_TRIGGER_EXIT,
+                       .written = written, .written_len = len};
   return cs_dump_run(&how);
 }
 

@@ -9,11 +9,12 @@ cd "$(dirname "$0")/.."
 
 # chromium: the browser test of `cudasnap report` pages (ctest label browser) and its benchmark.
 # patchelf: the $ORIGIN run paths of the GPU bundle (scripts/gpu-check.sh --bundle).
+# python3-pytest: the Python package's tests (tests/python, ctest label python).
 # zlib1g-dev: `cudasnap export --format pprof` (gzip). golang-go: `go tool pprof`, the reader of those
 # exports in the tests (ctest cli_export; skipped without it).
 packages=(cmake make gcc g++ pkg-config python3 libunwind-dev libcjson-dev libyajl-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
   zlib1g-dev golang-go
-  chromium patchelf)
+  chromium patchelf python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do

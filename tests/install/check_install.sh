@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# check_install.sh BUILD_DIR SOURCE_DIR
+# check_install.sh BUILD_DIR SOURCE_DIR [PYTHON]
 # `cmake --install` into a temporary prefix gives a working layout: the tool finds the library
-# relative to itself, the header and pkg-config file work, and a program using the weak API runs
-# with and without the library.
+# relative to itself, the header and pkg-config file work, a program using the weak API runs
+# with and without the library, and (with PYTHON) the Python package imports from the prefix and
+# answers under `cudasnap run`, and says how to start the program without it.
 set -euo pipefail
-build=$1 src=$2
+build=$1 src=$2 python=${3:-}
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -29,4 +30,15 @@ cc $cflags "$prefix/weak.c" -o "$prefix/weak"
 [[ $("$prefix/weak") == "without cudasnap" ]] || fail "the weak API is not optional"
 [[ $(LD_PRELOAD=$prefix/lib/libcudasnap.so "$prefix/weak") == "with cudasnap: 0 bytes allocated" ]] ||
   fail "the weak API is not found under the preload"
+if [[ -n $python ]]; then
+  sites=("$prefix"/lib/python*/site-packages)
+  [[ ${#sites[@]} -eq 1 && -f ${sites[0]}/cudasnap/__init__.py ]] || fail "the Python package is not in PREFIX/lib/pythonX.Y/site-packages"
+  ask='import cudasnap; print(cudasnap.is_available(), cudasnap.memory_allocated(), cudasnap.memory_stats()["num_ooms"])'
+  out=$(PYTHONPATH=${sites[0]} "$prefix/bin/cudasnap" run -- "$python" -c "$ask") || fail "the installed package failed under cudasnap run"
+  [[ $out == "True 0 0" ]] || fail "the installed package under cudasnap run said '$out'"
+  err=$(cd "$prefix" && PYTHONPATH=${sites[0]} "$python" -c "$ask" 2>&1) && fail "the package answered without cudasnap"
+  [[ $err == *"NotProfiledError: cudasnap: this program does not run under cudasnap"* &&
+     $err == *"\`$prefix/bin/cudasnap run -- "* && $err == *"\`LD_PRELOAD=$prefix/lib/libcudasnap.so "* ]] ||
+    fail "without cudasnap the installed package did not say how to start the program with this prefix: $err"
+fi
 echo "install ok"
