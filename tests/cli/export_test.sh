@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# export_test.sh CUDASNAP SOURCE_DIR PYTHON
+# export_test.sh CUDASNAP SOURCE_DIR PYTHON [TRAIN_STEP]
 #
 # `cudasnap export`, read back by real readers: `go tool pprof` (-raw, -top, -diff_base) for the
 # pprof exports, the npm package pprof-format as a second reader of them, and export_check.py (Perfetto's JSON importer rules, the peak) for the Perfetto
-# one, on real PyTorch snapshots (tests/data/traces) and a cudasnap one (tests/golden/cli/inputs).
+# one, on real PyTorch snapshots (tests/data/traces) and a cudasnap one (tests/golden/cli/inputs),
+# and, given TRAIN_STEP, a snapshot of examples/train_step.c made here (the caller puts the fake
+# driver on LD_LIBRARY_PATH).
 # Exits 77 (skipped) without `go`, which scripts/setup.sh installs (Debian's golang-go).
 set -u
-cudasnap=$1 src=$2 python=$3
+cudasnap=$1 src=$2 python=$3 train_step=${4:-}
 check() { "$python" "$src/tests/cli/export_check.py" "$@"; }
 fail() { echo "FAIL [export]: $*" >&2; exit 1; }
 command -v go >/dev/null || { echo "export: no go (apt-get install golang-go): skipped"; exit 77; }
@@ -14,6 +16,11 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export GOCACHE=$dir/gocache HOME=$dir # go tool pprof writes its cache and history under them
 inputs=("$src/tests/golden/cli/inputs/api.json" "$src"/tests/data/traces/*.pickle)
+if [[ -n $train_step ]]; then # the example, as scripts/example.sh profiles it
+  "$cudasnap" run -o "$dir/train_step-%t.json" -- "$train_step" 20 >/dev/null 2>"$dir/err" ||
+    fail "cudasnap run train_step: $(cat "$dir/err")"
+  inputs+=("$dir/train_step-exit.json")
+fi
 pprof_format=$src/.cache/npm/node_modules
 [[ -d $pprof_format ]] || echo "export: no pprof-format under .cache/npm (scripts/setup.sh installs it with npm): go tool pprof only"
 
@@ -49,7 +56,20 @@ for f in "${inputs[@]}"; do
   cum=$(awk '{print $4}' <<<"$row" | tr -d B)
   ((cum >= bytes)) || fail "$f: pprof's $func $base:$line has $cum B cumulative, summary's site $bytes B"
   echo "ok pprof top site $name: $func $base:$line ($bytes B; pprof cum $cum B)"
+  # The leaf of every sample is its site: pprof's first row by flat bytes is summary's top site
+  # (by line), and the function whose sites sum to most (by function, pprof's default).
+  "$cudasnap" summary --top 1000000 "$f" >"$dir/$name.summary" || fail "summary $f"
+  go tool pprof -top -unit=byte "$dir/$name.pb.gz" >"$dir/$name.flat" 2>/dev/null || fail "pprof -top $f"
+  go tool pprof -top -lines -unit=byte "$dir/$name.pb.gz" >"$dir/$name.flatlines" 2>/dev/null || fail "pprof -top -lines $f"
+  check pprof-top "$dir/$name.summary" "$dir/$name.flat" "$dir/$name.flatlines" || fail "$f: pprof's leaf is not summary's site"
 done
+# --all-frames keeps the allocator's frames: the example's leaf is then cudaMalloc's side.
+if [[ -n $train_step ]]; then
+  "$cudasnap" export --format pprof --all-frames -o "$dir/all.pb.gz" "$dir/train_step-exit.json" >/dev/null || fail "--all-frames"
+  first=$(go tool pprof -top -unit=byte "$dir/all.pb.gz" 2>/dev/null | awk '/flat%/{getline; print $6; exit}')
+  [[ $first != main ]] || fail "--all-frames: the leaf is still the site ($first)"
+  echo "ok pprof --all-frames: leaf $first"
+fi
 # The native snapshot's leaf is its site: pprof's top line by flat bytes is summary's top site.
 flat=$(go tool pprof -top -lines -unit=byte "$dir/api.pb.gz" 2>/dev/null | awk '/flat%/{getline; print; exit}')
 [[ $flat =~ ^\ *9437184B\ .*allocate_weights\ .*prog_snapshot_api.c:16 ]] || fail "api: pprof's top flat line: '$flat'"
