@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "analysis/device_blocks.h"
 #include "cli/load.h"
+#include "analysis/lower_bound.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
@@ -26,6 +27,8 @@ static const char cs_summary_help[] =
     "  FILE: cudasnap VERSION snapshot, pid PID, trigger TRIGGER, N device(s)\n"
     "    (or: FILE: PyTorch snapshot, N device(s))\n"
     "  FILE: best effort: WHAT  (a snapshot taken as the process ended, which left WHAT out)\n"
+    "  FILE: warning: the live figures are lower bounds: ...  (a snapshot `cudasnap recover` made\n"
+    "    from a recording whose history dropped its oldest events: how many, and the setting)\n"
     "  when the trace has an out-of-memory error, the answer first (the last OOM):\n"
     "    out of memory on device D, stream S: Tried to allocate SIZE; SIZE free[ of TOTAL]\n"
     "      asked by FUNCTION FILE:LINE       (the site that asked; its user callers below it)\n"
@@ -40,6 +43,8 @@ static const char cs_summary_help[] =
     "    cudasnap.memory_stats; a PyTorch snapshot has none, so the current values are computed\n"
     "    from its segments, the unknown ones (peaks, totals, OOMs, retries) show as '?', and a\n"
     "    line says so: note: ...\n"
+    "  note: the table counts blocks, as torch.cuda.memory_allocated() does (...); the sites and\n"
+    "    the peak below count requested bytes\n"
     "  device memory, reconciled with the driver:     (cudasnap snapshots)\n"
     "    driver total, driver used (total - free), cudasnap cache reserved, the bytes of each\n"
     "    kind passed through that the driver counts (device, pitch, managed, array,\n"
@@ -127,6 +132,9 @@ static int cs_summary_table(const cs_doc_t *doc, int device) {
   if (text == NULL) return -1;
   fputs(text, stdout);
   free(text);
+  /* Two peaks of "allocated" memory on one screen would read as a contradiction: say which is which. */
+  printf("note: the table counts blocks, as torch.cuda.memory_allocated() does (sizes rounded up by the "
+         "allocator); the sites and the peak below count requested bytes\n");
   if (found < 0) {
     printf("note: no cudasnap statistics in this snapshot: current values are computed from its "
            "segments; peaks, totals, OOMs and retries are unknown (?)\n");
@@ -255,6 +263,12 @@ int cs_cli_summary(int argc, char **argv) {
   if (doc == NULL) return CS_CLI_FAIL;
   int devices = cs_view_device_count(doc);
   cs_summary_header(path, doc, devices);
+  uint64_t dropped, kept;
+  if (cs_lower_bound(doc, &dropped, &kept)) {
+    char text[512];
+    cs_lower_bound_text(dropped, kept, text, sizeof text);
+    printf("%s: warning: %s\n", path, text);
+  }
   cs_oom_t oom;
   int rc = cs_oom_find(doc, &oom);
   if (rc == 0 && oom.found) cs_oom_write(stdout, doc, &oom, "", CS_SUMMARY_OOM_CALLERS);

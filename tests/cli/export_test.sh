@@ -95,6 +95,36 @@ for f in "${inputs[@]}"; do
 done
 check perfetto "$dir/all.trace.json" "${peaks[@]}" || exit 1
 
+# An OOM (the example on a 64 MiB device, as rank 3 of 4): the last OOM event's arguments carry
+# summary's answer, and the process's name its rank.
+if [[ -n $train_step ]]; then
+  env FAKE_CUDA_CAPACITY=$((64 << 20)) RANK=3 WORLD_SIZE=4 "$cudasnap" run -o "$dir/oom-%n-%t.json" -- "$train_step" 20 \
+    >/dev/null 2>&1
+  oomsnap=$(ls "$dir"/oom-*-oom.json 2>/dev/null | head -1)
+  [[ -n $oomsnap ]] || fail "train_step on a 64 MiB device wrote no OOM snapshot"
+  "$cudasnap" export --format perfetto -o "$dir/oom.trace.json" "$oomsnap" >/dev/null || fail "export perfetto of the OOM"
+  "$cudasnap" summary "$oomsnap" >"$dir/oom.summary" || fail "summary of the OOM"
+  "$python" - "$dir/oom.trace.json" "$dir/oom.summary" <<'PY' || fail "the Perfetto OOM event does not carry the answer"
+import json, re, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+summary = open(sys.argv[2]).read()
+m = re.search(r"^out of memory on device (\d+), stream (\d+): (.*)$", summary, re.M)
+assert m, "no OOM answer in summary"
+verdict = re.search(r"^  verdict: (.*)$", summary, re.M).group(1)
+site = re.search(r"^  asked by (.*)$", summary, re.M).group(1)
+ooms = [e for e in events if e.get("name") == "OOM"]
+assert ooms, "no OOM event"
+args = ooms[-1]["args"]
+assert args.get("message") == m.group(3), (args, m.group(3))
+assert args.get("verdict") == verdict and args.get("site") == site, args
+assert args.get("device") == int(m.group(1)) and args.get("stream") == int(m.group(2)), args
+assert all(k in args for k in ("size", "device_free", "driver_total", "cache_reserved", "cache_free", "largest_free_block")), args
+names = [e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
+assert names and names[0].startswith("rank 3: "), names
+print("ok perfetto OOM: %s; process %s" % (args["message"], names[0]))
+PY
+fi
+
 # ---- bad input: one line naming the file, exit 1; nothing written -----------------------------------
 printf '{"segments": 5' >"$dir/bad.json"
 "$cudasnap" export --format pprof -o "$dir/bad.pb.gz" "$dir/bad.json" >"$dir/out" 2>"$dir/err" && fail "bad input exited 0"
