@@ -502,8 +502,8 @@
 
   function peakSection(dev) {
     var sec = el('section', {id: 'peak'});
-    var title = dev.events ? 'At the peak: ' + bytes(dev.peak.bytes) + ' allocated, by site'
-                           : 'Allocated at the snapshot: ' + bytes(dev.peak.bytes) + ', by site';
+    var title = dev.events ? 'At the peak: ' + bytes(dev.peak.bytes) + ' requested, by site'
+                           : 'Requested at the snapshot: ' + bytes(dev.peak.bytes) + ', by site';
     sec.appendChild(el('h2', {text: title}));
     sec.appendChild(el('p', {class: 'hint', text: 'Requested bytes of the blocks live ' +
       (dev.events ? 'after entry ' + count(dev.peak.after) + ' of ' + count(dev.events) : 'at the snapshot') +
@@ -827,7 +827,7 @@
     var reserved = card('reserved', dev.events ? 'Reserved, at most' : 'Reserved', bytes(Math.max(dev.reserved_peak.bytes, reservedNow)),
       bytes(reservedNow) + ' at the snapshot in ' + plural(segCount, 'segment'));
     var inside = dev.inside.rounding + dev.inside.gaps;
-    var now = card('now', 'At the snapshot', bytes(dev.live.bytes) + ' allocated', plural(dev.live.blocks, 'block') +
+    var now = card('now', 'At the snapshot', bytes(dev.live.bytes) + ' requested', plural(dev.live.blocks, 'block') +
       ' still allocated \u00b7 ' + bytes(inside) + ' free inside segments');
     return el('div', {class: 'answer'}, [peak, topCard, reserved, now]);
   }
