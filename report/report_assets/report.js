@@ -931,7 +931,8 @@
         el('td', {text: rankText(r)}), el('td', {text: r.host || '?'}), el('td', {text: r.pid === null ? '?' : String(r.pid)}),
         el('td', {text: r.trigger || '?'}), el('td', {class: 'num', text: bytes(r.peak_allocated), title: exact(r.peak_allocated)}),
         el('td', {class: 'num', text: bytes(r.peak_reserved), title: exact(r.peak_reserved)}), el('td', {text: r.phase || '-'}),
-        el('td', {class: r.oom ? 'oom-mark' : '', text: r.oom ? 'OOM' : 'no'}),
+        el('td', {class: r.oom ? 'oom-mark' : '', text: r.oom ? (r.oom_bytes ? 'OOM: ' + bytes(r.oom_bytes) : 'OOM') : 'no',
+          title: r.oom_bytes ? 'the last OOM tried to allocate ' + exact(r.oom_bytes) : ''}),
         el('td', {class: 'site', text: r.top_site || '-', title: r.top_site || ''})]);
     }))]);
     var parts = [head, el('section', {}, [el('h2', {text: 'Ranks'}), table])];
