@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/lower_bound.h"
+#include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
 #include "analysis/sites.h"
@@ -130,6 +132,10 @@ int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *s) {
   cs_rank_summary_init(s);
   bool failed = false;
   cs_rank_who(doc, s, &failed);
+  cs_oom_t oom;
+  if (cs_oom_find(doc, &oom) != 0) failed = true;
+  else if (oom.found) s->oom_bytes = oom.requested;
+  if (!cs_lower_bound(doc, &s->dropped_events, &s->kept_entries)) s->dropped_events = s->kept_entries = 0;
   int devices = cs_view_device_count(doc);
   cs_sites_t best;
   cs_sites_init(&best);
@@ -195,6 +201,8 @@ int cs_rank_summary_of_head(const cs_doc_t *doc, cs_rank_summary_t *s) {
   s->time_us = cs_rank_int(doc, head, "time_us");
   s->dump_number = cs_rank_int(doc, head, "dump_number");
   s->oom = cs_val_is_true(cs_doc_get(doc, head, "oom"));
+  int64_t oom_bytes = 0;
+  if (cs_view_int(doc, head, "oom_bytes", &oom_bytes) && oom_bytes > 0) s->oom_bytes = (uint64_t)oom_bytes;
   int64_t device = 0, peak = 0, reserved = 0;
   cs_view_int(doc, head, "device", &device);
   cs_view_int(doc, head, "peak_allocated", &peak);

@@ -34,6 +34,9 @@ typedef struct cs_rank_summary_s {
   uint64_t peak_reserved;               /* memory_stats' peak, else the trace's segments' peak */
   char *phase;                          /* "OUTER > INNER" open at the peak; NULL: none or unknown */
   bool oom;                             /* trigger oom, num_ooms > 0, or an oom trace entry */
+  uint64_t oom_bytes;                   /* the size the last OOM asked (analysis/oom.h); 0: unknown */
+  uint64_t dropped_events;              /* > 0: the live figures are lower bounds (analysis/lower_bound.h) */
+  uint64_t kept_entries;                /* the history size then, 0: unknown */
   cs_rank_site_t sites[CS_RANK_SITES];  /* at the peak, most bytes first */
   size_t nsites;
 } cs_rank_summary_t;

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "common/cs_format.h"
+#include "analysis/lower_bound.h"
 #include "cli/load.h"
 #include "reader/validate.h"
 
@@ -22,6 +23,10 @@ static const char cs_check_help[] =
     "  FILE: note: N more findings not shown\n"
     "  FILE: clean                      (or: FILE: N error(s), M warning(s))\n"
     "WHERE is a path into the snapshot (device_traces[0][17]) or a byte offset (byte 1234).\n"
+    "A snapshot `cudasnap recover` made from a recording whose history dropped its oldest events\n"
+    "also gets, before the verdict (about its figures, not the viewer: the verdict and the exit\n"
+    "status stay the viewer's):\n"
+    "  FILE: warning: cudasnap.dropped_events: the live figures are lower bounds: ...\n"
     "A file that does not parse at all gets one line on stderr instead: FILE: byte N: problem.\n"
     "\n"
     "exit status: 0 when clean (no error, no warning), 1 otherwise.\n"
@@ -31,12 +36,25 @@ static const char cs_check_help[] =
 
 static const char cs_check_name[] = "check";
 
+/* A recovery whose history dropped events renders fine but shows less than was live. */
+static void cs_check_lower_bound(const char *path) {
+  cs_doc_t *doc = cs_load_parse(path, NULL, NULL);
+  uint64_t dropped, kept;
+  if (doc != NULL && cs_lower_bound(doc, &dropped, &kept)) {
+    char text[512];
+    cs_lower_bound_text(dropped, kept, text, sizeof text);
+    printf("%s: warning: cudasnap.dropped_events: %s\n", path, text);
+  }
+  cs_doc_free(doc);
+}
+
 static void cs_check_print(const char *path, const cs_report_t *r) {
   for (size_t i = 0; i < r->count; i++) {
     const cs_finding_t *f = &r->findings[i];
     printf("%s: %s: %s: %s\n", path, f->level == CS_FINDING_ERROR ? "error" : "warning", f->where, f->message);
   }
   if (r->dropped > 0) printf("%s: note: %zu more findings not shown\n", path, r->dropped);
+  if (r->errors == 0) cs_check_lower_bound(path);
   if (r->errors == 0 && r->warnings == 0) {
     printf("%s: clean\n", path);
   } else {

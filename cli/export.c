@@ -17,7 +17,7 @@
 #include "memviz/sink.h"
 
 static const char cs_export_help[] =
-    "usage: cudasnap export --format pprof [--at peak] [-o OUT] FILE\n"
+    "usage: cudasnap export --format pprof [--at peak] [--all-frames] [-o OUT] FILE\n"
     "       cudasnap export --format perfetto [-o OUT] FILE...\n"
     "\n"
     "Write a snapshot (JSON or pickle) in the format of another viewer (docs/other-viewers.md).\n"
@@ -27,7 +27,9 @@ static const char cs_export_help[] =
     "  Sample types: inuse_objects/count, inuse_space/bytes (the blocks live at the snapshot;\n"
     "  with --at peak, at each device's peak), alloc_objects/count, alloc_space/bytes (every\n"
     "  allocation of the trace); default inuse_space; requested bytes. One location per frame,\n"
-    "  leaf first, every frame kept (hide them with pprof's -hide/-focus). Labels: device, stream\n"
+    "  leaf first; the leaf is the stack's site, the frame summary, report and ranks name (the\n"
+    "  allocator, unwinder, CUDA libraries and framework internals above it are left out unless\n"
+    "  --all-frames). Labels: device, stream\n"
     "  (numbers), kind (cache, or the kind of memory passed through: device, pitch, managed,\n"
     "  async, array, vmm_mapped, ipc_imported, graph; unknown for a cudasnap address whose segment\n"
     "  is gone), phase (the innermost NVTX / record_function phase open at the allocation).\n"
@@ -45,6 +47,7 @@ static const char cs_export_help[] =
     "options:\n"
     "  --format F        pprof or perfetto (required)\n"
     "  --at WHEN         pprof's in-use samples: snapshot (default) or peak\n"
+    "  --all-frames      pprof: keep the frames above each stack's site (the allocator's too)\n"
     "  -o, --output OUT  the file to write (replaced if it exists)\n"
     "  -h, --help        this text\n";
 
@@ -55,6 +58,7 @@ typedef enum cs_export_format_e { CS_EXPORT_NONE, CS_EXPORT_PPROF, CS_EXPORT_PER
 typedef struct cs_export_opts_s {
   cs_export_format_t format;
   bool at_peak;
+  bool all_frames;
   const char *out;
 } cs_export_opts_t;
 
@@ -87,10 +91,10 @@ static bool cs_export_same_file(const char *in, const char *out) {
 
 /* ---- pprof ----------------------------------------------------------------------------------- */
 
-static int cs_export_pprof_to(cs_sink_t sink, const cs_doc_t *doc, bool at_peak) {
+static int cs_export_pprof_to(cs_sink_t sink, const cs_doc_t *doc, const cs_export_opts_t *o) {
   cs_gzip_sink_t *gz = cs_gzip_sink_create(sink);
   if (gz == NULL) return ENOMEM;
-  int err = cs_pprof_write(doc, at_peak, cs_gzip_sink(gz));
+  int err = cs_pprof_write(doc, o->at_peak, o->all_frames, cs_gzip_sink(gz));
   int finished = cs_gzip_sink_finish(gz);
   return err != 0 ? err : finished;
 }
@@ -121,6 +125,7 @@ static int cs_export_perfetto_to(cs_sink_t sink, char **paths, int npaths, bool 
 static int cs_export_options(int argc, char **argv, cs_export_opts_t *o) {
   static const struct option options[] = {{"format", required_argument, NULL, 'f'},
                                           {"at", required_argument, NULL, 'a'},
+                                          {"all-frames", no_argument, NULL, 'F'},
                                           {"output", required_argument, NULL, 'o'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -129,6 +134,7 @@ static int cs_export_options(int argc, char **argv, cs_export_opts_t *o) {
     switch (c) {
     case 'h': fputs(cs_export_help, stdout); return CS_CLI_OK;
     case 'o': o->out = optarg; break;
+    case 'F': o->all_frames = true; break;
     case 'f':
       if (strcmp(optarg, "pprof") == 0) o->format = CS_EXPORT_PPROF;
       else if (strcmp(optarg, "perfetto") == 0) o->format = CS_EXPORT_PERFETTO;
@@ -152,8 +158,8 @@ static int cs_export_options(int argc, char **argv, cs_export_opts_t *o) {
     cs_cli_error(cs_export_name, "--format is required: pprof or perfetto");
     return CS_CLI_USAGE;
   }
-  if (o->at_peak && o->format != CS_EXPORT_PPROF) {
-    cs_cli_error(cs_export_name, "--at is for --format pprof only");
+  if ((o->at_peak || o->all_frames) && o->format != CS_EXPORT_PPROF) {
+    cs_cli_error(cs_export_name, "%s is for --format pprof only", o->at_peak ? "--at" : "--all-frames");
     return CS_CLI_USAGE;
   }
   if (o->out != NULL && o->out[0] == '\0') {
@@ -198,7 +204,7 @@ int cs_cli_export(int argc, char **argv) {
   bool bad_input = false;
   if (err == 0) {
     cs_fd_sink_init(fd, file.fd);
-    err = pprof ? cs_export_pprof_to(cs_fd_sink(fd), doc, o.at_peak)
+    err = pprof ? cs_export_pprof_to(cs_fd_sink(fd), doc, &o)
                 : cs_export_perfetto_to(cs_fd_sink(fd), inputs, ninputs, &bad_input);
     int flushed = cs_fd_sink_flush(fd);
     if (err == 0) err = flushed;

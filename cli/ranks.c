@@ -31,8 +31,11 @@ static const char cs_ranks_help[] =
     "PEAK_ALLOC: the requested bytes live at the trace's peak (as `summary`); for a file without a\n"
     "trace, those live at the snapshot. PEAK_RESERVED: memory_stats' reserved peak, or the trace's\n"
     "segments' high point for PyTorch's files. PHASE: the NVTX / record_function phases open at the\n"
-    "peak ('-': none). OOM: yes when any snapshot of the process was taken at an OOM, counts one\n"
-    "(num_ooms), or has an oom trace entry. TOP_SITE: the site with most bytes at the peak.\n"
+    "peak ('-': none). OOM: the size the last OOM asked (as `summary`'s \"Tried to allocate\"), when\n"
+    "any snapshot of the process was taken at an OOM, counts one (num_ooms) or has an oom trace\n"
+    "entry; yes when the size is not known; else no. TOP_SITE: the site with most bytes at the peak.\n"
+    "A recovered snapshot whose history dropped events adds a line under the table:\n"
+    "  note: rank R (FILE): the live figures are lower bounds: ...\n"
     "Then:\n"
     "  spread: highest / median peak = X (rank R BYTES / rank M BYTES)\n"
     "  sites that differ most at the peak, rank R vs rank M:\n"
@@ -41,7 +44,8 @@ static const char cs_ranks_help[] =
     "with most bytes at each peak.\n"
     "\n"
     "--json prints one object instead: {\"ranks\": [{\"rank\", \"local_rank\", \"world_size\", \"job_id\",\n"
-    "\"host\", \"pid\", \"trigger\", \"peak_allocated\", \"peak_reserved\", \"phase\", \"oom\", \"top_site\",\n"
+    "\"host\", \"pid\", \"trigger\", \"peak_allocated\", \"peak_reserved\", \"phase\", \"oom\", \"oom_bytes\",\n"
+    "\"dropped_events\" (> 0: lower bounds), \"top_site\",\n"
     "\"top_site_bytes\", \"device\", \"snapshots\", \"file\"}], \"spread\", \"highest_rank\",\n"
     "\"median_rank\", \"differing_sites\": [{\"site\", \"bytes_highest\", \"bytes_median\"}]}; unknown\n"
     "values are null.\n"
@@ -116,6 +120,7 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
   if (file == NULL) return -1;
   if (row != NULL) {
     bool oom = row->s.oom || s->oom;
+    uint64_t oom_bytes = s->oom_bytes ? s->oom_bytes : row->s.oom_bytes; /* an earlier snapshot's OOM */
     if (cs_ranks_later(s, &row->s)) {
       cs_rank_summary_free(&row->s);
       free(row->file);
@@ -126,6 +131,7 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
       free(file);
     }
     row->s.oom = oom;
+    if (row->s.oom_bytes == 0) row->s.oom_bytes = oom_bytes;
     row->snapshots++;
     return 0;
   }

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/lower_bound.h"
 #include "cli/ranks.h"
 #include "common/cs_compiler.h"
 #include "common/cs_format.h"
@@ -32,7 +33,8 @@ static void cs_ranks_cells(const cs_ranks_row_t *row, char cells[CS_RANKS_COLS -
   cs_format_size(s->peak_allocated, cells[4], CS_RANKS_CELL);
   cs_format_size(s->peak_reserved, cells[5], CS_RANKS_CELL);
   snprintf(cells[6], CS_RANKS_CELL, "%s", s->phase ? s->phase : "-");
-  snprintf(cells[7], CS_RANKS_CELL, "%s", s->oom ? "yes" : "no");
+  if (s->oom && s->oom_bytes) cs_format_size(s->oom_bytes, cells[7], CS_RANKS_CELL); /* the size asked */
+  else snprintf(cells[7], CS_RANKS_CELL, "%s", s->oom ? "yes" : "no");
 }
 
 static const char *cs_ranks_top_site(const cs_rank_summary_t *s) { return s->nsites ? s->sites[0].site : "-"; }
@@ -58,6 +60,14 @@ void cs_ranks_print_table(const cs_ranks_job_t *job, size_t top, size_t sites) {
     printf("%s\n", cs_ranks_top_site(&job->rows[i].s));
   }
   if (rows < job->count) printf("(%zu more row%s: --top)\n", job->count - rows, cs_plural(job->count - rows));
+  for (size_t i = 0; i < job->count; i++) {
+    const cs_ranks_row_t *r = &job->rows[i];
+    if (r->s.dropped_events == 0) continue;
+    char rank[CS_RANKS_CELL], text[512];
+    cs_ranks_int_cell(r->s.rank, rank);
+    cs_lower_bound_text(r->s.dropped_events, r->s.kept_entries, text, sizeof text);
+    printf("note: rank %s (%s): %s\n", rank, r->file, text);
+  }
   if (job->count < 2) return;
   const cs_ranks_row_t *hi = &job->rows[0], *med = &job->rows[cs_ranks_median(job)];
   char hi_rank[CS_RANKS_CELL], med_rank[CS_RANKS_CELL], hi_bytes[64], med_bytes[64];
@@ -113,6 +123,8 @@ static void cs_ranks_json_row(cs_emitter_t *e, const cs_ranks_row_t *row) {
   cs_ranks_json_str(e, "phase", s->phase);
   cs_emit_key(e, "oom");
   cs_emit_bool(e, s->oom);
+  cs_ranks_json_int(e, "oom_bytes", s->oom_bytes ? (int64_t)s->oom_bytes : -1);
+  cs_ranks_json_int(e, "dropped_events", (int64_t)s->dropped_events);
   cs_ranks_json_str(e, "top_site", s->nsites ? s->sites[0].site : NULL);
   cs_ranks_json_int(e, "top_site_bytes", s->nsites ? (int64_t)s->sites[0].bytes : -1);
   cs_ranks_json_int(e, "device", s->device);

@@ -8,6 +8,8 @@
 #include "cli/cli.h"
 #include "analysis/device_blocks.h"
 #include "cli/load.h"
+#include "analysis/lower_bound.h"
+#include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
 #include "analysis/pools.h"
@@ -25,6 +27,15 @@ static const char cs_summary_help[] =
     "  FILE: cudasnap VERSION snapshot, pid PID, trigger TRIGGER, N device(s)\n"
     "    (or: FILE: PyTorch snapshot, N device(s))\n"
     "  FILE: best effort: WHAT  (a snapshot taken as the process ended, which left WHAT out)\n"
+    "  FILE: warning: the live figures are lower bounds: ...  (a snapshot `cudasnap recover` made\n"
+    "    from a recording whose history dropped its oldest events: how many, and the setting)\n"
+    "  when the trace has an out-of-memory error, the answer first (the last OOM):\n"
+    "    out of memory on device D, stream S: Tried to allocate SIZE; SIZE free[ of TOTAL]\n"
+    "      asked by FUNCTION FILE:LINE       (the site that asked; its user callers below it)\n"
+    "      the cache: SIZE reserved, SIZE of it reserved but unallocated, largest free block SIZE\n"
+    "      outside the cache: SIZE           (with the driver's total: cudasnap snapshots)\n"
+    "      verdict: fragmentation (and the setting that helps), memory held outside the cache,\n"
+    "        or the device is full (and the sites that hold most)\n"
     "  then for each device with segments, allocator events or statistics other than 0:\n"
     "  <empty line>\n"
     "  device D\n"
@@ -32,6 +43,8 @@ static const char cs_summary_help[] =
     "    cudasnap.memory_stats; a PyTorch snapshot has none, so the current values are computed\n"
     "    from its segments, the unknown ones (peaks, totals, OOMs, retries) show as '?', and a\n"
     "    line says so: note: ...\n"
+    "  note: the table counts blocks, as torch.cuda.memory_allocated() does (...); the sites and\n"
+    "    the peak below count requested bytes\n"
     "  device memory, reconciled with the driver:     (cudasnap snapshots)\n"
     "    driver total, driver used (total - free), cudasnap cache reserved, the bytes of each\n"
     "    kind passed through that the driver counts (device, pitch, managed, array,\n"
@@ -59,6 +72,9 @@ static const char cs_summary_help[] =
     "then, when the snapshot reports any:\n"
     "  host memory (not device memory): pinned BYTES, registered BYTES\n"
     "\n"
+    ;
+/* The help's second half (C11 guarantees string literals of 4095 characters only). */
+static const char cs_summary_help_more[] =
     "BYTES reads \"9437184 B (9.0 MiB)\" (just \"N B\" below 1 KiB). A site is the first user frame\n"
     "of a block's stack (function file:line): a Python frame outside the standard library,\n"
     "installed packages and synthetic code first, else a native frame outside CUDA's libraries,\n"
@@ -83,6 +99,8 @@ static const char cs_summary_help[] =
     "  -h, --help        this text\n";
 
 enum { CS_SUMMARY_TOP_DEFAULT = 10, CS_SUMMARY_TOP_MAX = 1000000, CS_SUMMARY_SITE_FRAMES_MAX = 64 };
+/* The user callers shown under the site that asked for the memory an OOM could not give. */
+enum { CS_SUMMARY_OOM_CALLERS = 5 };
 
 typedef struct cs_summary_opts_s {
   uint64_t top;         /* sites per ranking */
@@ -114,6 +132,9 @@ static int cs_summary_table(const cs_doc_t *doc, int device) {
   if (text == NULL) return -1;
   fputs(text, stdout);
   free(text);
+  /* Two peaks of "allocated" memory on one screen would read as a contradiction: say which is which. */
+  printf("note: the table counts blocks, as torch.cuda.memory_allocated() does (sizes rounded up by the "
+         "allocator); the sites and the peak below count requested bytes\n");
   if (found < 0) {
     printf("note: no cudasnap statistics in this snapshot: current values are computed from its "
            "segments; peaks, totals, OOMs and retries are unknown (?)\n");
@@ -214,7 +235,10 @@ static int cs_summary_options(int argc, char **argv, cs_summary_opts_t *o) {
   int c;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
-    case 'h': fputs(cs_summary_help, stdout); return CS_CLI_OK;
+    case 'h':
+      fputs(cs_summary_help, stdout);
+      fputs(cs_summary_help_more, stdout);
+      return CS_CLI_OK;
     case 't':
       if (!cs_cli_parse_count(cs_summary_name, "--top", optarg, 1, CS_SUMMARY_TOP_MAX, &o->top)) return CS_CLI_USAGE;
       break;
@@ -239,7 +263,15 @@ int cs_cli_summary(int argc, char **argv) {
   if (doc == NULL) return CS_CLI_FAIL;
   int devices = cs_view_device_count(doc);
   cs_summary_header(path, doc, devices);
-  int rc = 0;
+  uint64_t dropped, kept;
+  if (cs_lower_bound(doc, &dropped, &kept)) {
+    char text[512];
+    cs_lower_bound_text(dropped, kept, text, sizeof text);
+    printf("%s: warning: %s\n", path, text);
+  }
+  cs_oom_t oom;
+  int rc = cs_oom_find(doc, &oom);
+  if (rc == 0 && oom.found) cs_oom_write(stdout, doc, &oom, "", CS_SUMMARY_OOM_CALLERS);
   for (int d = 0; rc == 0 && d < devices; d++) {
     if (cs_device_used(doc, d)) rc = cs_summary_device(doc, d, &opts);
   }

@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "analysis/device_blocks.h"
+#include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
+#include "analysis/sites.h"
 #include "analysis/snapview.h"
 #include "export/kinds.h"
 #include "memviz/emit.h"
@@ -16,6 +18,7 @@
 struct cs_perfetto_s {
   cs_emitter_t *e;
   int error; /* ENOMEM, sticky */
+  cs_oom_t oom; /* the answer about the file being added's last OOM (analysis/oom.h) */
 };
 
 /* Tracks per device: allocated, reserved, and the kinds passed through. */
@@ -246,6 +249,45 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     cs_emit_key(e, "device_free");
     cs_emit_int(e, v);
   }
+  if (cs_view_int_key(d->doc, entry, CS_KEY_STREAM, &v)) {
+    cs_emit_key(e, "stream");
+    cs_emit_int(e, v);
+  }
+  char text[1024];
+  cs_site_t site = cs_site_of(d->doc, cs_doc_get_key(d->doc, entry, CS_KEY_FRAMES));
+  cs_site_format(&site, text, sizeof text);
+  cs_emit_kv_str(e, "site", text);
+  /* the last OOM, which `summary` and the report lead with: its whole answer */
+  const cs_oom_t *o = &d->pf->oom;
+  if (o->found && o->device == d->device && o->index == d->index - 1) {
+    cs_oom_headline(o, text, sizeof text);
+    cs_emit_kv_str(e, "message", text);
+    if (o->total_known) cs_emit_kv_int(e, "driver_total", (int64_t)o->driver_total);
+    cs_emit_kv_int(e, "cache_reserved", (int64_t)o->reserved_then);
+    cs_emit_kv_int(e, "cache_free", (int64_t)o->cached_free);
+    cs_emit_kv_int(e, "largest_free_block", (int64_t)o->largest_free);
+    cs_oom_verdict_text(o, !cs_val_is_dict(cs_doc_get_key(d->doc, cs_doc_root(d->doc), CS_KEY_CUDASNAP)), text, sizeof text);
+    cs_emit_kv_str(e, "verdict", text);
+    if (o->verdict == CS_OOM_EXHAUSTED || o->verdict == CS_OOM_UNDECIDED) {
+      /* the sites that hold most, "SIZE SITE; ..." (an argument is a string or a number) */
+      size_t used = 0;
+      text[0] = '\0';
+      for (size_t i = 0; i < o->nholders && used < sizeof text; i++) {
+        char size[32], where[512];
+        cs_oom_size(o->holders[i].bytes, size, sizeof size);
+        cs_site_format(&o->holders[i].site, where, sizeof where);
+        int n = snprintf(text + used, sizeof text - used, "%s%s %s", i ? "; " : "", size, where);
+        if (n < 0) break;
+        used += (size_t)n;
+      }
+      if (o->nholders) cs_emit_kv_str(e, "top_sites", text);
+    }
+  } else if (cs_view_int_key(d->doc, entry, CS_KEY_SIZE, &v) && v >= 0) {
+    char asked[32];
+    cs_oom_size((uint64_t)v, asked, sizeof asked);
+    snprintf(text, sizeof text, "Tried to allocate %s", asked);
+    cs_emit_kv_str(e, "message", text);
+  }
   cs_emit_dict_end(e);
   cs_emit_dict_end(e);
 }
@@ -340,9 +382,15 @@ int cs_perfetto_add(cs_perfetto_t *pf, const cs_doc_t *doc, const char *path, in
   int64_t program_pid = 0, snapshot_us = 0;
   char name[1024];
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  /* the rank first, when the snapshot knows it (cudasnap.job): the processes of a job by rank */
+  int64_t rank = -1;
+  char rank_text[32] = "";
+  if (cs_view_int(doc, cs_doc_get(doc, cudasnap, "job"), "rank", &rank) && rank >= 0)
+    snprintf(rank_text, sizeof rank_text, "rank %lld: ", (long long)rank);
   if (cs_view_int(doc, cudasnap, "pid", &program_pid))
-    snprintf(name, sizeof name, "%s pid %lld (%s)", host ? host : "cudasnap", (long long)program_pid, base);
-  else snprintf(name, sizeof name, "%s", base);
+    snprintf(name, sizeof name, "%s%s pid %lld (%s)", rank_text, host ? host : "cudasnap", (long long)program_pid, base);
+  else snprintf(name, sizeof name, "%s%s", rank_text, base);
+  if (cs_oom_find(doc, &pf->oom) != 0) pf->error = ENOMEM;
   cs_pf_metadata(pf->e, "process_name", pid, 0, name);
   if (!cs_view_int(doc, cudasnap, "time_us", &snapshot_us)) snapshot_us = 0;
   int devices = cs_view_device_count(doc);

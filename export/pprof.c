@@ -16,6 +16,7 @@
 #include "analysis/val_map.h"
 #include "export/kinds.h"
 #include "export/proto.h"
+#include "memviz/site_rule.h"
 
 /* profile.proto's field numbers */
 enum {
@@ -49,6 +50,8 @@ typedef struct cs_pprof_s {
   size_t nsamples, cap_samples;
   uint32_t *slots;             /* index + 1 into samples; 0 = empty */
   size_t nslots;               /* a power of two above twice nsamples */
+  bool all_frames;             /* keep the frames above each stack's site */
+  cs_site_cache_t sites;       /* frame list -> its site's frame, the leaf written */
   bool oom;
 } cs_pprof_t;
 
@@ -325,7 +328,14 @@ static void cs_pp_write_sample(cs_pprof_t *p, cs_pp_out_t *o, const cs_pp_sample
   cs_pb_clear(&o->msg);
   cs_pb_clear(&o->packed);
   size_t n = cs_val_absent(s->key.frames) ? 0 : cs_doc_len(p->doc, s->key.frames);
-  for (size_t i = 0; i < n; i++) cs_pb_varint(&o->packed, cs_pp_location(p, cs_doc_at(p->doc, s->key.frames, i)));
+  /* The leaf is the frame the site rule names, as in every other view: the allocator, the
+   * unwinder and the libraries above it say only how, not where. */
+  size_t first = 0;
+  if (n > 0 && !p->all_frames) {
+    cs_site_t site = cs_site_cache_of(&p->sites, s->key.frames);
+    if (site.name != NULL && site.frame < n) first = site.frame;
+  }
+  for (size_t i = first; i < n; i++) cs_pb_varint(&o->packed, cs_pp_location(p, cs_doc_at(p->doc, s->key.frames, i)));
   if (n == 0) cs_pb_varint(&o->packed, cs_pp_location(p, CS_VAL_NULL));
   cs_pb_bytes(&o->msg, 1, o->packed.data, o->packed.len);
   cs_pb_clear(&o->packed);
@@ -357,7 +367,10 @@ static void cs_pp_write_location(cs_pprof_t *p, cs_pp_out_t *o, size_t i) {
   cs_pb_uint(&o->msg, 1, id);
   uint32_t name = cs_pp_string(p, site.name);
   cs_pb_uint_nz(&o->msg, 2, name);
-  cs_pb_uint_nz(&o->msg, 3, name);
+  /* system_name equal to name tells pprof the name is a C++ one to simplify: it would strip
+   * "<module>", "<lambda>", "<listcomp>" whole. A Python frame has none. */
+  cs_frame_t f = {.name = site.name, .filename = site.filename};
+  if (!cs_frame_is_python(&f)) cs_pb_uint_nz(&o->msg, 3, name);
   cs_pb_uint_nz(&o->msg, 4, cs_pp_string(p, site.filename));
   cs_pb_bytes(&o->top, CS_PP_FUNCTION, o->msg.data, o->msg.len);
 }
@@ -419,8 +432,9 @@ static int cs_pp_write(cs_pprof_t *p, cs_sink_t sink) {
   return o.error;
 }
 
-int cs_pprof_write(const cs_doc_t *doc, bool at_peak, cs_sink_t sink) {
-  cs_pprof_t p = {.doc = doc};
+int cs_pprof_write(const cs_doc_t *doc, bool at_peak, bool all_frames, cs_sink_t sink) {
+  cs_pprof_t p = {.doc = doc, .all_frames = all_frames};
+  cs_site_cache_init(&p.sites, doc);
   cs_val_map_init(&p.string_index);
   cs_val_map_init(&p.location_index);
   cs_pp_string(&p, ""); /* index 0 must be the empty string */
@@ -434,5 +448,6 @@ int cs_pprof_write(const cs_doc_t *doc, bool at_peak, cs_sink_t sink) {
   free(p.slots);
   cs_val_map_free(&p.string_index);
   cs_val_map_free(&p.location_index);
+  cs_site_cache_free(&p.sites);
   return err;
 }

@@ -9,6 +9,8 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/device_blocks.h"
+#include "analysis/lower_bound.h"
+#include "analysis/oom.h"
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
 #include "report/report_device.h"
@@ -154,6 +156,55 @@ static int cs_rdata_facts(const cs_doc_t *doc, const cs_report_source_t *src, in
   return rc;
 }
 
+/* The user callers shown under the site that asked, as in `summary`. */
+enum { CS_REPORT_OOM_CALLERS = 5 };
+
+/* The OOM answer, as `summary` words it: {"device": D, "headline": first line, "lines": [...]}. */
+static int cs_rdata_oom(const cs_doc_t *doc, cs_emitter_t *e) {
+  cs_oom_t oom;
+  if (cs_oom_find(doc, &oom) != 0) return -1;
+  if (!oom.found) return 0;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (mem == NULL) return -1;
+  cs_oom_write(mem, doc, &oom, "", CS_REPORT_OOM_CALLERS);
+  if (fclose(mem) != 0 || text == NULL) {
+    free(text);
+    return -1;
+  }
+  cs_emit_key(e, "oom");
+  cs_emit_dict_begin(e);
+  cs_emit_kv_int(e, "device", oom.device);
+  cs_emit_key(e, "lines");
+  cs_emit_list_begin(e);
+  for (char *line = text; *line != '\0';) {
+    char *end = strchr(line, '\n');
+    if (end != NULL) *end = '\0';
+    cs_emit_str(e, line);
+    if (end == NULL) break;
+    line = end + 1;
+  }
+  cs_emit_list_end(e);
+  cs_emit_dict_end(e);
+  free(text);
+  return 0;
+}
+
+/* Warnings the page shows above everything (a banner): the live figures as lower bounds. */
+static void cs_rdata_warnings(const cs_doc_t *doc, cs_emitter_t *e) {
+  cs_emit_key(e, "warnings");
+  cs_emit_list_begin(e);
+  uint64_t dropped, kept;
+  if (cs_lower_bound(doc, &dropped, &kept)) {
+    char text[512];
+    cs_lower_bound_text(dropped, kept, text, sizeof text);
+    text[0] = (char)(text[0] - 'a' + 'A');
+    cs_emit_str(e, text);
+  }
+  cs_emit_list_end(e);
+}
+
 static const char *cs_rdata_basename(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
@@ -170,6 +221,8 @@ int cs_report_data(const cs_doc_t *doc, const cs_report_source_t *src, cs_emitte
   cs_emit_key(e, "writer");
   cs_emit_str(e, cs_rdata_writer(doc, writer, sizeof writer));
   int rc = cs_rdata_facts(doc, src, devices, e);
+  cs_rdata_warnings(doc, e);
+  if (rc == 0) rc = cs_rdata_oom(doc, e);
 
   cs_report_stacks_t r;
   cs_report_stacks_init(&r, doc);

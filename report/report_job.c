@@ -113,6 +113,7 @@ static int cs_job_by_process(cs_job_row_t *rows, int n) {
       continue;
     }
     bool oom = same->s.oom || r->s.oom;
+    uint64_t oom_bytes = r->s.oom_bytes ? r->s.oom_bytes : same->s.oom_bytes;
     bool later = r->s.time_us != same->s.time_us ? r->s.time_us > same->s.time_us : r->s.dump_number > same->s.dump_number;
     if (later) {
       cs_job_row_t t = *same;
@@ -121,6 +122,7 @@ static int cs_job_by_process(cs_job_row_t *rows, int n) {
     }
     cs_job_row_free(r);
     same->s.oom = oom;
+    if (same->s.oom_bytes == 0) same->s.oom_bytes = oom_bytes;
   }
   return kept;
 }
@@ -155,6 +157,7 @@ static void cs_job_write_row(cs_emitter_t *e, const cs_job_row_t *r) {
   cs_job_kv_str(e, "phase", r->s.phase);
   cs_emit_key(e, "oom");
   cs_emit_bool(e, r->s.oom);
+  cs_emit_kv_int(e, "oom_bytes", (int64_t)r->s.oom_bytes); /* the size the last OOM asked, 0: unknown */
   cs_job_kv_str(e, "top_site", r->s.nsites > 0 ? r->s.sites[0].site : NULL);
   cs_job_kv_str(e, "file", r->file);
   cs_emit_key(e, "curve");

@@ -214,6 +214,13 @@ static bool cs_sum_oom(const cs_snap_state_t *s, const cs_snapshot_meta_t *meta)
   return false;
 }
 
+/* The size the last OOM of the history asked for; 0 when the history holds none. */
+static uint64_t cs_sum_oom_bytes(const cs_snap_state_t *s) {
+  for (size_t i = s->entry_count; i-- > 0;)
+    if (cs_ring_entry_action(&s->entries[i]) == CS_ACTION_OOM) return s->entries[i].size;
+  return 0;
+}
+
 void cs_snap_write_summary(cs_emitter_t *e, const cs_snap_state_t *s, const cs_intern_t *intern,
                            cs_symbolizer_t *sym, const cs_snapshot_meta_t *meta) {
   /* the device that peaked highest (the first of equals), and its blocks live at the start, kept
@@ -255,6 +262,8 @@ void cs_snap_write_summary(cs_emitter_t *e, const cs_snap_state_t *s, const cs_i
   if (rc == 0) {
     cs_emit_key(e, "oom");
     cs_emit_bool(e, cs_sum_oom(s, meta));
+    uint64_t oom_bytes = cs_sum_oom_bytes(s);
+    if (oom_bytes > 0) cs_emit_kv_int(e, "oom_bytes", (int64_t)oom_bytes);
     cs_emit_kv_int(e, "device", device);
     cs_emit_kv_int(e, "peak_allocated", (int64_t)best.bytes);
     cs_emit_kv_int(e, "peak_reserved", s->device_count > 0 ? s->stats[device].reserved_bytes[CS_STAT_ALL].peak : 0);

@@ -502,8 +502,8 @@
 
   function peakSection(dev) {
     var sec = el('section', {id: 'peak'});
-    var title = dev.events ? 'At the peak: ' + bytes(dev.peak.bytes) + ' allocated, by site'
-                           : 'Allocated at the snapshot: ' + bytes(dev.peak.bytes) + ', by site';
+    var title = dev.events ? 'At the peak: ' + bytes(dev.peak.bytes) + ' requested, by site'
+                           : 'Requested at the snapshot: ' + bytes(dev.peak.bytes) + ', by site';
     sec.appendChild(el('h2', {text: title}));
     sec.appendChild(el('p', {class: 'hint', text: 'Requested bytes of the blocks live ' +
       (dev.events ? 'after entry ' + count(dev.peak.after) + ' of ' + count(dev.events) : 'at the snapshot') +
@@ -761,7 +761,10 @@
 
   function tablesSection(dev) {
     var sec = el('section', {id: 'tables'}, [el('h2', {text: 'Tables'})]);
-    var left = el('div', {}, [el('h3', {text: 'memory_summary (device ' + dev.device + ')'}), el('pre', {class: 'summary', text: dev.table})]);
+    var left = el('div', {}, [el('h3', {text: 'memory_summary (device ' + dev.device + ')'}),
+      el('p', {class: 'note', id: 'table-bytes', text: 'Block bytes, as torch.cuda.memory_allocated() and memory_reserved() count ' +
+        'them (sizes rounded up by the allocator); the peak at the top of the page and the sites count requested bytes.'}),
+      el('pre', {class: 'summary', text: dev.table})]);
     if (dev.table_note) left.appendChild(el('p', {class: 'note', text: dev.table_note}));
     if (dev.driver_table) {
       left.appendChild(el('h3', {text: 'Device memory, reconciled with the driver'}));
@@ -785,10 +788,28 @@
       el('div', {class: 'big' + (bigClass ? ' ' + bigClass : ''), text: big}), el('div', {class: 'small', text: small})]);
   }
 
+  /* Warnings about the figures themselves (a recovery that lost its oldest events), above all. */
+  function bannerNode() {
+    if (!DATA.warnings || !DATA.warnings.length) return null;
+    return el('div', {class: 'banner', id: 'warning-banner'}, DATA.warnings.map(function (w) { return el('p', {text: w}); }));
+  }
+
+  /* The out-of-memory answer, in summary's words: what was asked, by whom, and why it failed. */
+  function oomNode() {
+    if (!DATA.oom) return null;
+    var lines = DATA.oom.lines;
+    var head = lines[0].replace(/^out of memory on /, '');
+    return el('div', {class: 'oom-answer', id: 'oom-answer'}, [el('div', {class: 'label', text: 'Out of memory'}),
+      el('div', {class: 'headline', text: head}),
+      el('pre', {class: 'lines', text: lines.slice(1).map(function (l) { return l.replace(/^  /, ''); }).join('\n')})]);
+  }
+
   function answer(dev) {
     var when = dev.events ? 'after entry ' + count(dev.peak.after) + ' of ' + count(dev.events) +
       (dev.peak.time_us >= 0 ? ', ' + clock(dev.peak.time_us) : '') : 'the snapshot holds no trace: at the snapshot';
-    var peak = card('peak', dev.events ? 'Peak allocated' : 'Allocated', bytes(dev.peak.bytes), exact(dev.peak.bytes) + ' \u00b7 ' + when);
+    var peak = card('peak', dev.events ? 'Peak requested bytes' : 'Requested bytes', bytes(dev.peak.bytes), exact(dev.peak.bytes) +
+      ' \u00b7 ' + when + ' \u00b7 what the program asked for, before rounding (memory_allocated() counts the rounded blocks: ' +
+      'the memory_summary table below)');
     peak.id = 'peak-value';
     var topCard;
     if (dev.peak_sites.length) {
@@ -806,7 +827,7 @@
     var reserved = card('reserved', dev.events ? 'Reserved, at most' : 'Reserved', bytes(Math.max(dev.reserved_peak.bytes, reservedNow)),
       bytes(reservedNow) + ' at the snapshot in ' + plural(segCount, 'segment'));
     var inside = dev.inside.rounding + dev.inside.gaps;
-    var now = card('now', 'At the snapshot', bytes(dev.live.bytes) + ' allocated', plural(dev.live.blocks, 'block') +
+    var now = card('now', 'At the snapshot', bytes(dev.live.bytes) + ' requested', plural(dev.live.blocks, 'block') +
       ' still allocated \u00b7 ' + bytes(inside) + ' free inside segments');
     return el('div', {class: 'answer'}, [peak, topCard, reserved, now]);
   }
@@ -841,6 +862,9 @@
           onclick: function () { renderDevice(i); }});
       })));
     }
+    var banner = bannerNode(), oom = oomNode();
+    if (banner) parts.push(banner);
+    if (oom) parts.push(oom);
     parts.push(answer(dev));
     var sections = [timelineSection(dev), peakSection(dev), segmentSection(dev), tablesSection(dev)];
     sections.forEach(function (s) { parts.push(s.node); });
@@ -907,7 +931,8 @@
         el('td', {text: rankText(r)}), el('td', {text: r.host || '?'}), el('td', {text: r.pid === null ? '?' : String(r.pid)}),
         el('td', {text: r.trigger || '?'}), el('td', {class: 'num', text: bytes(r.peak_allocated), title: exact(r.peak_allocated)}),
         el('td', {class: 'num', text: bytes(r.peak_reserved), title: exact(r.peak_reserved)}), el('td', {text: r.phase || '-'}),
-        el('td', {class: r.oom ? 'oom-mark' : '', text: r.oom ? 'OOM' : 'no'}),
+        el('td', {class: r.oom ? 'oom-mark' : '', text: r.oom ? (r.oom_bytes ? 'OOM: ' + bytes(r.oom_bytes) : 'OOM') : 'no',
+          title: r.oom_bytes ? 'the last OOM tried to allocate ' + exact(r.oom_bytes) : ''}),
         el('td', {class: 'site', text: r.top_site || '-', title: r.top_site || ''})]);
     }))]);
     var parts = [head, el('section', {}, [el('h2', {text: 'Ranks'}), table])];

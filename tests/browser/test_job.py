@@ -57,6 +57,11 @@ def main():
             check([r[0] for r in ranks] == [str(w["rank"]) for w in want],
                   "ranks on the page %s, `ranks` says %s" % ([r[0] for r in ranks], [w["rank"] for w in want]))
             check([r[1] for r in ranks] == [w["oom"] for w in want], "OOM rows on the page: %s" % ranks)
+            # the OOM cell says the size asked, as `ranks` does (its oom_bytes)
+            cells = page.evaluate("Array.from(document.querySelectorAll('#job-ranks tbody tr td.oom-mark')).map(function(t){"
+                                  "return t.title;})")
+            asked = ["the last OOM tried to allocate {:,} B".format(w["oom_bytes"]) for w in want if w["oom"]]
+            check([c.replace("\u202f", ",") for c in cells] == asked, "OOM cells %s, `ranks` says %s" % (cells, asked))
             curves = page.evaluate("document.querySelectorAll('#job-multiples svg.curve polyline').length")
             check(curves == len(want), "%d curves for %d ranks" % (curves, len(want)))
             spread = page.evaluate("document.getElementById('job-spread').innerText")

@@ -11,7 +11,12 @@ for each one writes the report and opens it. A page passes when:
     and the top-site card names summary's top site at the peak;
   - hovering the top site in the "at the peak" list shows its stack in the stack panel;
   - hovering the timeline at the peak shows the top site (its band) with its stack;
-  - the segment map is drawn when there are segments.
+  - the segment map is drawn when there are segments;
+  - the peak card says it counts requested bytes and the memory_summary table says it counts block
+    bytes (memory_allocated()), so the two peaks are never unlabeled side by side.
+An out-of-memory snapshot (TRAIN_STEP on a 64 MiB fake device, and the fixture with an oom entry)
+passes when its first screen, unscrolled, shows summary's OOM answer: the headline ("Tried to
+allocate ...; ... free"), the site that asked and the verdict.
 Screenshots of each page (the first screen and the whole page) go to DIR, with the time each
 page took to render. Exits 0 when all pass, 1 on a failure, 77 (ctest's skip) without Chromium.
 """
@@ -63,6 +68,10 @@ def check_page(page, expect, out_dir, name, is_cudasnap):
     rendered_ms = float(page.wait_for("document.documentElement.getAttribute('data-rendered-ms')"))
     peak_bytes, readable, top_name = expect
     peak_text = page.evaluate("document.getElementById('peak-value').innerText")
+    check("requested" in peak_text.lower(), "the peak card %r does not say it counts requested bytes" % peak_text)
+    table_note = page.evaluate("(function(){var e=document.getElementById('table-bytes'); return e ? e.innerText : '';})()")
+    check("memory_allocated()" in table_note and "Block bytes" in table_note,
+          "the memory_summary table does not say it counts block bytes: %r" % table_note)
     check(str(peak_bytes) in peak_text.replace(",", ""), "peak card %r lacks summary's %d bytes" % (peak_text, peak_bytes))
     check(readable in peak_text, "peak card %r lacks %r" % (peak_text, readable))
     if top_name is not None:
@@ -134,6 +143,38 @@ def check_page(page, expect, out_dir, name, is_cudasnap):
     return rendered_ms
 
 
+def summary_oom(cudasnap, snapshot):
+    """summary's OOM answer: the lines from "out of memory on" to the verdict (None when none)."""
+    lines = run([cudasnap, "summary", snapshot]).splitlines()
+    start = [i for i, l in enumerate(lines) if l.startswith("out of memory on device ")]
+    if not start:
+        return None
+    answer = []
+    for line in lines[start[0]:]:
+        if not line:
+            break
+        answer.append(line.strip())
+    return answer
+
+
+def check_oom_page(page, answer, out_dir, name):
+    """The OOM answer is on the first screen, as summary words it."""
+    page.wait_for("document.documentElement.getAttribute('data-rendered-ms')")
+    check(not page.errors, "console errors: %s" % "; ".join(page.errors))
+    box = page.evaluate("(function(){window.scrollTo(0,0); var e=document.getElementById('oom-answer'); if(!e) return null;"
+                        "var r=e.getBoundingClientRect(); return [r.top, r.bottom, e.innerText];})()")
+    check(box is not None, "no OOM answer on the page")
+    top, bottom, text = box
+    check(bottom <= HEIGHT, "the OOM answer ends at %d px, below the first screen (%d px)" % (bottom, HEIGHT))
+    headline = answer[0].replace("out of memory on ", "")
+    check(headline in text, "the OOM answer %r lacks summary's headline %r" % (text[:300], headline))
+    check("Tried to allocate " in headline, "summary's headline %r is not PyTorch's words" % headline)
+    for line in answer[1:]:
+        if line.startswith(("asked by ", "verdict: ")):
+            check(line in text, "the OOM answer %r lacks summary's %r" % (text[:600], line))
+    page.screenshot(os.path.join(out_dir, name + ".png"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cudasnap", required=True)
@@ -183,6 +224,31 @@ def main():
             except (Failure, ProtocolError) as e:
                 failed += 1
                 print("FAIL %s: %s" % (name, e))
+        # Out of memory: the example on a 64 MiB device (it stops at its first failed cudaMalloc),
+        # and the fixture whose trace has an oom entry; the answer leads the page.
+        oom_dir = os.path.join(work, "oom")
+        os.makedirs(oom_dir)
+        subprocess.run([args.cudasnap, "run", "-o", os.path.join(oom_dir, "train_step-%n-%t.json"), "--", args.program, "20"],
+                       capture_output=True, env=dict(os.environ, FAKE_CUDA_CAPACITY=str(64 << 20)))
+        ooms = sorted(glob.glob(os.path.join(oom_dir, "*-oom.json")))
+        if args.fixtures:
+            ooms.append(os.path.join(args.fixtures, "memviz_minimal_valid.json"))
+        for path in ooms:
+            name = "oom-" + re.sub(r"\.(json|pickle|pkl)$", "", os.path.basename(path))
+            inputs.append((path, False))
+            try:
+                answer = summary_oom(args.cudasnap, path)
+                check(answer is not None, "summary of %s has no OOM answer" % path)
+                html = os.path.abspath(os.path.join(args.out, name + ".html"))
+                run([args.cudasnap, "report", "-o", html, path])
+                check_oom_page(browser.open_page(html, WIDTH, HEIGHT), answer, args.out, name)
+                print("ok   %s: the OOM answer on the first screen: %s" % (name, answer[0]))
+            except (Failure, ProtocolError) as e:
+                failed += 1
+                print("FAIL %s: %s" % (name, e))
+        if not any(p.endswith("-oom.json") for p in ooms):
+            failed += 1
+            print("FAIL: the example on a 64 MiB device wrote no OOM snapshot")
         # Odd snapshots (tests/data/fixtures: missing keys, strings for numbers, addresses above
         # 2^53, ...): their pages need only draw without an error and fetch nothing.
         odd = []

@@ -7,6 +7,11 @@
                                                per sample type equal the snapshot's
   export_check.py perfetto TRACE PEAK...       a Perfetto export of N files and each file's peak
                                                (from `cudasnap summary`)
+  export_check.py pprof-top SUMMARY TOP LINES  `go tool pprof -top` (by function) and `-top -lines`
+                                               (by line) name what `cudasnap summary --top N` does:
+                                               the first flat row by line is summary's top site,
+                                               the first by function is the function whose sites
+                                               sum to most (pprof adds a function's lines up)
 
 pprof: inuse_objects/inuse_space are the active_allocated blocks of the segments and their
 requested bytes; alloc_objects/alloc_space every `alloc` of the device traces and its size.
@@ -170,7 +175,94 @@ def perfetto(trace_path, peaks):
         print(f"ok perfetto process {pid} ({names[pid]}): peak {got}")
 
 
+def pprof_short(name, filename):
+    """The name `go tool pprof` shows for a function: what its symbolizer does to a name whose
+    system_name equals it and that looks like demangled C++ (<>[] or ::), with the default
+    demangle=simple: every (...) and <...> removed (symbolizer.go's demangleSingleFunction). A
+    Python frame (a .py file, or synthetic <...> code) has no system_name and keeps its name."""
+    if filename.endswith((".py", ".pyw")) or (filename.startswith("<") and filename.endswith(">")):
+        return name
+    if ".<" in name or "]). " in name or not (any(c in name for c in "<>[]") or "::" in name):
+        return name
+    for open_, close in (("(", ")"), ("<", ">")):
+        out, depth = [], 0
+        for c in name:
+            if c == open_:
+                depth += 1
+            elif c == close and depth > 0:
+                depth -= 1
+            elif depth == 0:
+                out.append(c)
+        name = "".join(out)
+    return name
+
+
+def summary_sites(path):
+    """Every site of every device's "by live bytes" list: (bytes, function, file, line)."""
+    sites, inside = [], False
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("top allocation sites by live bytes:"):
+            inside = True
+            continue
+        m = re.match(r"^  (\d+) B.* in \d+ blocks?: (.*)$", line.rstrip("\n")) if inside else None
+        if not m:
+            inside = False
+            continue
+        text = m.group(2)
+        if text == "(no stack)":
+            sites.append((int(m.group(1)), "(no stack)", "", 0))
+            continue
+        func, where = text.rsplit(" ", 1)
+        file, _, lineno = where.rpartition(":")
+        sites.append((int(m.group(1)), func, file, int(lineno)))
+    return sites
+
+
+def pprof_first_flat(path):
+    """(flat bytes, name text) of the first row of a `go tool pprof -top -unit=byte` listing."""
+    rows = open(path, encoding="utf-8").read().splitlines()
+    for i, line in enumerate(rows):
+        if line.split()[:2] == ["flat", "flat%"] and i + 1 < len(rows):
+            parts = rows[i + 1].split(None, 5)
+            return int(parts[0].rstrip("B")), parts[5]
+    fail("%s: no rows" % path)
+
+
+def pprof_top(summary_path, top_path, lines_path):
+    sites = summary_sites(summary_path)
+    if not sites:
+        fail("%s: no site" % summary_path)
+    # By line: the top site (pprof adds up equal sites of several devices, as it should).
+    by_line = collections.Counter()
+    for b, func, file, line in sites:
+        by_line[(pprof_short(func, file), file, line)] += b
+    most = max(by_line.values())
+    flat, text = pprof_first_flat(lines_path)
+
+    def shown(key):  # pprof -lines: "NAME FILE:LINE" (the path cleaned), "NAME ??" without a line
+        name, file, line = key
+        base = re.split(r"[/\\]", file)[-1]
+        return text == name or text.startswith(name + " ") and (line == 0 or text.endswith("%s:%d" % (base, line)))
+
+    want = [k for k, v in by_line.items() if v == most]
+    if flat != most or not any(shown(k) for k in want):
+        fail("pprof -top -lines: first row %r (%d B); summary's top site: %s (%d B)" % (text, flat, want, most))
+    # By function: pprof's node is the function (name and file); its lines add up.
+    by_func = collections.Counter()
+    for b, func, file, line in sites:
+        by_func[(pprof_short(func, file), file)] += b
+    most = max(by_func.values())
+    flat, text = pprof_first_flat(top_path)
+    want = [k[0] for k, v in by_func.items() if v == most]
+    if flat != most or text not in want:
+        fail("pprof -top: first row %r (%d B); summary's sites by function: %s (%d B)" % (text, flat, want, most))
+    print("ok pprof first flat row: %s (%d B)" % (text, flat))
+
+
 def main():
+    if len(sys.argv) >= 5 and sys.argv[1] == "pprof-top":
+        pprof_top(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
     if len(sys.argv) >= 4 and sys.argv[1] == "pprof-raw":
         pprof_raw(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == "pprof-format":

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# export_test.sh CUDASNAP SOURCE_DIR PYTHON
+# export_test.sh CUDASNAP SOURCE_DIR PYTHON [TRAIN_STEP]
 #
 # `cudasnap export`, read back by real readers: `go tool pprof` (-raw, -top, -diff_base) for the
 # pprof exports, the npm package pprof-format as a second reader of them, and export_check.py (Perfetto's JSON importer rules, the peak) for the Perfetto
-# one, on real PyTorch snapshots (tests/data/traces) and a cudasnap one (tests/golden/cli/inputs).
+# one, on real PyTorch snapshots (tests/data/traces) and a cudasnap one (tests/golden/cli/inputs),
+# and, given TRAIN_STEP, a snapshot of examples/train_step.c made here (the caller puts the fake
+# driver on LD_LIBRARY_PATH).
 # Exits 77 (skipped) without `go`, which scripts/setup.sh installs (Debian's golang-go).
 set -u
-cudasnap=$1 src=$2 python=$3
+cudasnap=$1 src=$2 python=$3 train_step=${4:-}
 check() { "$python" "$src/tests/cli/export_check.py" "$@"; }
 fail() { echo "FAIL [export]: $*" >&2; exit 1; }
 command -v go >/dev/null || { echo "export: no go (apt-get install golang-go): skipped"; exit 77; }
@@ -14,6 +16,11 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export GOCACHE=$dir/gocache HOME=$dir # go tool pprof writes its cache and history under them
 inputs=("$src/tests/golden/cli/inputs/api.json" "$src"/tests/data/traces/*.pickle)
+if [[ -n $train_step ]]; then # the example, as scripts/example.sh profiles it
+  "$cudasnap" run -o "$dir/train_step-%t.json" -- "$train_step" 20 >/dev/null 2>"$dir/err" ||
+    fail "cudasnap run train_step: $(cat "$dir/err")"
+  inputs+=("$dir/train_step-exit.json")
+fi
 pprof_format=$src/.cache/npm/node_modules
 [[ -d $pprof_format ]] || echo "export: no pprof-format under .cache/npm (scripts/setup.sh installs it with npm): go tool pprof only"
 
@@ -49,7 +56,20 @@ for f in "${inputs[@]}"; do
   cum=$(awk '{print $4}' <<<"$row" | tr -d B)
   ((cum >= bytes)) || fail "$f: pprof's $func $base:$line has $cum B cumulative, summary's site $bytes B"
   echo "ok pprof top site $name: $func $base:$line ($bytes B; pprof cum $cum B)"
+  # The leaf of every sample is its site: pprof's first row by flat bytes is summary's top site
+  # (by line), and the function whose sites sum to most (by function, pprof's default).
+  "$cudasnap" summary --top 1000000 "$f" >"$dir/$name.summary" || fail "summary $f"
+  go tool pprof -top -unit=byte "$dir/$name.pb.gz" >"$dir/$name.flat" 2>/dev/null || fail "pprof -top $f"
+  go tool pprof -top -lines -unit=byte "$dir/$name.pb.gz" >"$dir/$name.flatlines" 2>/dev/null || fail "pprof -top -lines $f"
+  check pprof-top "$dir/$name.summary" "$dir/$name.flat" "$dir/$name.flatlines" || fail "$f: pprof's leaf is not summary's site"
 done
+# --all-frames keeps the allocator's frames: the example's leaf is then cudaMalloc's side.
+if [[ -n $train_step ]]; then
+  "$cudasnap" export --format pprof --all-frames -o "$dir/all.pb.gz" "$dir/train_step-exit.json" >/dev/null || fail "--all-frames"
+  first=$(go tool pprof -top -unit=byte "$dir/all.pb.gz" 2>/dev/null | awk '/flat%/{getline; print $6; exit}')
+  [[ $first != main ]] || fail "--all-frames: the leaf is still the site ($first)"
+  echo "ok pprof --all-frames: leaf $first"
+fi
 # The native snapshot's leaf is its site: pprof's top line by flat bytes is summary's top site.
 flat=$(go tool pprof -top -lines -unit=byte "$dir/api.pb.gz" 2>/dev/null | awk '/flat%/{getline; print; exit}')
 [[ $flat =~ ^\ *9437184B\ .*allocate_weights\ .*prog_snapshot_api.c:16 ]] || fail "api: pprof's top flat line: '$flat'"
@@ -74,6 +94,36 @@ for f in "${inputs[@]}"; do
   peaks+=("$("$cudasnap" summary "$f" | sed -n "s/^top allocation sites at the trace's peak (\([0-9]*\) B.*/\1/p" | head -1)")
 done
 check perfetto "$dir/all.trace.json" "${peaks[@]}" || exit 1
+
+# An OOM (the example on a 64 MiB device, as rank 3 of 4): the last OOM event's arguments carry
+# summary's answer, and the process's name its rank.
+if [[ -n $train_step ]]; then
+  env FAKE_CUDA_CAPACITY=$((64 << 20)) RANK=3 WORLD_SIZE=4 "$cudasnap" run -o "$dir/oom-%n-%t.json" -- "$train_step" 20 \
+    >/dev/null 2>&1
+  oomsnap=$(ls "$dir"/oom-*-oom.json 2>/dev/null | head -1)
+  [[ -n $oomsnap ]] || fail "train_step on a 64 MiB device wrote no OOM snapshot"
+  "$cudasnap" export --format perfetto -o "$dir/oom.trace.json" "$oomsnap" >/dev/null || fail "export perfetto of the OOM"
+  "$cudasnap" summary "$oomsnap" >"$dir/oom.summary" || fail "summary of the OOM"
+  "$python" - "$dir/oom.trace.json" "$dir/oom.summary" <<'PY' || fail "the Perfetto OOM event does not carry the answer"
+import json, re, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+summary = open(sys.argv[2]).read()
+m = re.search(r"^out of memory on device (\d+), stream (\d+): (.*)$", summary, re.M)
+assert m, "no OOM answer in summary"
+verdict = re.search(r"^  verdict: (.*)$", summary, re.M).group(1)
+site = re.search(r"^  asked by (.*)$", summary, re.M).group(1)
+ooms = [e for e in events if e.get("name") == "OOM"]
+assert ooms, "no OOM event"
+args = ooms[-1]["args"]
+assert args.get("message") == m.group(3), (args, m.group(3))
+assert args.get("verdict") == verdict and args.get("site") == site, args
+assert args.get("device") == int(m.group(1)) and args.get("stream") == int(m.group(2)), args
+assert all(k in args for k in ("size", "device_free", "driver_total", "cache_reserved", "cache_free", "largest_free_block")), args
+names = [e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
+assert names and names[0].startswith("rank 3: "), names
+print("ok perfetto OOM: %s; process %s" % (args["message"], names[0]))
+PY
+fi
 
 # ---- bad input: one line naming the file, exit 1; nothing written -----------------------------------
 printf '{"segments": 5' >"$dir/bad.json"

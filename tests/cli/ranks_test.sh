@@ -37,8 +37,9 @@ cat "$dir/table"
 [[ ! -s $dir/err ]] || fail "ranks wrote to stderr: $(cat "$dir/err")"
 order=$(awk 'NR > 1 && NF == 0 {exit} NR > 1 {printf "%s ", $1}' "$dir/table")
 [[ $order == "3 5 7 6 4 2 1 0 " ]] || fail "order by peak: '$order'"
-grep -qE '^ +5 .* yes ' "$dir/table" || fail "rank 5 is not OOM"
-[[ $(grep -cE ' yes ' "$dir/table") -eq 1 ]] || fail "OOM rows: $(grep ' yes ' "$dir/table")"
+# rank 5's OOM column: the size its failed cudaMalloc asked (3 MiB), as summary's "Tried to allocate"
+grep -qE '^ +5 .* 3\.0 MiB ' "$dir/table" || fail "rank 5's OOM column is not the size asked (3.0 MiB)"
+[[ $(grep -cE ' (yes|[0-9.]+ [KMG]?i?B) +[^ ]+ [^ ]+:[0-9]+$' "$dir/table") -eq 1 ]] || fail "OOM rows: $(cat "$dir/table")"
 grep -qE '^ +3 .*hold_embeddings .*prog_ranks.c' "$dir/table" || fail "rank 3's top site"
 grep -qE '^spread: highest / median peak = [0-9.]+x \(rank 3 .* / rank 4 ' "$dir/table" || fail "spread line"
 sed -n '/^sites that differ most/{n;p}' "$dir/table" | grep -qE '^  \+96\.0 MiB  hold_embeddings ' ||
@@ -77,6 +78,7 @@ for r in rows:
     assert r["world_size"] == 8 and r["job_id"] == "4242", r
     assert r["peak_reserved"] >= r["peak_allocated"], r
 assert [r["oom"] for r in rows] == [False, True] + [False] * 6
+assert [r["oom_bytes"] for r in rows] == [None, 3 << 20] + [None] * 6, [r["oom_bytes"] for r in rows]
 assert rows[1]["snapshots"] == 2 and rows[1]["trigger"] == "exit", rows[1]  # the latest of rank 5's two
 assert rows[0]["peak_allocated"] >= 100 << 20 and "hold_embeddings" in rows[0]["top_site"], rows[0]
 peaks = [r["peak_allocated"] for r in rows]

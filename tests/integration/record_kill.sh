@@ -149,6 +149,18 @@ small_ring)
     fail "unexpected report: $(cat "$dir/rout")"
   "$tool" check "$dir/recovered.json" >/dev/null || fail "cudasnap check: $("$tool" check "$dir/recovered.json")"
   "$bin/snapshot_check" "$dir/recovered.json" --dropped || fail "not marked as overflowed"
+  # Every view says the live figures are lower bounds, how many events were dropped, and the setting.
+  dropped=$(sed -nE 's/.* ([0-9]+) oldest dropped.*/\1/p' "$dir/rout")
+  want="the live figures are lower bounds: this snapshot was recovered from a recording whose history had dropped its oldest $dropped events"
+  "$tool" summary "$dir/recovered.json" >"$dir/sout" || fail "summary exited $?"
+  sed -n 2p "$dir/sout" | grep -qF "recovered.json: warning: $want" || fail "summary does not warn: $(head -3 "$dir/sout")"
+  grep -qF "a larger CUDASNAP_MAX_ENTRIES (it was 20) keeps more" "$dir/sout" || fail "summary names no setting: $(head -3 "$dir/sout")"
+  "$tool" check "$dir/recovered.json" | grep -qF "recovered.json: warning: cudasnap.dropped_events: $want" ||
+    fail "check does not warn: $("$tool" check "$dir/recovered.json")"
+  "$tool" ranks "$dir/recovered.json" >"$dir/kout" 2>&1 || fail "ranks exited $?: $(cat "$dir/kout")"
+  grep -qF "$want" "$dir/kout" || fail "ranks does not warn: $(cat "$dir/kout")"
+  "$tool" report -o "$dir/recovered.html" "$dir/recovered.json" >/dev/null || fail "report exited $?"
+  grep -qF "${want#the }" "$dir/recovered.html" || fail "the report's data has no warning"
   ;;
 kill_anywhere)
   lost=0
