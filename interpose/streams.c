@@ -34,6 +34,9 @@ static cs_stream_set_t cs_nonblocking;
 static cs_stream_set_t cs_retired; /* destroyed non-blocking streams whose last event is pending */
 static cs_stream_set_t cs_capturing;
 static bool cs_untracked;          /* a non-blocking stream was not tracked: fences synchronize */
+/* Live green-context streams plus retired streams: while 0, a synchronization has nothing more to
+ * wait for and takes no lock (sync mode synchronizes at every free). */
+static atomic_size_t cs_streams_beyond_ctx;
 
 static bool cs_set_add(cs_stream_set_t *set, cs_stream_entry_t entry) {
   if (set->count == set->capacity) {
@@ -62,6 +65,8 @@ static void cs_track_nonblocking(uintptr_t stream, uintptr_t ctx) {
   if (cs_nonblocking.count >= CS_STREAMS_TRACKED ||
       !cs_set_add(&cs_nonblocking, (cs_stream_entry_t){.stream = stream, .ctx = ctx}))
     cs_untracked = true;
+  else if (ctx == 0)
+    atomic_fetch_add(&cs_streams_beyond_ctx, 1);
   pthread_mutex_unlock(&cs_streams_lock);
 }
 
@@ -115,6 +120,7 @@ void cs_streams_destroyed(uintptr_t stream) {
   cs_stream_entry_t entry;
   pthread_mutex_lock(&cs_streams_lock);
   bool tracked = cs_set_remove(&cs_nonblocking, stream, &entry);
+  if (tracked && entry.ctx == 0) atomic_fetch_sub(&cs_streams_beyond_ctx, 1);
   bool capturing = cs_stream_is_capturing_locked(stream);
   pthread_mutex_unlock(&cs_streams_lock);
   if (!tracked || capturing) return;
@@ -123,6 +129,7 @@ void cs_streams_destroyed(uintptr_t stream) {
   if (entry.event) {
     pthread_mutex_lock(&cs_streams_lock);
     kept = cs_set_add(&cs_retired, entry);
+    if (kept) atomic_fetch_add(&cs_streams_beyond_ctx, 1);
     pthread_mutex_unlock(&cs_streams_lock);
     if (!kept) CS_REAL_FN(cuEventDestroy_v2, PFN_cuEventDestroy_v4000)((CUevent)entry.event);
   }
@@ -196,6 +203,7 @@ static bool cs_retired_pending_locked(uintptr_t ctx) {
     }
     if (destroy) destroy((CUevent)r->event);
     *r = cs_retired.items[--cs_retired.count];
+    atomic_fetch_sub(&cs_streams_beyond_ctx, 1);
   }
   return pending;
 }
@@ -225,6 +233,7 @@ size_t cs_streams_fence_set(uintptr_t ctx, uintptr_t *out, size_t cap) {
  * nearly, and nothing else waits on this lock long); then the retired streams are done with. Returns the first
  * failure of those waits (0 when none). */
 int cs_streams_synchronized(uintptr_t ctx) {
+  if (atomic_load_explicit(&cs_streams_beyond_ctx, memory_order_acquire) == 0) return 0;
   PFN_cuStreamSynchronize_v2000 sync = CS_REAL_FN(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
   uintptr_t green[64];
   size_t greens = 0;
@@ -249,6 +258,7 @@ int cs_streams_synchronized(uintptr_t ctx) {
     }
     if (destroy) destroy((CUevent)r->event);
     *r = cs_retired.items[--cs_retired.count];
+    atomic_fetch_sub(&cs_streams_beyond_ctx, 1);
   }
   pthread_mutex_unlock(&cs_streams_lock);
   return first;
@@ -267,5 +277,6 @@ void cs_streams_postfork(bool child) {
   cs_retired.count = 0;
   cs_capturing.count = 0;
   cs_untracked = false;
+  atomic_store(&cs_streams_beyond_ctx, 0);
   atomic_store(&cs_streams_capturing, 0);
 }
