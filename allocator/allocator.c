@@ -96,7 +96,7 @@ static int cs_cached_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *addr)
   r->size = cs_round_size(r->requested, a->conf.roundup_power2_divisions);
   bool small = cs_size_is_small(r->size);
   r->pool = small ? &a->small : &a->large;
-  r->segment_size = cs_segment_size(r->size, a->conf.split_large);
+  r->segment_size = cs_segment_size(r->size, a->conf.split_large, a->conf.ipc_small);
 
   cs_block_t *pred;
   cs_block_t *b = cs_pool_get_free_block(a, r, &pred);
@@ -179,14 +179,16 @@ static void cs_fence_fallback(cs_allocator_t *a, uint64_t covered) {
 
 int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
   int sync_status = 0;
-  /* Sync mode waits before taking the lock: the wait can be long (running kernels), and other
-   * threads must go on allocating meanwhile. Foreign addresses pay one extra synchronization,
-   * which the driver's own free performs anyway. */
-  if (a->conf.cache && a->conf.free_mode == CS_FREE_SYNC && !cs_alloc_is_capturing(a))
+  /* Sync mode waits before taking the block, with the lock let go: the wait can be long (running
+   * kernels), and other threads must go on allocating meanwhile. Only for an address this
+   * allocator handed out: the driver's free of stream-ordered or pool memory waits for nothing. */
+  if (a->conf.cache && a->conf.free_mode == CS_FREE_SYNC && !cs_alloc_is_capturing(a)) {
+    if (!cs_allocator_owns(a, addr)) return -CS_EINVAL;
     sync_status = a->backend.ops->synchronize(a->backend.self);
+  }
 
   cs_mutex_acquire(&a->lock);
-  cs_block_t *b = cs_block_map_remove(&a->live, addr);
+  cs_block_t *b = cs_block_map_remove(&a->live, addr); /* NULL: freed by another thread meanwhile */
   int rc = -CS_EINVAL;
   bool unfenced = false;
   if (b) {
@@ -225,17 +227,24 @@ int cs_allocator_empty_cache(cs_allocator_t *a) {
   return rc;
 }
 
-static size_t cs_cached_free_locked(const cs_allocator_t *a) {
-  int64_t cached = a->stats.reserved_bytes[CS_STAT_ALL].current -
-                   a->stats.allocated_bytes[CS_STAT_ALL].current;
-  return cached > 0 ? (size_t)cached : 0;
+/* Whole segments that hold no live block: what an empty_cache gives back to the device (pending
+ * blocks included, since it waits for them first). Free fragments of a segment that still holds a
+ * live block are not counted: no allocation of the driver's could use them. */
+static size_t cs_releasable_locked(const cs_allocator_t *a) {
+  size_t bytes = 0;
+  for (const cs_segment_t *s = a->segments; s; s = s->next) {
+    const cs_block_t *b = s->first;
+    while (b && cs_block_state(b) != CS_BLOCK_ALLOCATED) b = b->next;
+    if (!b) bytes += s->size;
+  }
+  return bytes;
 }
 
-size_t cs_allocator_cached_free_bytes(cs_allocator_t *a) {
+size_t cs_allocator_releasable_bytes(cs_allocator_t *a) {
   cs_mutex_acquire(&a->lock);
-  size_t cached = cs_cached_free_locked(a);
+  size_t bytes = cs_releasable_locked(a);
   pthread_mutex_unlock(&a->lock);
-  return cached;
+  return bytes;
 }
 
 bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base) {
@@ -247,10 +256,22 @@ bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *bas
   return s != NULL;
 }
 
+bool cs_allocator_find_block(cs_allocator_t *a, uintptr_t addr, uintptr_t *segment, uintptr_t *block) {
+  cs_mutex_acquire(&a->lock);
+  cs_segment_t *s = a->segments;
+  while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
+  const cs_block_t *b = s ? s->first : NULL;
+  while (b && !(b->addr <= addr && addr < b->addr + cs_block_size(b))) b = b->next;
+  if (s) *segment = s->addr;
+  if (s) *block = b ? b->addr : s->addr;
+  pthread_mutex_unlock(&a->lock);
+  return s != NULL;
+}
+
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes) {
   cs_mutex_acquire(&a->lock);
   int rc = a->backend.ops->mem_info(a->backend.self, free_bytes, total_bytes);
-  size_t cached = cs_cached_free_locked(a);
+  size_t cached = cs_releasable_locked(a);
   pthread_mutex_unlock(&a->lock);
   if (rc == 0 && adjusted && *free_bytes <= *total_bytes) {
     size_t room = *total_bytes - *free_bytes;

@@ -92,16 +92,20 @@ bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr);
  * nothing while a capture is underway. */
 int cs_allocator_empty_cache(cs_allocator_t *a);
 
-/* Bytes held in cached blocks that the program does not hold (reserved - allocated): what
- * cuMemGetInfo adds to the device's free bytes so that programs sizing work by free memory behave
- * as without cudasnap. */
-size_t cs_allocator_cached_free_bytes(cs_allocator_t *a);
+/* Bytes of the segments that hold no live block (free or waiting for the device): what
+ * cs_allocator_empty_cache would give back, and so what cuMemGetInfo adds to the device's free
+ * bytes. Free fragments of a segment that still holds a live block are not counted: no other
+ * allocation could get them. O(blocks): for queries, not the hot path. */
+size_t cs_allocator_releasable_bytes(cs_allocator_t *a);
 
 /* Is addr inside one of this allocator's segments (whatever the state of its block)? Sets *base to
  * the segment's start. O(segments): for error paths and IPC checks, not the hot path. */
 bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base);
 
-/* The device's free and total bytes from the backend; with `adjusted`, cs_allocator_cached_free_bytes
+/* cs_allocator_find_segment, also giving the start of the block (in any state) that holds addr. */
+bool cs_allocator_find_block(cs_allocator_t *a, uintptr_t addr, uintptr_t *segment, uintptr_t *block);
+
+/* The device's free and total bytes from the backend; with `adjusted`, cs_allocator_releasable_bytes
  * is counted as free (never above total). Returns 0 or the backend's status. */
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes);
 

@@ -120,6 +120,8 @@ cs_block_t *cs_pool_get_free_block(cs_allocator_t *a, const cs_request_t *r, cs_
   if (!pool->small && !a->conf.split_large &&
       excess > cs_whole_segment_slack(r->size, a->conf.max_non_split_rounding))
     return NULL;
+  /* ipc_small: small blocks are whole segments too. */
+  if (pool->small && a->conf.ipc_small && excess > cs_small_segment_slack(r->size)) return NULL;
   return b;
 }
 
@@ -208,7 +210,7 @@ int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, cs_segment_release
 
 static bool cs_should_split(const cs_allocator_t *a, const cs_block_t *b, size_t size) {
   size_t remaining = cs_block_size(b) - size;
-  if (cs_block_small(b)) return remaining >= CS_MIN_BLOCK_SIZE;
+  if (cs_block_small(b)) return !a->conf.ipc_small && remaining >= CS_MIN_BLOCK_SIZE;
   if (!a->conf.split_large) return false; /* IPC-safe: a large block is its segment */
   return size < a->conf.max_split_size && remaining > CS_SMALL_SIZE;
 }

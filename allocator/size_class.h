@@ -63,9 +63,11 @@ static inline bool cs_size_is_small(size_t rounded) { return rounded <= CS_SMALL
 
 /* The segment size to request from the device for a block of `rounded` bytes. split_large selects
  * PyTorch's large pool (20 MiB segments shared by 1-10 MiB requests); the IPC-safe default gives
- * every large request a segment of its own, rounded to 2 MiB. */
-static inline size_t cs_segment_size(size_t rounded, bool split_large) {
-  if (cs_size_is_small(rounded)) return CS_SMALL_BUFFER;
+ * every large request a segment of its own, rounded to 2 MiB; ipc_small does the same for small
+ * requests, at their own size, so that every block starts a segment (legacy CUDA IPC maps a
+ * segment from its start). */
+static inline size_t cs_segment_size(size_t rounded, bool split_large, bool ipc_small) {
+  if (cs_size_is_small(rounded)) return ipc_small ? rounded : CS_SMALL_BUFFER;
   if (split_large && rounded < CS_MIN_LARGE_ALLOC) return CS_LARGE_BUFFER;
   return cs_round_up(rounded, CS_ROUND_LARGE);
 }
@@ -78,6 +80,13 @@ static inline size_t cs_whole_segment_slack(size_t rounded, size_t max_non_split
   if (slack < CS_ROUND_LARGE) slack = CS_ROUND_LARGE;
   if (slack > max_non_split_rounding) slack = max_non_split_rounding;
   return slack;
+}
+
+/* ipc_small: a cached small segment serves a request no more than an eighth smaller, so that
+ * whole-segment reuse cannot hold 1 MiB for a 512-byte request. */
+static inline size_t cs_small_segment_slack(size_t rounded) {
+  size_t slack = rounded / 8;
+  return slack < CS_MIN_BLOCK_SIZE ? CS_MIN_BLOCK_SIZE : slack;
 }
 
 #endif

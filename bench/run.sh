@@ -118,14 +118,14 @@ hot() {
     cudasnap_stacks8) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=8) ;;
     cudasnap_stacks32) env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32) ;;
     cudasnap_stacks32_all) env+=("${preload[@]}" CUDASNAP_STACKS=all CUDASNAP_STACK_DEPTH=32) ;;
-    cudasnap_nostacks_streamfree) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_FREE=stream) ;;
+    cudasnap_nostacks_streamfree) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_FREE=stream CUDASNAP_FREE_STREAM_ACK=1) ;;
     # the history, stacks and module map in a recording file (CUDASNAP_RECORD, issue 13)
     cudasnap_nostacks_record) env+=("${preload[@]}" CUDASNAP_STACKS=none "CUDASNAP_RECORD=$tmp/rec-%p.csrec") ;;
     cudasnap_stacks32_record)
       env+=("${preload[@]}" CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32 "CUDASNAP_RECORD=$tmp/rec-%p.csrec") ;;
     cudasnap_nohistory) env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0) ;;
     cudasnap_nohistory_streamfree)
-      env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_FREE=stream) ;;
+      env+=("${preload[@]}" CUDASNAP_STACKS=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_FREE=stream CUDASNAP_FREE_STREAM_ACK=1) ;;
     cub) cmd[0]=$bin/bench_cub ;;
     *) die "unknown configuration $config" ;;
   esac

@@ -32,7 +32,7 @@ one() { # CONFIG PATTERN THREADS -> ns per pair
   case $1 in
     cub*) env LD_LIBRARY_PATH="$fk" "$build/bench/bench_cub" "$2" "$pairs" "$3" 3 40 ;;
     *) local -a extra=()
-       [[ $mode == stream ]] && extra=(CUDASNAP_FREE=stream)
+       [[ $mode == stream ]] && extra=(CUDASNAP_FREE=stream CUDASNAP_FREE_STREAM_ACK=1)
        env LD_LIBRARY_PATH="$fk" LD_PRELOAD="$lib" BENCH_EXPECT_PRELOAD=1 CUDASNAP_DUMP_ON=none \
          CUDASNAP_STACKS=none "${extra[@]}" "$build/bench/bench_hotpath" "$2" "$pairs" "$3" 3 40 ;;
   esac

@@ -250,6 +250,10 @@ static cs_conf_verdict_t cs_conf_parse_split_large(cs_conf_lexer_t *lx, cs_alloc
   return cs_conf_accepted_if(cs_conf_take_bool(lx, &conf->split_large));
 }
 
+static cs_conf_verdict_t cs_conf_parse_ipc_small(cs_conf_lexer_t *lx, cs_alloc_conf_t *conf) {
+  return cs_conf_accepted_if(cs_conf_take_bool(lx, &conf->ipc_small));
+}
+
 /* The keys below set PyTorch's lock policy, graph-capture policy and pinned host allocator, none
  * of which cudasnap's device cache has: they are checked, so that a typo is still reported, and
  * then have no effect. */
@@ -303,6 +307,7 @@ static const cs_conf_key_t cs_conf_keys[] = {
     {"expandable_segments", cs_conf_parse_expandable_segments, "True or False",
      "cudasnap does not support expandable segments"},
     {"split_large", cs_conf_parse_split_large, "True or False", NULL},
+    {"ipc_small", cs_conf_parse_ipc_small, "True or False", NULL},
     {"release_lock_on_cudamalloc", cs_conf_parse_ignored_bool, "True or False", NULL},
     {"graph_capture_record_stream_reuse", cs_conf_parse_ignored_bool, "True or False", NULL},
     {"pinned_use_cuda_host_register", cs_conf_parse_ignored_bool, "True or False", NULL},

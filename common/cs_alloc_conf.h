@@ -28,6 +28,7 @@ typedef struct cs_alloc_conf_s {
   double garbage_collection_threshold; /* 0 = off, else in (0, 1) */
   uint32_t roundup_power2_divisions[CS_ROUNDUP_INTERVALS]; /* 0 or 1 = plain 512 B rounding */
   bool split_large;                /* cudasnap key: PyTorch's full large pool instead of IPC-safe */
+  bool ipc_small;                  /* cudasnap key: requests <= 1 MiB get segments of their own too */
   cs_free_mode_t free_mode;        /* CUDASNAP_FREE */
   bool cache;                      /* CUDASNAP_CACHE; false = record only, every call passes through */
 } cs_alloc_conf_t;

@@ -104,6 +104,7 @@ static const cs_option_word_t cs_log_words[] = {
 CS_OPTION_WORDS(format, format, cs_format_t, cs_format_words)
 CS_OPTION_WORDS(stacks, stacks, cs_stacks_t, cs_stacks_words)
 CS_OPTION_WORDS(free, alloc.free_mode, cs_free_mode_t, cs_free_words)
+CS_OPTION_WORDS(free_stream_ack, free_stream_ack, bool, cs_bool_words)
 CS_OPTION_WORDS(cache, alloc.cache, bool, cs_bool_words)
 CS_OPTION_WORDS(meminfo, meminfo, cs_meminfo_t, cs_meminfo_words)
 CS_OPTION_WORDS(children, children, bool, cs_bool_words)
@@ -271,6 +272,7 @@ static void cs_option_show_alloc_conf(const cs_options_t *opts, char *buf, size_
                      (unsigned)conf->roundup_power2_divisions[i]);
   }
   cs_option_append(buf, size, &used, "],split_large:%s", conf->split_large ? "True" : "False");
+  cs_option_append(buf, size, &used, ",ipc_small:%s", conf->ipc_small ? "True" : "False");
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -386,6 +388,15 @@ int cs_options_parse(const char *const *envp, cs_options_t *opts) {
   int problems = cs_options_parse_pass(envp, opts, true);
   cs_log_set_level(opts->log);
   problems += cs_options_parse_pass(envp, opts, false);
+  /* stream frees reuse a block at once: right only for programs that order every use of a block
+   * before its free on the legacy default stream, which nothing here can check (docs/allocator.md) */
+  if (opts->alloc.free_mode == CS_FREE_STREAM && !opts->free_stream_ack) {
+    cs_log_warn("CUDASNAP_FREE=stream reuses a freed block at once, which is safe only if every use of "
+                "it before cudaFree ran on the legacy default stream or was synchronized; set "
+                "CUDASNAP_FREE_STREAM_ACK=1 to confirm that, or use fence; using sync");
+    opts->alloc.free_mode = CS_FREE_SYNC;
+    problems++;
+  }
   return problems;
 }
 

@@ -54,6 +54,7 @@ typedef struct cs_options_s {
   uint32_t dump_on;                /* CUDASNAP_DUMP_ON, CS_DUMP_ON_* bits */
   int signal;                      /* CUDASNAP_SIGNAL, 0 = none */
   cs_alloc_conf_t alloc;           /* CUDASNAP_ALLOC_CONF, CUDASNAP_FREE, CUDASNAP_CACHE */
+  bool free_stream_ack;            /* CUDASNAP_FREE_STREAM_ACK: stream free mode's precondition confirmed */
   char alloc_conf_text[CS_OPTION_PATH_MAX]; /* CUDASNAP_ALLOC_CONF as given, "" if unset */
   cs_meminfo_t meminfo;            /* CUDASNAP_MEMINFO */
   bool children;                   /* CUDASNAP_CHILDREN */
@@ -67,6 +68,8 @@ void cs_options_init(cs_options_t *opts);
 /* Parse every CUDASNAP_* entry of envp (a NULL-terminated "NAME=value" array, like environ) into
  * opts, which must hold defaults. A bad value: one warning line naming the variable, the value and
  * what is accepted; the default is kept. An unknown CUDASNAP_* name: one warning line (typos).
+ * CUDASNAP_FREE=stream without CUDASNAP_FREE_STREAM_ACK=1: one warning line saying what the mode
+ * requires, and sync frees.
  * Returns the number of problems reported. Never allocates, never aborts. */
 int cs_options_parse(const char *const *envp, cs_options_t *opts);
 

@@ -92,7 +92,7 @@ typedef struct cs_api_meminfo_s {
   bool adjusted;
   bool found;
   int status;
-  size_t free_bytes;   /* the device's free bytes (one query) plus every context's cache */
+  size_t free_bytes;   /* the device's free bytes (one query) plus every context's releasable segments */
   size_t total_bytes;
 } cs_api_meminfo_t;
 
@@ -102,7 +102,7 @@ static void cs_api_meminfo(void *ctx, cs_allocator_t *a) {
     m->found = true;
     m->status = cs_allocator_mem_info(a, false, &m->free_bytes, &m->total_bytes);
   }
-  if (m->status == 0 && m->adjusted) m->free_bytes += cs_allocator_cached_free_bytes(a);
+  if (m->status == 0 && m->adjusted) m->free_bytes += cs_allocator_releasable_bytes(a);
 }
 
 int cudasnap_get_memory_info(int device, size_t *free_bytes, size_t *total_bytes) {

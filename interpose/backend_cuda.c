@@ -73,7 +73,9 @@ static int cs_cuda_synchronize(void *self) {
   bool pushed = cs_ctx_enter(b->ctx);
   CUresult r = CS_REAL_FN(cuCtxSynchronize, PFN_cuCtxSynchronize_v2000)();
   cs_ctx_leave(pushed);
-  return (int)r;
+  /* green contexts' streams and destroyed streams' last work, which cuCtxSynchronize may not cover */
+  int streams = cs_streams_synchronized((uintptr_t)b->ctx);
+  return r == CUDA_SUCCESS ? streams : (int)r;
 }
 
 static int cs_cuda_event_create(void *self, uintptr_t *event) {

@@ -147,9 +147,9 @@ int cs_contexts_free(uintptr_t addr) {
     only = &cs_contexts[i];
     live++;
   }
-  /* With one context, free directly (sync mode synchronizes before it knows the owner, which the
-   * driver's own free does anyway); with several, find the owner first so no other context is
-   * synchronized for nothing. */
+  /* With one context, free directly (its allocator looks the address up before any
+   * synchronization); with several, find the owner first so no other context is synchronized for
+   * nothing. */
   if (live == 1) return cs_allocator_free(only->allocator, addr);
   for (int i = 0; i < n; i++) {
     cs_context_t *c = &cs_contexts[i];
@@ -168,15 +168,38 @@ bool cs_contexts_find_segment(uintptr_t addr, uintptr_t *base) {
   return false;
 }
 
-size_t cs_contexts_cached_free_bytes(int device) {
-  size_t cached = 0;
+bool cs_contexts_find_block(uintptr_t addr, uintptr_t *segment, uintptr_t *block) {
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (c->allocator && cs_allocator_find_block(c->allocator, addr, segment, block)) return true;
+  }
+  return false;
+}
+
+size_t cs_contexts_releasable_bytes(int device) {
+  size_t bytes = 0;
   int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
   for (int i = 0; i < n; i++) {
     cs_context_t *c = &cs_contexts[i];
     if (atomic_load_explicit(&c->ctx, memory_order_acquire) && c->device == device)
-      cached += cs_allocator_cached_free_bytes(c->allocator);
+      bytes += cs_allocator_releasable_bytes(c->allocator);
   }
-  return cached;
+  return bytes;
+}
+
+bool cs_contexts_release_device(int device, const cs_context_t *except) {
+  bool released = false;
+  int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    cs_context_t *c = &cs_contexts[i];
+    if (c == except || c->device != device || !atomic_load_explicit(&c->ctx, memory_order_acquire)) continue;
+    size_t before = cs_allocator_releasable_bytes(c->allocator);
+    if (before == 0) continue;
+    (void)cs_allocator_empty_cache(c->allocator); /* a refusal leaves what it refused cached */
+    released |= cs_allocator_releasable_bytes(c->allocator) < before;
+  }
+  return released;
 }
 
 /* The registry lock is held for the look-up only, and taken before deadline_ns: the driver calls

@@ -30,8 +30,17 @@ int cs_contexts_free(uintptr_t addr);
  * see it freed or treated as foreign. Sets *base to the segment's start. */
 bool cs_contexts_find_segment(uintptr_t addr, uintptr_t *base);
 
-/* Bytes cached and free in the allocators of a device (cuMemGetInfo's adjustment). */
-size_t cs_contexts_cached_free_bytes(int device);
+/* cs_contexts_find_segment, also giving the start of the block that holds addr. */
+bool cs_contexts_find_block(uintptr_t addr, uintptr_t *segment, uintptr_t *block);
+
+/* Bytes of whole segments without a live block in the allocators of a device: what emptying
+ * their caches gives back (cuMemGetInfo's adjustment). */
+size_t cs_contexts_releasable_bytes(int device);
+
+/* An allocation on device failed for lack of memory: empty the cache of every live context of
+ * the device but `except` (NULL: none), as empty_cache does. Returns whether any memory went
+ * back to the device, so that a retry may succeed. Nothing is released during a capture. */
+bool cs_contexts_release_device(int device, const cs_context_t *except);
 
 /* A context is about to be destroyed (context_alive: still usable) or is gone. */
 void cs_contexts_drop(CUcontext ctx, bool context_alive);

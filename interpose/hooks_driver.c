@@ -27,6 +27,25 @@
     (result) = cs_real_fn_(__VA_ARGS__);                                                          \
   } while (0)
 
+/* The driver refused an allocation for lack of memory: give back what cudasnap's caches hold free
+ * on the device (every context's, as empty_cache does) and say whether asking again may succeed.
+ * Not from inside cudasnap, and nothing is released during a capture. */
+static bool cs_release_for_retry(int device) {
+  bool released = false;
+  if (device >= 0 && cs_guard_enter()) released = cs_contexts_release_device(device, NULL);
+  cs_guard_exit();
+  return released;
+}
+
+/* CS_FORWARD, asked once more after cs_release_for_retry(device) when the driver says out of
+ * memory: memory cached by cudasnap serves other kinds of allocation as it would without it. */
+#define CS_FORWARD_RETRY(result, device, name, pfn, ...)                                          \
+  do {                                                                                            \
+    CS_FORWARD(result, name, pfn, __VA_ARGS__);                                                   \
+    if ((result) == CUDA_ERROR_OUT_OF_MEMORY && cs_release_for_retry(device))                     \
+      CS_FORWARD(result, name, pfn, __VA_ARGS__);                                                 \
+  } while (0)
+
 static int cs_current_device(void) {
   CUdevice device = -1;
   PFN_cuCtxGetDevice_v2000 get_device = CS_REAL_FN(cuCtxGetDevice, PFN_cuCtxGetDevice_v2000);
@@ -74,9 +93,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
     cs_lifecycle_activate();
     c = cs_contexts_current();
   }
-  if (CS_UNLIKELY(!c || !dptr)) {
-    /* Nested inside cudasnap, no current context, or a context cudasnap cannot serve: the
-     * driver answers, including with its own errors. */
+  if (CS_UNLIKELY(!c || !dptr || (cs_streams_capture_underway() && cs_streams_capture_forbids_this_thread()))) {
+    /* Nested inside cudasnap, no current context, a context cudasnap cannot serve, or a capture
+     * under which the driver refuses allocations (and invalidates the capture): the driver
+     * answers, including with its own errors. */
     CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
     if (r == CUDA_SUCCESS && c)
       cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c), 0, cs_record_stack());
@@ -86,6 +106,9 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   uintptr_t addr = 0;
   uint32_t stack = cs_record_stack(); /* before the allocator's lock: unwinding takes a while */
   int rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, stack, &addr);
+  /* other contexts of the device may hold free segments, as the driver's view of memory has it */
+  if (CS_UNLIKELY(rc == -CS_ENOMEM) && cs_contexts_release_device(cs_context_device(c), c))
+    rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, stack, &addr);
   if (CS_UNLIKELY(rc == -CS_EHOSTMEM)) {
     /* cudasnap's own metadata could not grow: let the driver serve this one. */
     CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
@@ -107,6 +130,15 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     cs_guard_exit();
     return r;
   }
+  if (CS_UNLIKELY(cs_streams_capture_underway()) && cs_streams_capture_forbids_this_thread() &&
+      cs_contexts_find_segment((uintptr_t)dptr, NULL)) {
+    /* The driver refuses a free under such a capture, and invalidates the capture: asked to free
+     * nothing, it does both (a driver that checks the pointer first answers success, and the
+     * capture goes on). The block stays the program's. */
+    CS_FORWARD(r, cuMemFree_v2, PFN_cuMemFree_v3020, 0);
+    cs_guard_exit();
+    return r != CUDA_SUCCESS ? r : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   int rc = cs_contexts_free((uintptr_t)dptr);
   if (CS_LIKELY(rc != -CS_EINVAL)) {
     r = cs_status_of(rc);
@@ -124,7 +156,9 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 /* cudaMemGetInfo resolves this too, so one hook keeps every caller's view of free memory as it
- * would be without the cache (interposition.md section 7.4). */
+ * would be without the cache (interposition.md section 7.4): free is the driver's figure plus the
+ * whole segments cudasnap holds without a live block, which an allocation that finds the device
+ * full gets back (cs_release_for_retry); free fragments of shared segments are not counted. */
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   CUresult r;
   CS_FORWARD(r, cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020, free_bytes, total_bytes);
@@ -133,7 +167,7 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
     cs_lifecycle_activate();
     int device = cs_current_device();
     if (device >= 0 && cs_runtime_options()->meminfo == CS_MEMINFO_ADJUSTED) {
-      size_t cached = cs_contexts_cached_free_bytes(device);
+      size_t cached = cs_contexts_releasable_bytes(device);
       size_t room = *total_bytes > *free_bytes ? *total_bytes - *free_bytes : 0;
       *free_bytes += cached < room ? cached : room;
     }
@@ -153,7 +187,7 @@ static void cs_foreign_record(cs_foreign_kind_t kind, uintptr_t key, size_t size
 
 CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
   CUresult r;
-  CS_FORWARD(r, cuMemAlloc, PFN_cuMemAlloc_v2000, dptr, bytesize);
+  CS_FORWARD_RETRY(r, cs_current_device(), cuMemAlloc, PFN_cuMemAlloc_v2000, dptr, bytesize);
   if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_DEVICE, *dptr, bytesize, 0);
   return r;
 }
@@ -168,14 +202,15 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                             unsigned int element_size) {
   CUresult r;
-  CS_FORWARD(r, cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020, dptr, pitch, width, height, element_size);
+  CS_FORWARD_RETRY(r, cs_current_device(), cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020, dptr, pitch, width,
+                   height, element_size);
   if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_PITCH, *dptr, *pitch * height, 0);
   return r;
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD(r, cuMemAllocManaged, PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
+  CS_FORWARD_RETRY(r, cs_current_device(), cuMemAllocManaged, PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
   if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_MANAGED, *dptr, bytesize, 0);
   return r;
 }
@@ -201,7 +236,7 @@ static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream strea
 #define CS_ASYNC_ALLOC_HOOK(name, pfn, per_thread)                                                \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
     CUresult r;                                                                                   \
-    CS_FORWARD(r, name, pfn, dptr, bytesize, stream);                                             \
+    CS_FORWARD_RETRY(r, cs_current_device(), name, pfn, dptr, bytesize, stream);                  \
     if (r == CUDA_SUCCESS) cs_async_allocated(*dptr, bytesize, stream, per_thread);               \
     return r;                                                                                     \
   }
@@ -211,7 +246,7 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
 #define CS_POOL_ALLOC_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream) {        \
     CUresult r;                                                                                   \
-    CS_FORWARD(r, name, pfn, dptr, bytesize, pool, stream);                                       \
+    CS_FORWARD_RETRY(r, cs_current_device(), name, pfn, dptr, bytesize, pool, stream);            \
     if (r == CUDA_SUCCESS) {                                                                      \
       cs_async_allocated(*dptr, bytesize, stream, per_thread);                                    \
       cs_foreign_pool_used((uintptr_t)pool, cs_current_device());                                  \
@@ -221,10 +256,33 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
 CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020, false)
 CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz, true)
 
+/* cuMemFreeAsync of a block of cudasnap's cache: the driver would free the whole segment under
+ * it, live neighbours included, so the driver never sees it. The block is the program's
+ * cudaMalloc memory, which the driver frees once the stream's work before the call is done: the
+ * stream is synchronized (never during a capture of it: a graph cannot free cudaMalloc memory,
+ * and the driver refuses) and the block freed as cuMemFree frees it. Returns the driver's codes:
+ * CUDA_ERROR_INVALID_VALUE for an address inside a segment that is no live block. */
+static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per_thread) {
+  if (cs_stream_in_capture(stream, per_thread)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  PFN_cuStreamSynchronize_v2000 sync =
+      per_thread ? CS_REAL_FN(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v2000)
+                 : CS_REAL_FN(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
+  CUresult r = sync ? sync(stream) : CUDA_ERROR_NOT_INITIALIZED;
+  if (r != CUDA_SUCCESS) return r;
+  int rc = cs_contexts_free((uintptr_t)dptr);
+  return rc == -CS_EINVAL ? CUDA_ERROR_INVALID_VALUE : cs_status_of(rc);
+}
+
 /* During capture a free node, which frees nothing until a launch (interpose/graphs.c). */
 #define CS_ASYNC_FREE_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
     CUresult r;                                                                                   \
+    if (CS_UNLIKELY(dptr != 0 && cs_contexts_find_segment((uintptr_t)dptr, NULL))) {              \
+      if (cs_guard_enter()) r = cs_free_async_cached(dptr, stream, per_thread);                   \
+      else r = CUDA_ERROR_INVALID_VALUE; /* cudasnap's own work never frees asynchronously */     \
+      cs_guard_exit();                                                                            \
+      return r;                                                                                   \
+    }                                                                                             \
     CS_FORWARD(r, name, pfn, dptr, stream);                                                       \
     if (r == CUDA_SUCCESS && !cs_stream_in_capture(stream, per_thread)) cs_foreign_free_async(dptr); \
     return r;                                                                                     \
@@ -245,7 +303,8 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                      unsigned long long flags) {
   CUresult r;
-  CS_FORWARD(r, cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
+  CS_FORWARD_RETRY(r, prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1,
+                   cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
   if (r == CUDA_SUCCESS)
     cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size,
                    prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1, 0,
@@ -373,7 +432,7 @@ static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_
 
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD(r, cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
+  CS_FORWARD_RETRY(r, cs_current_device(), cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
                    cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1), 0);
@@ -382,7 +441,7 @@ CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
 
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD(r, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
+  CS_FORWARD_RETRY(r, cs_current_device(), cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
                    cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1), 0);
@@ -399,7 +458,8 @@ CUresult cuArrayDestroy(CUarray array) {
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                 unsigned int levels) {
   CUresult r;
-  CS_FORWARD(r, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
+  CS_FORWARD_RETRY(r, cs_current_device(), cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc,
+                   levels);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
                    cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels), 0);
@@ -516,19 +576,26 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   return r;
 }
 
-/* A handle always names an allocation's base: the importer maps that base. A pointer inside one
- * of cudasnap's segments at an offset would be mapped wrongly on the other side (interposition.md
- * section 7.3), so say so loudly; the driver's answer is returned unchanged. */
+/* A legacy IPC handle names a driver allocation, which the importer maps from its start. For a
+ * block that starts its segment (every block over 1 MiB by default, every block with
+ * ipc_small:True) that start is the block's, and the driver's answer is the one it gives without
+ * cudasnap, interior pointers included. A block cut from a shared segment at an offset has no
+ * handle of its own: the driver's answer would make the importer read and write the segment's
+ * first block, silently. So the call fails as for a pointer the driver cannot export, with one
+ * line saying why and what to set (docs/design.md, "IPC"). */
 CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr) {
   CUresult r;
-  CS_FORWARD(r, cuIpcGetMemHandle, PFN_cuIpcGetMemHandle_v4010, handle, dptr);
-  uintptr_t base = 0;
-  if (cs_contexts_find_segment((uintptr_t)dptr, &base) && base != (uintptr_t)dptr) {
-    cs_log_warn("cuIpcGetMemHandle(0x%llx): the pointer is %llu bytes into a cudasnap segment, so "
-                "the importing process will map the segment's start, not this block; allocate "
-                "shared buffers of 1 MiB or more (whole segments) or run with CUDASNAP_CACHE=0",
-                (unsigned long long)dptr, (unsigned long long)(dptr - base));
+  uintptr_t segment = 0, block = 0;
+  if (dptr != 0 && cs_contexts_find_block((uintptr_t)dptr, &segment, &block) && block != segment) {
+    cs_log_warn("cuIpcGetMemHandle(0x%llx) refused (CUDA_ERROR_INVALID_VALUE): the block lies %llu bytes "
+                "into a cudasnap segment shared with other blocks, and another process would map the "
+                "segment's start, not this block; run with CUDASNAP_ALLOC_CONF=ipc_small:True (blocks of "
+                "1 MiB or less get segments of their own)%s or CUDASNAP_CACHE=0",
+                (unsigned long long)dptr, (unsigned long long)(block - segment),
+                cs_runtime_options()->alloc.split_large ? ", without split_large," : "");
+    return CUDA_ERROR_INVALID_VALUE;
   }
+  CS_FORWARD(r, cuIpcGetMemHandle, PFN_cuIpcGetMemHandle_v4010, handle, dptr);
   return r;
 }
 
@@ -600,6 +667,17 @@ CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int pr
   return r;
 }
 
+/* Green contexts' streams are always non-blocking, and their work may use any block of the
+ * device: every fence covers them. */
+CUresult cuGreenCtxStreamCreate(CUstream *stream, CUgreenCtx green, unsigned int flags, int priority) {
+  CUresult r;
+  CS_FORWARD(r, cuGreenCtxStreamCreate, PFN_cuGreenCtxStreamCreate_v12050, stream, green, flags, priority);
+  if (r == CUDA_SUCCESS && stream) cs_streams_green_created((uintptr_t)*stream);
+  return r;
+}
+
+/* The event that keeps the stream's pending work in later fences is recorded before the driver
+ * destroys it (cs_streams_destroyed). */
 #define CS_STREAM_DESTROY_HOOK(name, pfn)                                                         \
   CUresult name(CUstream stream) {                                                                \
     CUresult r;                                                                                   \
@@ -614,7 +692,7 @@ CS_STREAM_DESTROY_HOOK(cuStreamDestroy_v2, PFN_cuStreamDestroy_v4000)
   CUresult name(CUstream stream, CUstreamCaptureMode mode) {                                      \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, stream, mode);                                                       \
-    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream);                           \
+    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream, (int)mode);                \
     return r;                                                                                     \
   }
 CS_BEGIN_CAPTURE_HOOK(cuStreamBeginCapture_v2, PFN_cuStreamBeginCapture_v10010)
@@ -625,7 +703,7 @@ CS_BEGIN_CAPTURE_HOOK(cuStreamBeginCapture_v2_ptsz, PFN_cuStreamBeginCapture_v10
   CUresult name(CUstream stream) {                                                                \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, stream);                                                             \
-    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream);                           \
+    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream, CU_STREAM_CAPTURE_MODE_GLOBAL); \
     return r;                                                                                     \
   }
 CS_BEGIN_CAPTURE_V1_HOOK(cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10000)
@@ -636,7 +714,7 @@ CS_BEGIN_CAPTURE_V1_HOOK(cuStreamBeginCapture_ptsz, PFN_cuStreamBeginCapture_v10
                 size_t n, CUstreamCaptureMode mode) {                                             \
     CUresult r;                                                                                   \
     CS_FORWARD(r, name, pfn, stream, graph, deps, edges, n, mode);                                \
-    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream);                           \
+    if (r == CUDA_SUCCESS) cs_streams_capture_began((uintptr_t)stream, (int)mode);                \
     return r;                                                                                     \
   }
 CS_BEGIN_CAPTURE_TO_GRAPH_HOOK(cuStreamBeginCaptureToGraph, PFN_cuStreamBeginCaptureToGraph_v12030)

@@ -180,9 +180,9 @@ alloc() {
     async) mode=async; e+=(BENCH_EXPECT_PRELOAD=0) ;;
     cub) mode=cub; e+=(BENCH_EXPECT_PRELOAD=0) ;;
     cudasnap_sync | cudasnap_fence | cudasnap_stream)
-      e+=("LD_PRELOAD=$lib" BENCH_EXPECT_PRELOAD=1 CUDASNAP_STACKS=none "CUDASNAP_FREE=${config#cudasnap_}") ;;
+      e+=("LD_PRELOAD=$lib" BENCH_EXPECT_PRELOAD=1 CUDASNAP_STACKS=none "CUDASNAP_FREE=${config#cudasnap_}" CUDASNAP_FREE_STREAM_ACK=1) ;;
     cudasnap_stream_stacks32)
-      e+=("LD_PRELOAD=$lib" BENCH_EXPECT_PRELOAD=1 CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32 CUDASNAP_FREE=stream) ;;
+      e+=("LD_PRELOAD=$lib" BENCH_EXPECT_PRELOAD=1 CUDASNAP_STACKS=native CUDASNAP_STACK_DEPTH=32 CUDASNAP_FREE=stream CUDASNAP_FREE_STREAM_ACK=1) ;;
     *) die "unknown configuration $config" ;;
   esac
   local log=$logs/alloc-$config-$pattern-t$threads-k$kernel.log
@@ -312,7 +312,7 @@ PY
     local mode=torch
     if [[ $config != torch ]]; then
       mode=cudasnap
-      e+=("LD_PRELOAD=$lib" PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDASNAP_STACKS=none "CUDASNAP_FREE=${config#cudasnap_}")
+      e+=("LD_PRELOAD=$lib" PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDASNAP_STACKS=none "CUDASNAP_FREE=${config#cudasnap_}" CUDASNAP_FREE_STREAM_ACK=1)
     fi
     e+=("$@") # the caller's settings come last and win
     local log=$logs/torch-$config.log

@@ -153,6 +153,7 @@ nv() { build gpu "$1" "$gpu/$2" "$nvcc" "${nvflags[@]}" "${@:3}"; }
 nv alloc_static alloc_basic.cu
 nv alloc_shared alloc_basic.cu -cudart shared
 nv free_hazard free_hazard.cu
+nv ipc_small ipc_small.cu
 nv sticky_error sticky_error.cu
 nv cublas_workspace cublas_workspace.cu -lcublas
 [[ -n $cudnn_inc ]] && nv cudnn_workspace cudnn_workspace.cu -I"$cudnn_inc" -L"$cudnn_lib" -lcudnn

@@ -227,7 +227,7 @@ query() { "$python" "$py/snapshot_query.py" "$@"; }
 have() { [[ -x $bin/$1 ]]; }
 
 # ---- 0. the bundle ------------------------------------------------------------------------------
-expected=(alloc_static alloc_shared free_hazard sticky_error cublas_workspace device_reset fork_child leak
+expected=(alloc_static alloc_shared free_hazard ipc_small sticky_error cublas_workspace device_reset fork_child leak
   signal_dump passthrough_kinds exit_paths gpu_alloc)
 [[ $dry == 1 ]] && expected=(alloc_basic fork_child leak device_reset exit_paths passthrough_kinds gpu_alloc)
 absent=()
@@ -273,6 +273,9 @@ fi
 # ---- 2. the free hazard; errors at free ---------------------------------------------------------
 if [[ $dry == 1 ]]; then
   nogpu "2. free hazard"
+  nogpu "2. stream frees need CUDASNAP_FREE_STREAM_ACK"
+  nogpu "2. stream frees on the legacy stream"
+  nogpu "2. IPC of a small block"
   nogpu "2. kernel fault reported at cudaFree"
 else
   if skipped "2. free hazard"; then :
@@ -283,7 +286,7 @@ else
   else
     for mode in sync fence stream; do
       tag=hazard-$mode
-      if ! run "$tag" CS=1 CUDASNAP_FREE=$mode -- "$bin/free_hazard"; then
+      if ! run "$tag" CS=1 CUDASNAP_FREE=$mode CUDASNAP_FREE_STREAM_ACK=1 -- "$bin/free_hazard"; then
         result "2. free hazard, CUDASNAP_FREE=$mode" FAIL "$(why "$tag")"
         continue
       fi
@@ -297,6 +300,41 @@ else
         result "2. free hazard, CUDASNAP_FREE=$mode" FAIL "$numbers"
       fi
     done
+  fi
+  # stream frees: refused without the acknowledgement (sync is used, so no corruption); with it,
+  # the program that keeps to the legacy stream gets its block back at once, uncorrupted (issue 39)
+  if skipped "2. stream frees need CUDASNAP_FREE_STREAM_ACK"; then :
+  elif ! have free_hazard; then result "2. stream frees need CUDASNAP_FREE_STREAM_ACK" FAIL "not in the bundle"
+  elif ! run hazard-stream-noack CS=1 CUDASNAP_FREE=stream -- "$bin/free_hazard"; then
+    result "2. stream frees need CUDASNAP_FREE_STREAM_ACK" FAIL "$(why hazard-stream-noack)"
+  else
+    numbers="corrupt $(val hazard-stream-noack CORRUPT), block reused $(val hazard-stream-noack REUSED)"
+    if ! grep -q 'CUDASNAP_FREE=stream reuses a freed block at once' "$logs/hazard-stream-noack.err"; then
+      result "2. stream frees need CUDASNAP_FREE_STREAM_ACK" FAIL "no refusal line on stderr; $numbers"
+    elif [[ $(val hazard-stream-noack CORRUPT) != 0 ]]; then result "2. stream frees need CUDASNAP_FREE_STREAM_ACK" FAIL "$numbers"
+    else result "2. stream frees need CUDASNAP_FREE_STREAM_ACK" PASS "refused with one line, sync used: $numbers"; fi
+  fi
+  if skipped "2. stream frees on the legacy stream"; then :
+  elif ! have free_hazard; then result "2. stream frees on the legacy stream" FAIL "not in the bundle"
+  elif ! run hazard-stream-legacy CS=1 CUDASNAP_FREE=stream CUDASNAP_FREE_STREAM_ACK=1 GC_HAZARD_STREAMS=legacy -- "$bin/free_hazard"; then
+    result "2. stream frees on the legacy stream" FAIL "$(why hazard-stream-legacy)"
+  else
+    numbers="corrupt $(val hazard-stream-legacy CORRUPT), block reused $(val hazard-stream-legacy REUSED), cudaFree took $(val hazard-stream-legacy FREE_MS) ms"
+    if [[ $(val hazard-stream-legacy CORRUPT) == 0 && $(val hazard-stream-legacy REUSED) == 1 ]]; then
+      result "2. stream frees on the legacy stream" PASS "$numbers"
+    else result "2. stream frees on the legacy stream" FAIL "$numbers (want corrupt 0, reused 1)"; fi
+  fi
+  # legacy IPC of a small block: never a wrong mapping (issue 39, item 3)
+  if skipped "2. IPC of a small block"; then :
+  elif ! have ipc_small; then result "2. IPC of a small block" FAIL "not in the bundle"
+  elif ! run ipc-ref -- "$bin/ipc_small"; then result "2. IPC of a small block" FAIL "without cudasnap: $(why ipc-ref)"
+  elif ! run ipc-cs CS=1 -- "$bin/ipc_small"; then result "2. IPC of a small block" FAIL "$(why ipc-cs)"
+  elif ! run ipc-own CS=1 CUDASNAP_ALLOC_CONF=ipc_small:True -- "$bin/ipc_small"; then result "2. IPC of a small block" FAIL "$(why ipc-own)"
+  else
+    numbers="without cudasnap match $(val ipc-ref MATCH); default: refused $(val ipc-cs REFUSED), match $(val ipc-cs MATCH), block $(val ipc-cs OFFSET) bytes after the first; ipc_small:True: refused $(val ipc-own REFUSED), match $(val ipc-own MATCH)"
+    if [[ $(val ipc-ref MATCH) != 1 ]]; then result "2. IPC of a small block" FAIL "the driver's own export did not map the block: the test itself is wrong; $numbers"
+    elif [[ $(val ipc-cs MATCH) == 0 || $(val ipc-own MATCH) != 1 ]]; then result "2. IPC of a small block" FAIL "$numbers"
+    else result "2. IPC of a small block" PASS "$numbers"; fi
   fi
   if skipped "2. kernel fault reported at cudaFree"; then :
   elif ! have sticky_error; then result "2. kernel fault reported at cudaFree" FAIL "not in the bundle"

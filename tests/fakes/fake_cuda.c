@@ -84,6 +84,7 @@ struct CUstream_st {
   int priority;
   fc_capture_t capture;
   CUstreamCaptureMode mode; /* of the capture underway */
+  pthread_t capturer;       /* the thread that began it */
   struct CUgraph_st *captured; /* the graph the capture builds (fake_cuda_graph.c) */
 };
 
@@ -154,7 +155,7 @@ static int fc_log_fd = -1;
 /* The context stack of each thread; [depth - 1] is current. */
 static _Thread_local struct CUctx_st *tls_ctx_stack[FC_CTX_STACK];
 static _Thread_local unsigned tls_ctx_depth;
-static _Thread_local CUstreamCaptureMode tls_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static _Thread_local CUstreamCaptureMode tls_capture_mode; /* 0: CU_STREAM_CAPTURE_MODE_GLOBAL */
 
 void fc_lock(void) { pthread_mutex_lock(&g.lock); }
 void fc_unlock(void) { pthread_mutex_unlock(&g.lock); }
@@ -439,6 +440,20 @@ static bool fc_stream_ok(uintptr_t key) {
 }
 
 bool fc_stream_valid_locked(CUstream stream) { return fc_stream_ok(fc_stream_key(stream, false)); }
+
+/* The driver's rule for potentially unsafe calls (cuMemAlloc, cuMemFree): allowed to a thread in
+ * relaxed mode; otherwise refused while the thread has a capture of its own not begun relaxed,
+ * or, for a thread in global mode, while any thread has a global capture underway. */
+static bool fc_capture_forbids_locked(void) {
+  if (!g.active_captures || tls_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return false;
+  for (size_t i = 0; i < g.streams.n; i++) {
+    const struct CUstream_st *s = (const struct CUstream_st *)g.streams.v[i];
+    if (s->capture == FC_CAPTURE_NONE || s->mode == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
+    if (pthread_equal(s->capturer, pthread_self())) return true;
+    if (s->mode == CU_STREAM_CAPTURE_MODE_GLOBAL && tls_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL) return true;
+  }
+  return false;
+}
 
 static bool fc_stream_capturing(uintptr_t key) {
   return !fc_stream_special(key) && fc_set_has(&g.streams, key) &&
@@ -853,7 +868,10 @@ FC_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   fake_cuda_alloc_hook_t hook = atomic_load(&fc_alloc_hook);
   if (hook) hook(bytesize);
   uintptr_t p = 0;
-  CUresult rc = dptr ? fc_mem_alloc(bytesize, FC_MEM_DEVICE, false, &p) : CUDA_ERROR_INVALID_VALUE;
+  fc_lock();
+  CUresult rc = fc_capture_forbids_locked() ? fc_violation_locked() : CUDA_SUCCESS;
+  fc_unlock();
+  if (rc == CUDA_SUCCESS) rc = dptr ? fc_mem_alloc(bytesize, FC_MEM_DEVICE, false, &p) : CUDA_ERROR_INVALID_VALUE;
   fc_lock();
   if (rc == CUDA_SUCCESS) g.counters.mem_alloc++;
   else g.counters.mem_alloc_failed++;
@@ -1029,8 +1047,11 @@ static CUresult fc_mem_free(uintptr_t p, fc_free_what_t what, bool *freed) {
 }
 
 FC_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  bool freed;
-  CUresult rc = fc_mem_free(dptr, FC_FREE_DEVICE, &freed);
+  bool freed = false;
+  fc_lock();
+  CUresult rc = fc_capture_forbids_locked() ? fc_violation_locked() : CUDA_SUCCESS;
+  fc_unlock();
+  if (rc == CUDA_SUCCESS) rc = fc_mem_free(dptr, FC_FREE_DEVICE, &freed);
   if (freed) {
     fc_lock();
     g.counters.mem_free++;
@@ -1355,10 +1376,12 @@ FC_EXPORT CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsign
 /* "Takes a pointer to the base of an existing device memory allocation" (cuda.h): anything else,
  * including an address inside an allocation, fails, which is what exposes a sub-allocating cache
  * (interposition.md 7.3). */
+/* A pointer inside an allocation gets the whole allocation's handle, which the importer maps from
+ * its start, as the real driver answers (UCX issue 11724). */
 FC_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
   fc_lock();
   CUresult rc = g.initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
-  size_t i = fc_alloc_at(dptr);
+  size_t i = fc_alloc_containing(dptr);
   if (rc == CUDA_SUCCESS && (!pHandle || i == SIZE_MAX)) rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) {
     const fc_alloc_t *a = &g.allocs[i];
@@ -1447,6 +1470,35 @@ FC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
 FC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
                                               int priority) {
   return fc_stream_create("cuStreamCreateWithPriority", phStream, flags, priority);
+}
+
+/* Green contexts: a handle stands for the device's partition; its streams are non-blocking
+ * streams of the current context, which is all cudasnap's fences need of them. */
+struct CUgreenCtx_st {
+  CUdevice device;
+};
+
+FC_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
+  (void)desc;
+  (void)flags;
+  if (!phCtx) return CUDA_ERROR_INVALID_VALUE;
+  struct CUgreenCtx_st *g_ctx = malloc(sizeof *g_ctx);
+  if (!g_ctx) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_ctx->device = dev;
+  *phCtx = g_ctx;
+  fc_log("cuGreenCtxCreate dev=%d -> %p", (int)dev, (void *)g_ctx);
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  free(hCtx);
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags,
+                                          int priority) {
+  if (!greenCtx || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  return fc_stream_create("cuGreenCtxStreamCreate", phStream, flags, priority);
 }
 
 static CUresult fc_stream_destroy(const char *api, CUstream hStream) {
@@ -1641,6 +1693,7 @@ static CUresult fc_begin_capture(const char *api, CUstream hStream, CUstreamCapt
     struct CUstream_st *s = (struct CUstream_st *)key;
     s->capture = FC_CAPTURE_ACTIVE;
     s->mode = mode;
+    s->capturer = pthread_self();
     s->captured = graph;
     g.active_captures++;
   }
@@ -1720,7 +1773,7 @@ FC_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
   return fc_is_capturing("cuStreamIsCapturing_ptsz", hStream, captureStatus, true);
 }
 
-/* Kept per thread, as on a real driver; the fake's capture checks do not depend on it. */
+/* Kept per thread, as on a real driver; cuMemAlloc_v2 and cuMemFree_v2 obey it (fc_capture_forbids_locked). */
 FC_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   CUresult rc = CUDA_SUCCESS;
   if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
@@ -1905,6 +1958,7 @@ static const fc_variant_t fc_variants[] = {
     {"cuIpcCloseMemHandle", 4010, "cuIpcCloseMemHandle", NULL, 0},
     {"cuStreamCreate", 2000, "cuStreamCreate", NULL, 0},
     {"cuStreamCreateWithPriority", 5050, "cuStreamCreateWithPriority", NULL, 0},
+    {"cuGreenCtxStreamCreate", 12050, "cuGreenCtxStreamCreate", NULL, 0},
     {"cuStreamDestroy", 4000, "cuStreamDestroy_v2", NULL, 0},
     {"cuStreamDestroy", 2000, "cuStreamDestroy", NULL, 0},
     {"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz", 7000},

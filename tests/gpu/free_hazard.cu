@@ -13,6 +13,10 @@
 //   stream  X is reusable at once (PyTorch's rule, which the program breaks): Y is X, and the
 //           kernel sums 7s. Corruption expected; the script reports it without failing.
 //
+// With GC_HAZARD_STREAMS=legacy both kernels run on the legacy default stream instead: the
+// program stream mode is for (every use of a block before its cudaFree on that stream), which
+// must then reuse X at once (REUSED 1) without corruption (issue 39, item 4).
+//
 // Prints FREE_MS (how long cudaFree took), REUSED (Y == X), SUM, EXPECTED, CORRUPT (0/1).
 #include <chrono>
 
@@ -41,6 +45,9 @@ int main() {
   // Non-blocking: no implicit ordering with the legacy stream or with each other.
   GC_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   GC_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  const char *streams = std::getenv("GC_HAZARD_STREAMS");
+  const bool legacy = streams && std::strcmp(streams, "legacy") == 0;
+  cudaStream_t on_a = legacy ? cudaStreamLegacy : a, on_b = legacy ? cudaStreamLegacy : b;
   void *x = nullptr, *y = nullptr;
   unsigned long long *sum = nullptr;
   GC_CHECK(cudaMalloc(reinterpret_cast<void **>(&sum), sizeof *sum));
@@ -50,13 +57,13 @@ int main() {
   GC_CHECK(cudaDeviceSynchronize());
 
   // 64 x 256 threads: resident at once on any recent GPU, leaving SMs free for the writer
-  gc_spin_then_sum<<<64, 256, 0, b>>>(static_cast<const uint32_t *>(x), n, sum, spin_ns);
+  gc_spin_then_sum<<<64, 256, 0, on_b>>>(static_cast<const uint32_t *>(x), n, sum, spin_ns);
   GC_CHECK(cudaGetLastError());
   const auto t0 = std::chrono::steady_clock::now();
   GC_CHECK(cudaFree(x));
   const double free_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   GC_CHECK(cudaMalloc(&y, bytes));
-  gc_set<<<256, 256, 0, a>>>(static_cast<uint32_t *>(y), n, 7);
+  gc_set<<<256, 256, 0, on_a>>>(static_cast<uint32_t *>(y), n, 7);
   GC_CHECK(cudaGetLastError());
   GC_CHECK(cudaDeviceSynchronize());
 

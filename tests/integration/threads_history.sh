@@ -16,7 +16,7 @@ fail() {
 }
 for entries in 1000000 3000; do
   rm -f "$dir"/*.json
-  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_FREE="$mode" CUDASNAP_MAX_ENTRIES=$entries \
+  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_FREE="$mode" CUDASNAP_FREE_STREAM_ACK=1 CUDASNAP_MAX_ENTRIES=$entries \
     CUDASNAP_OUTPUT="$dir/t-%n-%t.json" "$bin/it_threads" >"$dir/out" 2>"$dir/err") || fail "it_threads exited $?"
   f=$(ls "$dir"/t-*-exit.json 2>/dev/null | head -n1)
   [[ -n $f ]] || fail "no exit snapshot (entries $entries)"

@@ -255,8 +255,6 @@ static void test_free_mode(void **state) {
   cs_options_t opts;
   assert_accepted("CUDASNAP_FREE=fence", &opts);
   assert_int_equal(opts.alloc.free_mode, CS_FREE_FENCE);
-  assert_accepted("CUDASNAP_FREE=stream", &opts);
-  assert_int_equal(opts.alloc.free_mode, CS_FREE_STREAM);
   assert_accepted("CUDASNAP_FREE=sync", &opts);
   assert_int_equal(opts.alloc.free_mode, CS_FREE_SYNC);
   assert_rejected("CUDASNAP_FREE=async");
@@ -318,6 +316,8 @@ static void test_meminfo(void **state) {
 static void test_alloc_conf(void **state) {
   (void)state;
   cs_options_t opts;
+  assert_accepted("CUDASNAP_ALLOC_CONF=ipc_small:True", &opts);
+  assert_true(opts.alloc.ipc_small);
   assert_accepted("CUDASNAP_ALLOC_CONF=max_split_size_mb:100,split_large:True", &opts);
   assert_int_equal(opts.alloc.max_split_size, 100u << 20);
   assert_true(opts.alloc.split_large);
@@ -448,10 +448,35 @@ static void test_problems_counted(void **state) {
   assert_int_equal(opts.signal, SIGUSR1);
 }
 
+/* stream frees need their precondition confirmed: without CUDASNAP_FREE_STREAM_ACK=1, one line
+ * saying what the mode requires, and sync frees (issue 39, item 4) */
+static void test_free_stream_needs_ack(void **state) {
+  (void)state;
+  static const char *const bare[] = {"CUDASNAP_FREE=stream", NULL};
+  static const char *const acked[] = {"CUDASNAP_FREE=stream", "CUDASNAP_FREE_STREAM_ACK=1", NULL};
+  static const char *const ack_first[] = {"CUDASNAP_FREE_STREAM_ACK=yes", "CUDASNAP_FREE=stream", NULL};
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_int_equal(parse_env(bare, &opts), 1);
+  assert_int_equal(opts.alloc.free_mode, CS_FREE_SYNC);
+  const char *log = captured();
+  assert_int_equal(count_lines(log), 1);
+  assert_contains(log, "CUDASNAP_FREE=stream reuses a freed block at once");
+  assert_contains(log, "CUDASNAP_FREE_STREAM_ACK=1");
+  assert_contains(log, "using sync\n");
+  cs_options_init(&opts);
+  assert_int_equal(parse_env(acked, &opts), 0);
+  assert_int_equal(opts.alloc.free_mode, CS_FREE_STREAM);
+  cs_options_init(&opts);
+  assert_int_equal(parse_env(ack_first, &opts), 0);
+  assert_int_equal(opts.alloc.free_mode, CS_FREE_STREAM);
+  assert_rejected("CUDASNAP_FREE_STREAM_ACK=maybe");
+}
+
 static void test_options_log(void **state) {
   (void)state;
   static const char *const envp[] = {"CUDASNAP_SIGNAL=40", "CUDASNAP_DUMP_ON=oom,exit",
-                                     "CUDASNAP_FREE=stream", "CUDASNAP_CACHE=off",
+                                     "CUDASNAP_FREE=stream", "CUDASNAP_FREE_STREAM_ACK=1", "CUDASNAP_CACHE=off",
                                      "CUDASNAP_ALLOC_CONF=roundup_power2_divisions:[2:4,>:8]",
                                      NULL};
   cs_options_t opts;
@@ -463,7 +488,7 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 15); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 16); /* one per row of cs_options.def */
   assert_contains(log, "cudasnap: debug: CUDASNAP_RECORD=\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_OUTPUT=cudasnap-%e-%p-%n-%t.json\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_FORMAT=auto\n");
@@ -476,7 +501,7 @@ static void test_options_log(void **state) {
   assert_contains(log, "cudasnap: debug: CUDASNAP_ALLOC_CONF=max_split_size_mb:unlimited,"
                        "max_non_split_rounding_mb:20,garbage_collection_threshold:0,"
                        "roundup_power2_divisions:[1:4,2:4,4:8,8:8,");
-  assert_contains(log, ",32768:8],split_large:False\n");
+  assert_contains(log, ",32768:8],split_large:False,ipc_small:False\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_LOG=info\n");
 
   /* A value with several words prints as the first one: USR1, not SIGUSR1. */
@@ -516,6 +541,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_dump_on, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_signal, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_free_mode, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_free_stream_needs_ack, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_cache, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_children, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_nvtx, log_capture_setup, log_capture_teardown),

@@ -72,17 +72,17 @@ static void test_power2_divisions(void **state) {
 static void test_segment_sizes(void **state) {
   (void)state;
   /* small pool */
-  assert_int_equal(cs_segment_size(512, false), 2 * CS_MiB);
-  assert_int_equal(cs_segment_size(CS_MiB, true), 2 * CS_MiB);
+  assert_int_equal(cs_segment_size(512, false, false), 2 * CS_MiB);
+  assert_int_equal(cs_segment_size(CS_MiB, true, false), 2 * CS_MiB);
   /* PyTorch's large pool (split_large) */
-  assert_int_equal(cs_segment_size(CS_MiB + 512, true), 20 * CS_MiB);
-  assert_int_equal(cs_segment_size(10 * CS_MiB - 512, true), 20 * CS_MiB);
-  assert_int_equal(cs_segment_size(10 * CS_MiB, true), 10 * CS_MiB);
-  assert_int_equal(cs_segment_size(11 * CS_MiB + 512, true), 12 * CS_MiB);
+  assert_int_equal(cs_segment_size(CS_MiB + 512, true, false), 20 * CS_MiB);
+  assert_int_equal(cs_segment_size(10 * CS_MiB - 512, true, false), 20 * CS_MiB);
+  assert_int_equal(cs_segment_size(10 * CS_MiB, true, false), 10 * CS_MiB);
+  assert_int_equal(cs_segment_size(11 * CS_MiB + 512, true, false), 12 * CS_MiB);
   /* IPC-safe default: a segment of its own, rounded to 2 MiB */
-  assert_int_equal(cs_segment_size(CS_MiB + 512, false), 2 * CS_MiB);
-  assert_int_equal(cs_segment_size(3 * CS_MiB, false), 4 * CS_MiB);
-  assert_int_equal(cs_segment_size(10 * CS_MiB - 512, false), 10 * CS_MiB);
+  assert_int_equal(cs_segment_size(CS_MiB + 512, false, false), 2 * CS_MiB);
+  assert_int_equal(cs_segment_size(3 * CS_MiB, false, false), 4 * CS_MiB);
+  assert_int_equal(cs_segment_size(10 * CS_MiB - 512, false, false), 10 * CS_MiB);
   assert_true(cs_size_is_small(CS_MiB));
   assert_false(cs_size_is_small(CS_MiB + 512));
 }
