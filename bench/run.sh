@@ -146,8 +146,16 @@ configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32 cudasn
 if [[ $have_cub == 1 ]]; then configs+=(cub); fi
 if [[ $quick == 0 ]]; then configs+=(cudasnap_nostacks_streamfree cudasnap_nohistory cudasnap_nohistory_streamfree); fi
 # configurations compared with CUB round by round: ratio name -> configuration
-declare -A over_cub=([cudasnap_over_cub]=cudasnap_nostacks)
+declare -A over_cub=([cudasnap_over_cub]=cudasnap_nostacks [cudasnap_stacks32_over_cub]=cudasnap_stacks32)
 if [[ $quick == 0 ]]; then over_cub[cudasnap_streamfree_over_cub]=cudasnap_nostacks_streamfree; fi
+# CS_BENCH_BEFORE=OLD/libcudasnap.so: another build, interleaved with this one (issue 36)
+before=${CS_BENCH_BEFORE:-}
+if [[ -n $before ]]; then
+  [[ -f $before ]] || die "CS_BENCH_BEFORE=$before: no such library"
+  configs+=(before_cudasnap_nostacks before_cudasnap_stacks32)
+  over_cub[before_cudasnap_over_cub]=before_cudasnap_nostacks
+  over_cub[before_cudasnap_stacks32_over_cub]=before_cudasnap_stacks32
+fi
 
 log "hot path: ${#configs[@]} configurations x 2 patterns, $rounds interleaved rounds"
 for ((r = 1; r <= rounds; r++)); do
@@ -155,7 +163,10 @@ for ((r = 1; r <= rounds; r++)); do
     for config in "${configs[@]}"; do
       n=$pairs
       if [[ $config == fake_driver ]]; then n=$floor_pairs; fi
-      hot "$config" "$pattern" "$n" 1 "$samples" >>"$tmp/hot.$pattern.$config"
+      case $config in
+        before_*) lib=$before hot "${config#before_}" "$pattern" "$n" 1 "$samples" ;;
+        *) hot "$config" "$pattern" "$n" 1 "$samples" ;;
+      esac >>"$tmp/hot.$pattern.$config"
     done
     if [[ $have_cub == 1 ]]; then
       # the ratios of this round's runs
@@ -208,11 +219,7 @@ fi
 # ---- 1b. threads: total throughput of all threads (pairs per second of wall time) --------------
 thread_configs=(cudasnap_nostacks cudasnap_streamfree)
 if [[ $have_cub == 1 ]]; then thread_configs+=(cub); fi
-before=${CS_BENCH_BEFORE:-}
-if [[ -n $before ]]; then
-  [[ -f $before ]] || die "CS_BENCH_BEFORE=$before: no such library"
-  thread_configs+=(before_cudasnap_nostacks before_cudasnap_streamfree)
-fi
+if [[ -n $before ]]; then thread_configs+=(before_cudasnap_nostacks before_cudasnap_streamfree); fi
 log "threads: 1-16 threads, ${thread_patterns[*]}, $thread_rounds interleaved rounds: ${thread_configs[*]}"
 for ((r = 1; r <= thread_rounds; r++)); do
   for pattern in "${thread_patterns[@]}"; do
@@ -225,6 +232,14 @@ for ((r = 1; r <= thread_rounds; r++)); do
           *) hot "$config" "$pattern" "$thread_pairs" "$t" 3 ;;
         esac >>"$tmp/thr.$pattern.$t.$config"
       done
+      if [[ $have_cub == 1 ]]; then # throughput over CUB's, this round's runs (ns CUB / ns ours)
+        b=$(tail -n1 "$tmp/thr.$pattern.$t.cub")
+        for config in "${thread_configs[@]}"; do
+          [[ $config == cub ]] && continue
+          a=$(tail -n1 "$tmp/thr.$pattern.$t.$config")
+          awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f\n", b / a }' >>"$tmp/thr.$pattern.$t.${config}_over_cub"
+        done
+      fi
     done
   done
 done
@@ -234,6 +249,12 @@ for pattern in "${thread_patterns[@]}"; do
       ns=$(median "$tmp/thr.$pattern.$t.$config")
       echo "BENCH threads_${pattern}_${config}_t$t $(awk -v ns="$ns" 'BEGIN { printf "%.2f", 1000 / ns }') Mpairs/s"
     done
+    if [[ $have_cub == 1 ]]; then
+      for config in "${thread_configs[@]}"; do
+        [[ $config == cub ]] && continue
+        echo "BENCH threads_${pattern}_${config}_over_cub_t$t $(median "$tmp/thr.$pattern.$t.${config}_over_cub") ratio"
+      done
+    fi
   done
 done
 
