@@ -11,7 +11,9 @@
 #             runs: under a minute on a 2-core machine, including a fresh build.
 #
 # CS_BENCH_BEFORE=PATH/libcudasnap.so (another build of the library, e.g. main's before a change)
-# adds it to the thread scaling, interleaved with this tree's, as threads_*_before_* lines.
+# adds it to the hot path (stacks off and 32 frames) and the thread scaling, interleaved with this
+# tree's, as hotpath_*_before_* and threads_*_before_* lines. BENCH_CLOCK=cpu times one thread's
+# hot-path samples by its CPU time (for a machine shared with other work; threads stay on wall time).
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
 # snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
 # skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
@@ -50,7 +52,7 @@ trap 'rm -rf "$tmp"' EXIT
 # ---- machine ----------------------------------------------------------------------------------
 model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1 || true)
 log "$(date -u '+%Y-%m-%d %H:%M UTC'); ${model:-unknown CPU}, $jobs CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-log "mode: $([[ $quick == 1 ]] && echo quick || echo full)"
+log "mode: $([[ $quick == 1 ]] && echo quick || echo full); one thread timed by the ${BENCH_CLOCK:-wall} clock"
 
 # ---- build ------------------------------------------------------------------------------------
 log "building in $build (Release, CS_DEBUG=0)"
