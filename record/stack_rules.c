@@ -1,6 +1,7 @@
 /* The rule table and the walk by rules (stack_rules.h). */
 #include "record/stack_rules.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
@@ -79,6 +80,34 @@ cs_frame_rule_t cs_stack_rule_for(uintptr_t ra) {
   return cs_stack_rule_miss(ra);
 }
 
+/* ---- the thread's last walk ----
+ *
+ * Allocations come from a few call paths, so a frame's return address is usually the one the
+ * same frame had in this thread's last capture. That frame's rule, kept here by depth, comes
+ * from a load that does not wait for the walk so far; the table's lookup (hash, key, rule) sits
+ * on the walk's chain of dependent loads, and costs about as much again as the rest of a step.
+ * A capture from a signal handler that interrupted a capture does not use it (`busy`): its
+ * entries may be half written. 40 entries: the default 32 frames and the leading frames skipped. */
+enum { CS_WALK_MEMO = 40 };
+typedef struct cs_walk_memo_s {
+  uintptr_t ra;
+  cs_frame_rule_t rule; /* unpacked: its fields are read as they are */
+} cs_walk_memo_t;
+static CS_TLS cs_walk_memo_t cs_walk_memo[CS_WALK_MEMO];
+static CS_TLS volatile sig_atomic_t cs_walk_busy;
+
+static inline cs_frame_rule_t cs_walk_rule(uintptr_t pc, size_t frame, bool memo) {
+  if (memo && frame < CS_WALK_MEMO) {
+    cs_walk_memo_t *m = &cs_walk_memo[frame];
+    if (CS_LIKELY(m->ra == pc)) return m->rule;
+    const cs_frame_rule_t rule = cs_stack_rule_for(pc);
+    m->rule = rule;
+    m->ra = pc;
+    return rule;
+  }
+  return cs_stack_rule_for(pc);
+}
+
 /* Reads the program's own stack: the slots the unwind tables name (a return address, a saved
  * rbp) hold what the program put there, but a sanitizer would see reads of other frames. */
 CS_NO_SANITIZE long cs_stack_walk_rules(const cs_stack_start_t *start, uintptr_t skip_lo,
@@ -86,25 +115,33 @@ CS_NO_SANITIZE long cs_stack_walk_rules(const cs_stack_start_t *start, uintptr_t
   uintptr_t pc = start->ra, sp = start->cfa, bp = start->rbp;
   size_t n = 0;
   bool leading = true;
+  long result = CS_STACK_WALK_FAILED;
+  const bool memo = !cs_walk_busy;
+  cs_walk_busy = 1;
+  atomic_signal_fence(memory_order_seq_cst);
   for (size_t frame = 0; frame < limit; frame++) {
     if (!leading || pc - skip_lo >= skip_hi - skip_lo) { /* not lo <= pc < hi */
       leading = false;
       if (n == max) break;
       pcs[n++] = pc;
     }
-    const cs_frame_rule_t rule = cs_stack_rule_for(pc);
-    if (rule.kind == CS_FRAME_RULE_LAST) break;
-    if (CS_UNLIKELY(rule.kind != CS_FRAME_RULE_STEP)) goto failed;
+    const cs_frame_rule_t rule = cs_walk_rule(pc, frame, memo);
+    if (CS_UNLIKELY(rule.kind != CS_FRAME_RULE_STEP)) {
+      if (rule.kind == CS_FRAME_RULE_LAST) break;
+      goto done;
+    }
     const uintptr_t cfa = (rule.cfa_reg == CS_FRAME_RULE_CFA_RBP ? bp : sp) + (uintptr_t)rule.cfa_offset;
-    if (CS_UNLIKELY(cfa <= sp || cfa - sp > CS_STACK_FRAME_MAX)) goto failed;
+    if (CS_UNLIKELY(cfa - sp - 1 >= CS_STACK_FRAME_MAX)) goto done; /* not sp < cfa <= sp + MAX */
     pc = *(const uintptr_t *)(cfa + (uintptr_t)((intptr_t)rule.ra_slot * 8));
     if (rule.rbp_slot) bp = *(const uintptr_t *)(cfa + (uintptr_t)((intptr_t)rule.rbp_slot * 8));
     sp = cfa;
-    if (CS_UNLIKELY(pc == 0)) goto failed;
+    if (CS_UNLIKELY(pc == 0)) goto done;
   }
-  CS_RULES_COUNT(cs_stack_rules_walked);
-  return (long)n;
-failed:
-  CS_RULES_COUNT(cs_stack_rules_failed);
-  return CS_STACK_WALK_FAILED;
+  result = (long)n;
+done:
+  atomic_signal_fence(memory_order_seq_cst);
+  if (memo) cs_walk_busy = 0;
+  if (result >= 0) CS_RULES_COUNT(cs_stack_rules_walked);
+  else CS_RULES_COUNT(cs_stack_rules_failed);
+  return result;
 }
