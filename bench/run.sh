@@ -11,9 +11,10 @@
 #             runs: under a minute on a 2-core machine, including a fresh build.
 #
 # CS_BENCH_BEFORE=PATH/libcudasnap.so (another build of the library, e.g. main's before a change)
-# adds it to the hot path (stacks off and 32 frames) and the thread scaling, interleaved with this
-# tree's, as hotpath_*_before_* and threads_*_before_* lines. BENCH_CLOCK=cpu times one thread's
-# hot-path samples by its CPU time (for a machine shared with other work; threads stay on wall time).
+# adds it to the hot path (stacks off and 32 frames), the thread scaling and one thread on several
+# devices, interleaved with this tree's, as hotpath_*_before_*, threads_*_before_* and
+# devices_*_before_* lines. BENCH_CLOCK=cpu times one thread's hot-path samples by its CPU time
+# (for a machine shared with other work; threads stay on wall time).
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
 # snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
 # skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
@@ -257,6 +258,29 @@ for pattern in "${thread_patterns[@]}"; do
         echo "BENCH threads_${pattern}_${config}_over_cub_t$t $(median "$tmp/thr.$pattern.$t.${config}_over_cub") ratio"
       done
     fi
+  done
+done
+
+# ---- 1c. one thread, several devices: an alloc/free pair round-robin over 1, 4, 8 devices ------
+# (issue 33): the cost must not grow with the devices. Stacks off, the history on; with
+# CS_BENCH_BEFORE, that build interleaved as devices_<N>_before_cudasnap_nostacks.
+dev_configs=(cudasnap_nostacks)
+[[ -n $before ]] && dev_configs+=(before_cudasnap_nostacks)
+log "one thread, 1/4/8 devices: $thread_rounds interleaved rounds: ${dev_configs[*]}"
+for ((r = 1; r <= thread_rounds; r++)); do
+  for n in 1 4 8; do
+    for config in "${dev_configs[@]}"; do
+      dev_lib=$lib
+      [[ $config == before_* ]] && dev_lib=$before
+      run "devices-$config" env "LD_LIBRARY_PATH=$fakes" "LD_PRELOAD=$dev_lib" BENCH_EXPECT_PRELOAD=1 FAKE_CUDA_DEVICES=8 \
+        CUDASNAP_DUMP_ON=none CUDASNAP_STACKS=none "$bin/bench_hotpath" devices "$n" "$pairs" 3 "$depth" \
+        >>"$tmp/dev.$n.$config"
+    done
+  done
+done
+for n in 1 4 8; do
+  for config in "${dev_configs[@]}"; do
+    echo "BENCH devices_${n}_$config $(median "$tmp/dev.$n.$config") ns"
   done
 done
 
