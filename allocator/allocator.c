@@ -8,7 +8,7 @@
 #include "allocator/internal.h"
 #include "common/cs_assert.h"
 #include "common/cs_error.h"
-#include "common/cs_spin_lock.h"
+#include "common/cs_lock.h"
 
 /* Blocks a malloc may need: one for a new segment, one for the front of a split. */
 enum { CS_BLOCKS_PER_MALLOC = 2 };
@@ -21,10 +21,7 @@ cs_allocator_t *cs_allocator_create(const cs_alloc_conf_t *conf, const cs_backen
                                     const cs_allocator_observer_t *observer) {
   cs_allocator_t *a = calloc(1, sizeof *a);
   if (!a) return NULL;
-  if (pthread_mutex_init(&a->lock, NULL) != 0) {
-    free(a);
-    return NULL;
-  }
+  cs_lock_init(&a->lock);
   a->conf = *conf;
   a->backend = *backend;
   if (observer) a->observer = *observer;
@@ -40,7 +37,7 @@ void cs_allocator_destroy(cs_allocator_t *a) {
   cs_allocator_drop_all(a, false);
   cs_block_map_destroy(&a->live);
   cs_block_slabs_free(a);
-  pthread_mutex_destroy(&a->lock);
+  cs_lock_destroy(&a->lock);
   free(a);
 }
 
@@ -61,9 +58,9 @@ static int cs_prepare(cs_allocator_t *a) {
 static void cs_wait_device(cs_allocator_t *a) {
   cs_fence_process(a); /* parked blocks get their events, which the wait then covers */
   uint64_t covered = a->unsynced_pushed;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   (void)a->backend.ops->synchronize(a->backend.self);
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_fence_synced(a, covered);
   if (!cs_alloc_is_capturing(a)) cs_fence_reap(a);
 }
@@ -142,7 +139,7 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
                         uintptr_t *addr) {
   if (size == 0) return -CS_EINVAL;
   cs_request_t r = {.requested = size, .stream = stream, .stack_id = stack_id};
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   int rc = cs_prepare(a);
   if (rc == 0) {
     if (size >= CS_MAX_REQUEST) rc = cs_release_report_oom(a, size, stream, stack_id);
@@ -152,7 +149,7 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
     }
     else rc = cs_passthrough_malloc(a, &r, addr);
   }
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   return rc;
 }
 
@@ -172,9 +169,9 @@ static int cs_passthrough_free(cs_allocator_t *a, cs_block_t *b) {
 static void cs_fence_fallback(cs_allocator_t *a, uint64_t covered) {
   if (cs_alloc_is_capturing(a)) return;
   (void)a->backend.ops->synchronize(a->backend.self);
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_fence_synced(a, covered);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
 }
 
 int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
@@ -187,7 +184,7 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
     sync_status = a->backend.ops->synchronize(a->backend.self);
   }
 
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_block_t *b = cs_block_map_remove(&a->live, addr); /* NULL: freed by another thread meanwhile */
   int rc = -CS_EINVAL;
   bool unfenced = false;
@@ -203,15 +200,15 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
     }
   }
   uint64_t covered = a->unsynced_pushed;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   if (unfenced) cs_fence_fallback(a, covered);
   return rc;
 }
 
 bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   bool owned = cs_block_map_find(&a->live, addr) != NULL;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   return owned;
 }
 
@@ -220,10 +217,10 @@ bool cs_allocator_owns(cs_allocator_t *a, uintptr_t addr) {
  * ----------------------------------------------------------------------------------------------*/
 
 int cs_allocator_empty_cache(cs_allocator_t *a) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   if (!cs_alloc_is_capturing(a) && cs_fence_pending(a)) cs_wait_device(a);
   int rc = cs_alloc_is_capturing(a) ? 0 : cs_release_cached(a);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   return rc;
 }
 
@@ -241,38 +238,38 @@ static size_t cs_releasable_locked(const cs_allocator_t *a) {
 }
 
 size_t cs_allocator_releasable_bytes(cs_allocator_t *a) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   size_t bytes = cs_releasable_locked(a);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   return bytes;
 }
 
 bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_segment_t *s = a->segments;
   while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
   if (s && base) *base = s->addr;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   return s != NULL;
 }
 
 bool cs_allocator_find_block(cs_allocator_t *a, uintptr_t addr, uintptr_t *segment, uintptr_t *block) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_segment_t *s = a->segments;
   while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
   const cs_block_t *b = s ? s->first : NULL;
   while (b && !(b->addr <= addr && addr < b->addr + cs_block_size(b))) b = b->next;
   if (s) *segment = s->addr;
   if (s) *block = b ? b->addr : s->addr;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   return s != NULL;
 }
 
 int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, size_t *total_bytes) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   int rc = a->backend.ops->mem_info(a->backend.self, free_bytes, total_bytes);
   size_t cached = cs_releasable_locked(a);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
   if (rc == 0 && adjusted && *free_bytes <= *total_bytes) {
     size_t room = *total_bytes - *free_bytes;
     *free_bytes += cached < room ? cached : room;
@@ -283,7 +280,7 @@ int cs_allocator_mem_info(cs_allocator_t *a, bool adjusted, size_t *free_bytes, 
 /* Free every block the program still holds, as if it had called free, then release every
  * segment, to the backend only while the context exists. */
 void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_fence_drop_all(a, context_alive);
   for (cs_segment_t *s = a->segments; s; s = s->next) {
     for (cs_block_t *b = s->first; b; b = b->next) {
@@ -301,37 +298,37 @@ void cs_allocator_drop_all(cs_allocator_t *a, bool context_alive) {
   }
   cs_assert(a->live.count == 0);
   a->gc_limit = 0;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
 }
 
-void cs_allocator_prefork(cs_allocator_t *a) { cs_mutex_acquire(&a->lock); }
+void cs_allocator_prefork(cs_allocator_t *a) { cs_lock_acquire(&a->lock); }
 
 void cs_allocator_postfork(cs_allocator_t *a, bool child) {
-  if (child) pthread_mutex_init(&a->lock, NULL);
-  else pthread_mutex_unlock(&a->lock);
+  if (child) cs_lock_init(&a->lock);
+  else cs_lock_release(&a->lock);
 }
 
 void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   *out = a->stats;
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
 }
 
 void cs_allocator_reset_peak_stats(cs_allocator_t *a) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_stats_reset_peak(&a->stats);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
 }
 
 void cs_allocator_reset_accumulated_stats(cs_allocator_t *a) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_stats_reset_accumulated(&a->stats);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
 }
 
-void cs_allocator_lock(cs_allocator_t *a) { cs_mutex_acquire(&a->lock); }
-void cs_allocator_unlock(cs_allocator_t *a) { pthread_mutex_unlock(&a->lock); }
-bool cs_allocator_trylock(cs_allocator_t *a) { return pthread_mutex_trylock(&a->lock) == 0; }
+void cs_allocator_lock(cs_allocator_t *a) { cs_lock_acquire(&a->lock); }
+void cs_allocator_unlock(cs_allocator_t *a) { cs_lock_release(&a->lock); }
+bool cs_allocator_trylock(cs_allocator_t *a) { return cs_lock_try(&a->lock); }
 
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out) { *out = a->stats; }
 
@@ -349,7 +346,7 @@ void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, v
 }
 
 void cs_allocator_visit(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
-  cs_mutex_acquire(&a->lock);
+  cs_lock_acquire(&a->lock);
   cs_allocator_visit_locked(a, visit, ctx);
-  pthread_mutex_unlock(&a->lock);
+  cs_lock_release(&a->lock);
 }

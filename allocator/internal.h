@@ -12,6 +12,7 @@
 #include "allocator/block_map.h"
 #include "allocator/free_set.h"
 #include "allocator/size_class.h"
+#include "common/cs_lock.h"
 
 /* Free blocks of one size class (small or large), ordered by (stream, size, address): a best fit
  * is the first block not less than (stream, request, 0). */
@@ -45,7 +46,7 @@ typedef struct cs_request_s {
 } cs_request_t;
 
 struct cs_allocator_s {
-  pthread_mutex_t lock;
+  cs_lock_t lock;
   cs_alloc_conf_t conf;
   cs_backend_t backend;
   cs_allocator_observer_t observer;

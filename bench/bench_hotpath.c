@@ -6,6 +6,11 @@
  *
  *   bench_hotpath same|random64|ctxcalls PAIRS THREADS SAMPLES DEPTH
  *   bench_hotpath clock CALLS      ns per clock_gettime(CLOCK_MONOTONIC) on this machine
+ *   bench_hotpath devices N PAIRS SAMPLES DEPTH
+ *                                  one thread, the `same` pattern with each pair on the next of N
+ *                                  devices' primary contexts, round-robin (a cuCtxSetCurrent before
+ *                                  each pair, for every N; the fake driver needs FAKE_CUDA_DEVICES
+ *                                  >= N): a pair's cost must not grow with N (issue 33)
  *
  * Prints the median ns per pair (bench_common.h). `ctxcalls` times what cudasnap asks of the
  * driver for one pair in the default free mode, cuCtxGetCurrent + cuCtxSynchronize, without the
@@ -49,6 +54,19 @@ static int bench_ctx_sync(uintptr_t p) {
 
 static const bench_ops_t bench_ctx_ops = {bench_ctx_current, bench_ctx_sync};
 
+/* devices: the contexts the pairs go round, and the next one */
+enum { BENCH_MAX_DEVICES = 16 };
+static CUcontext bench_dev_ctx[BENCH_MAX_DEVICES];
+static int bench_dev_count, bench_dev_next;
+
+static int bench_dev_alloc(uintptr_t *p, size_t n) {
+  CUresult r = cuCtxSetCurrent(bench_dev_ctx[bench_dev_next]);
+  if (++bench_dev_next == bench_dev_count) bench_dev_next = 0;
+  return r != CUDA_SUCCESS ? (int)r : bench_cu_alloc(p, n);
+}
+
+static const bench_ops_t bench_dev_ops = {bench_dev_alloc, bench_cu_free};
+
 static void bench_set_context(void) {
   CUresult r = cuCtxSetCurrent(bench_ctx);
   if (r != CUDA_SUCCESS) bench_fail("cuCtxSetCurrent", (int)r);
@@ -71,9 +89,19 @@ static int bench_clock(long calls) {
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "clock") == 0) return bench_clock(atol(argv[2]) > 0 ? atol(argv[2]) : 1);
   bool ctxcalls = argc > 1 && strcmp(argv[1], "ctxcalls") == 0;
-  char same[] = "same";
+  bool devices = argc == 6 && strcmp(argv[1], "devices") == 0;
+  char same[] = "same", one[] = "1";
   if (ctxcalls) argv[1] = same;
-  bench_config_t cfg = {.ops = ctxcalls ? &bench_ctx_ops : &bench_cu_ops, .thread_setup = bench_set_context};
+  if (devices) { /* devices N PAIRS SAMPLES DEPTH -> same PAIRS 1 SAMPLES DEPTH */
+    bench_dev_count = atoi(argv[2]);
+    if (bench_dev_count < 1 || bench_dev_count > BENCH_MAX_DEVICES) {
+      fprintf(stderr, "bench: devices: N must be 1-%d\n", BENCH_MAX_DEVICES);
+      return 2;
+    }
+    argv[1] = same, argv[2] = argv[3], argv[3] = one;
+  }
+  bench_config_t cfg = {.ops = ctxcalls ? &bench_ctx_ops : devices ? &bench_dev_ops : &bench_cu_ops,
+                        .thread_setup = bench_set_context};
   if (bench_parse_args(argc, argv, &cfg) != 0) return 2;
 
   bool preloaded = dlsym(RTLD_DEFAULT, "cudasnap_memory_allocated") != NULL;
@@ -87,6 +115,11 @@ int main(int argc, char **argv) {
   if (r == CUDA_SUCCESS) r = cuDeviceGet(&dev, 0);
   if (r == CUDA_SUCCESS) r = cuDevicePrimaryCtxRetain(&bench_ctx, dev);
   if (r != CUDA_SUCCESS) bench_fail("driver initialization", (int)r);
+  for (int d = 0; d < bench_dev_count && r == CUDA_SUCCESS; d++) {
+    r = cuDeviceGet(&dev, d);
+    if (r == CUDA_SUCCESS) r = cuDevicePrimaryCtxRetain(&bench_dev_ctx[d], dev);
+  }
+  if (r != CUDA_SUCCESS) bench_fail("devices (FAKE_CUDA_DEVICES?)", (int)r);
   bench_set_context();
 
   fake_cuda_counters_t before, after;

@@ -11,7 +11,10 @@
 #             runs: under a minute on a 2-core machine, including a fresh build.
 #
 # CS_BENCH_BEFORE=PATH/libcudasnap.so (another build of the library, e.g. main's before a change)
-# adds it to the thread scaling, interleaved with this tree's, as threads_*_before_* lines.
+# adds it to the hot path (stacks off and 32 frames), the thread scaling and one thread on several
+# devices, interleaved with this tree's, as hotpath_*_before_*, threads_*_before_* and
+# devices_*_before_* lines. BENCH_CLOCK=cpu times one thread's hot-path samples by its CPU time
+# (for a machine shared with other work; threads stay on wall time).
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
 # snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
 # skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
@@ -50,7 +53,7 @@ trap 'rm -rf "$tmp"' EXIT
 # ---- machine ----------------------------------------------------------------------------------
 model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1 || true)
 log "$(date -u '+%Y-%m-%d %H:%M UTC'); ${model:-unknown CPU}, $jobs CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-log "mode: $([[ $quick == 1 ]] && echo quick || echo full)"
+log "mode: $([[ $quick == 1 ]] && echo quick || echo full); one thread timed by the ${BENCH_CLOCK:-wall} clock"
 
 # ---- build ------------------------------------------------------------------------------------
 log "building in $build (Release, CS_DEBUG=0)"
@@ -146,8 +149,16 @@ configs=(fake_driver cudasnap_nostacks cudasnap_stacks8 cudasnap_stacks32 cudasn
 if [[ $have_cub == 1 ]]; then configs+=(cub); fi
 if [[ $quick == 0 ]]; then configs+=(cudasnap_nostacks_streamfree cudasnap_nohistory cudasnap_nohistory_streamfree); fi
 # configurations compared with CUB round by round: ratio name -> configuration
-declare -A over_cub=([cudasnap_over_cub]=cudasnap_nostacks)
+declare -A over_cub=([cudasnap_over_cub]=cudasnap_nostacks [cudasnap_stacks32_over_cub]=cudasnap_stacks32)
 if [[ $quick == 0 ]]; then over_cub[cudasnap_streamfree_over_cub]=cudasnap_nostacks_streamfree; fi
+# CS_BENCH_BEFORE=OLD/libcudasnap.so: another build, interleaved with this one (issue 36)
+before=${CS_BENCH_BEFORE:-}
+if [[ -n $before ]]; then
+  [[ -f $before ]] || die "CS_BENCH_BEFORE=$before: no such library"
+  configs+=(before_cudasnap_nostacks before_cudasnap_stacks32)
+  over_cub[before_cudasnap_over_cub]=before_cudasnap_nostacks
+  over_cub[before_cudasnap_stacks32_over_cub]=before_cudasnap_stacks32
+fi
 
 log "hot path: ${#configs[@]} configurations x 2 patterns, $rounds interleaved rounds"
 for ((r = 1; r <= rounds; r++)); do
@@ -155,7 +166,10 @@ for ((r = 1; r <= rounds; r++)); do
     for config in "${configs[@]}"; do
       n=$pairs
       if [[ $config == fake_driver ]]; then n=$floor_pairs; fi
-      hot "$config" "$pattern" "$n" 1 "$samples" >>"$tmp/hot.$pattern.$config"
+      case $config in
+        before_*) lib=$before hot "${config#before_}" "$pattern" "$n" 1 "$samples" ;;
+        *) hot "$config" "$pattern" "$n" 1 "$samples" ;;
+      esac >>"$tmp/hot.$pattern.$config"
     done
     if [[ $have_cub == 1 ]]; then
       # the ratios of this round's runs
@@ -208,11 +222,7 @@ fi
 # ---- 1b. threads: total throughput of all threads (pairs per second of wall time) --------------
 thread_configs=(cudasnap_nostacks cudasnap_streamfree)
 if [[ $have_cub == 1 ]]; then thread_configs+=(cub); fi
-before=${CS_BENCH_BEFORE:-}
-if [[ -n $before ]]; then
-  [[ -f $before ]] || die "CS_BENCH_BEFORE=$before: no such library"
-  thread_configs+=(before_cudasnap_nostacks before_cudasnap_streamfree)
-fi
+if [[ -n $before ]]; then thread_configs+=(before_cudasnap_nostacks before_cudasnap_streamfree); fi
 log "threads: 1-16 threads, ${thread_patterns[*]}, $thread_rounds interleaved rounds: ${thread_configs[*]}"
 for ((r = 1; r <= thread_rounds; r++)); do
   for pattern in "${thread_patterns[@]}"; do
@@ -225,6 +235,14 @@ for ((r = 1; r <= thread_rounds; r++)); do
           *) hot "$config" "$pattern" "$thread_pairs" "$t" 3 ;;
         esac >>"$tmp/thr.$pattern.$t.$config"
       done
+      if [[ $have_cub == 1 ]]; then # throughput over CUB's, this round's runs (ns CUB / ns ours)
+        b=$(tail -n1 "$tmp/thr.$pattern.$t.cub")
+        for config in "${thread_configs[@]}"; do
+          [[ $config == cub ]] && continue
+          a=$(tail -n1 "$tmp/thr.$pattern.$t.$config")
+          awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f\n", b / a }' >>"$tmp/thr.$pattern.$t.${config}_over_cub"
+        done
+      fi
     done
   done
 done
@@ -234,6 +252,35 @@ for pattern in "${thread_patterns[@]}"; do
       ns=$(median "$tmp/thr.$pattern.$t.$config")
       echo "BENCH threads_${pattern}_${config}_t$t $(awk -v ns="$ns" 'BEGIN { printf "%.2f", 1000 / ns }') Mpairs/s"
     done
+    if [[ $have_cub == 1 ]]; then
+      for config in "${thread_configs[@]}"; do
+        [[ $config == cub ]] && continue
+        echo "BENCH threads_${pattern}_${config}_over_cub_t$t $(median "$tmp/thr.$pattern.$t.${config}_over_cub") ratio"
+      done
+    fi
+  done
+done
+
+# ---- 1c. one thread, several devices: an alloc/free pair round-robin over 1, 4, 8 devices ------
+# (issue 33): the cost must not grow with the devices. Stacks off, the history on; with
+# CS_BENCH_BEFORE, that build interleaved as devices_<N>_before_cudasnap_nostacks.
+dev_configs=(cudasnap_nostacks)
+[[ -n $before ]] && dev_configs+=(before_cudasnap_nostacks)
+log "one thread, 1/4/8 devices: $thread_rounds interleaved rounds: ${dev_configs[*]}"
+for ((r = 1; r <= thread_rounds; r++)); do
+  for n in 1 4 8; do
+    for config in "${dev_configs[@]}"; do
+      dev_lib=$lib
+      [[ $config == before_* ]] && dev_lib=$before
+      run "devices-$config" env "LD_LIBRARY_PATH=$fakes" "LD_PRELOAD=$dev_lib" BENCH_EXPECT_PRELOAD=1 FAKE_CUDA_DEVICES=8 \
+        CUDASNAP_DUMP_ON=none CUDASNAP_STACKS=none "$bin/bench_hotpath" devices "$n" "$pairs" 3 "$depth" \
+        >>"$tmp/dev.$n.$config"
+    done
+  done
+done
+for n in 1 4 8; do
+  for config in "${dev_configs[@]}"; do
+    echo "BENCH devices_${n}_$config $(median "$tmp/dev.$n.$config") ns"
   done
 done
 

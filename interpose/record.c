@@ -208,6 +208,7 @@ void cs_record_postfork_child(void) {
   }
   if (t) cs_intern_clear(t);
   cs_py_postfork_child();
+  cs_thread_log_postfork_child();
 }
 
 bool cs_record_passthrough_ring(cs_ring_t *r) {

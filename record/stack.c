@@ -1,5 +1,6 @@
-/* Native stack capture: libunwind's unw_backtrace into the caller's buffer, minus cudasnap's own
- * leading frames. See stack.h for the contract. */
+/* Native stack capture: a walk by cached unwind rules (stack_rules.h), or libunwind's unw_backtrace
+ * where the rules cannot walk the stack, into the caller's buffer, minus cudasnap's own leading
+ * frames. See stack.h for the contract. */
 #define UNW_LOCAL_ONLY /* the local-only unwinder: no remote address spaces, faster lookups */
 
 #include <link.h>
@@ -8,6 +9,7 @@
 
 #include "common/cs_compiler.h"
 #include "record/stack.h"
+#include "record/stack_rules.h"
 #include "common/cs_private_libs.h"
 
 /* A test seam is writable only in test builds (style.md section 14.5, jemalloc's JET_MUTABLE). */
@@ -76,8 +78,39 @@ static size_t cs_stack_capture_unw(uintptr_t *pcs, size_t max) {
   return n;
 }
 
+/* The walk by cached rules (stack_rules.h). Starts at the frame of this function itself:
+ * __builtin_frame_address(0) makes the compiler keep rbp as this frame's base, with the caller's
+ * rbp and the return address above it. Never inlined, so that frame is always its own.
+ * CS_STACK_WALK_FAILED: a frame on the way needs libunwind. */
+CS_NOINLINE static long cs_stack_walk_here(uintptr_t *pcs, size_t max) {
+#if defined(__x86_64__)
+  const uintptr_t *fp = __builtin_frame_address(0);
+  const cs_stack_start_t start = {.ra = fp[1], .cfa = (uintptr_t)(fp + 2), .rbp = fp[0]};
+  const uintptr_t lo = atomic_load_explicit(&cs_stack_skip_lo, memory_order_relaxed);
+  const uintptr_t hi = atomic_load_explicit(&cs_stack_skip_hi, memory_order_relaxed);
+  return cs_stack_walk_rules(&start, lo, hi, pcs, max, max + CS_STACK_SKIP_MAX);
+#else
+  (void)pcs;
+  (void)max;
+  return CS_STACK_WALK_FAILED;
+#endif
+}
+
+static size_t cs_stack_capture_rules(uintptr_t *pcs, size_t max) {
+  if (max == 0) return 0;
+  if (max > CS_STACK_MAX_DEPTH) max = CS_STACK_MAX_DEPTH;
+  const long got = cs_stack_walk_here(pcs, max);
+  if (CS_LIKELY(got >= 0)) return (size_t)got;
+  return cs_stack_capture_unw(pcs, max);
+}
+
 /* test seam: replaced by tests that need identical stacks on purpose */
-cs_stack_capture_fn CS_TEST_MUTABLE cs_stack_capture_impl = cs_stack_capture_unw;
+cs_stack_capture_fn CS_TEST_MUTABLE cs_stack_capture_impl = cs_stack_capture_rules;
+
+#ifdef CS_TESTING
+size_t cs_stack_capture_libunwind(uintptr_t *pcs, size_t max) { return cs_stack_capture_unw(pcs, max); }
+long cs_stack_capture_by_rules(uintptr_t *pcs, size_t max) { return cs_stack_walk_here(pcs, max); }
+#endif
 
 /* Never inlined, even by link-time optimization: the symbolizer names a PC by the function around it
  * and gives the line of the line table, which for inlined code is the inlined function's, so a

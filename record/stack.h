@@ -1,5 +1,6 @@
 /* Native stack capture for the allocation hot path: raw program counters into a caller's fixed
- * buffer (libunwind's unw_backtrace), innermost first, with cudasnap's own frames skipped.
+ * buffer (a walk by cached unwind rules, stack_rules.h, or libunwind's unw_backtrace where those
+ * cannot walk a stack), innermost first, with cudasnap's own frames skipped.
  * No allocation, no lock, no symbol lookup (that happens at dump time: symbolize.h).
  * Thread-safe. Returns the number of PCs written (0..max). */
 #ifndef CS_STACK_H
@@ -24,6 +25,10 @@ extern cs_stack_capture_fn cs_stack_capture_impl;
 /* test seam: leading frames whose PC lies in [lo, hi) are skipped. cs_stack_init sets this to the
  * object holding stack.c, which in a unit test is the whole test executable; lo == hi skips none. */
 void cs_stack_set_skip_range(uintptr_t lo, uintptr_t hi);
+/* test seam: each unwinder alone (the capture walks by rules and falls back to libunwind); the
+ * walk returns -1 where it would have fallen back */
+size_t cs_stack_capture_libunwind(uintptr_t *pcs, size_t max);
+long cs_stack_capture_by_rules(uintptr_t *pcs, size_t max);
 #endif
 
 #endif

@@ -1,9 +1,11 @@
 #include "record/thread_log.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_assert.h"
 #include "common/cs_compiler.h"
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
@@ -12,24 +14,63 @@ struct cs_log_chunk_s {
   cs_ring_entry_t entries[CS_THREAD_LOG_CHUNK];
   uint32_t seq[CS_THREAD_LOG_CHUNK]; /* each entry's number in its log */
   uint32_t count;
-  uint32_t generation;               /* bumped whenever the chunk is handed to a writer */
   cs_log_chunk_t *next;              /* in the free list or the full list */
 };
 
-/* A thread's current chunk in a log. A few logs per thread (one per context the thread allocates
- * in); a thread that uses more takes a new chunk when it comes back to one it left, and the chunk
- * it left is reused like any other. The log's id, never reused, keeps a lane of a destroyed log
- * from ever matching; the generation, one whose chunk was handed to another thread. */
-enum { CS_LANES = 4 };
-typedef struct cs_lane_s {
-  uint64_t log_id;
-  cs_log_chunk_t *chunk;
-  uint32_t generation;
-} cs_lane_t;
+/* ---- writer slots: which current chunk of a log a thread writes to (thread_log.h) ---- */
 
-static CS_TLS cs_lane_t cs_lanes[CS_LANES];
-static CS_TLS unsigned cs_lane_next_victim;
-static atomic_uint_fast64_t cs_thread_log_last_id;
+_Static_assert(CS_THREAD_LOG_WRITERS <= 64, "the slots taken are one 64-bit word");
+/* A log always has a chunk to give: at most CS_THREAD_LOG_WRITERS - 1 are current in the other slots. */
+_Static_assert(CS_THREAD_LOG_SPARE > CS_THREAD_LOG_WRITERS, "more chunks than writer slots");
+
+static atomic_uint_fast64_t cs_slots_taken;   /* bit i: slot i belongs to a living thread */
+static atomic_uint cs_slots_shared_next;      /* threads beyond the slots take them in turn */
+static pthread_once_t cs_slot_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cs_slot_key;
+static bool cs_slot_key_made;
+static CS_TLS unsigned cs_slot_plus_one;      /* this thread's slot + 1; 0 = none yet */
+static CS_TLS bool cs_slot_owned;             /* it is this thread's own, to give back at its exit */
+
+/* The thread exits: its slot is free for the next thread, which goes on filling its chunks. The
+ * value is the slot + 1 (a key's destructor runs only for a value other than NULL). */
+static void cs_slot_release(void *value) {
+  unsigned slot = (unsigned)(uintptr_t)value - 1;
+  cs_slot_plus_one = 0;
+  cs_slot_owned = false;
+  atomic_fetch_and(&cs_slots_taken, ~(UINT64_C(1) << slot));
+}
+
+static void cs_slot_make_key(void) { cs_slot_key_made = pthread_key_create(&cs_slot_key, cs_slot_release) == 0; }
+
+/* The lowest free slot, the thread's until it exits; when every slot is taken (or no key could be
+ * made to give one back), one shared in turn. Once per thread: a pthread_setspecific, which may
+ * allocate glibc's second-level key block once. */
+static CS_COLD unsigned cs_slot_claim(void) {
+  pthread_once(&cs_slot_key_once, cs_slot_make_key);
+  const uint64_t all = CS_THREAD_LOG_WRITERS == 64 ? ~UINT64_C(0) : (UINT64_C(1) << CS_THREAD_LOG_WRITERS) - 1;
+  uint64_t taken = atomic_load(&cs_slots_taken);
+  while (cs_slot_key_made && (taken & all) != all) {
+    unsigned slot = (unsigned)__builtin_ctzll(~taken);
+    if (!atomic_compare_exchange_weak(&cs_slots_taken, &taken, taken | UINT64_C(1) << slot)) continue;
+    if (pthread_setspecific(cs_slot_key, (void *)(uintptr_t)(slot + 1)) != 0) {
+      atomic_fetch_and(&cs_slots_taken, ~(UINT64_C(1) << slot));
+      break;
+    }
+    cs_slot_owned = true;
+    return cs_slot_plus_one = slot + 1;
+  }
+  return cs_slot_plus_one = atomic_fetch_add(&cs_slots_shared_next, 1) % CS_THREAD_LOG_WRITERS + 1;
+}
+
+void cs_thread_log_postfork_child(void) {
+  /* the forking thread is the child's only one: its slot stays its own */
+  atomic_store(&cs_slots_taken, cs_slot_owned ? UINT64_C(1) << (cs_slot_plus_one - 1) : 0);
+}
+
+#ifdef CS_TESTING
+unsigned cs_thread_log_test_slot(void) { return (cs_slot_plus_one ? cs_slot_plus_one : cs_slot_claim()) - 1; }
+unsigned cs_thread_log_test_slots_owned(void) { return (unsigned)__builtin_popcountll(atomic_load(&cs_slots_taken)); }
+#endif
 
 /* a before b, modulo 2^32 */
 static inline bool cs_seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
@@ -39,11 +80,11 @@ static void cs_thread_log_reset_chunks(cs_thread_log_t *l) {
   for (size_t i = l->chunk_count; i-- > 0;) {
     cs_log_chunk_t *c = &l->chunks[i];
     c->count = 0;
-    c->generation++; /* threads' lanes into it are stale */
     c->next = l->free_chunks;
     l->free_chunks = c;
   }
   l->full_head = l->full_tail = NULL;
+  memset(l->current, 0, sizeof l->current);
 }
 
 typedef struct cs_log_cursor_s {
@@ -66,7 +107,6 @@ int cs_thread_log_init(cs_thread_log_t *l, size_t capacity) {
     }
   }
   l->capacity = capacity;
-  l->id = atomic_fetch_add(&cs_thread_log_last_id, 1) + 1;
   cs_ring_clock_start(&l->start, &l->start_epoch_us, &l->converted_until);
   cs_stream_table_init(&l->streams);
   cs_thread_log_reset_chunks(l);
@@ -87,49 +127,37 @@ static void cs_thread_log_forget(cs_thread_log_t *l, const cs_log_chunk_t *c) {
   if (cs_seq_before(l->cut, after)) l->cut = after;
 }
 
-/* A chunk for a writer: a free one, else the full one that filled first, else (more threads hold
- * partly filled chunks than there are chunks) the one whose newest entry is oldest. */
+/* A chunk for a writer slot: a free one, else the full one that filled first (there is one: the
+ * chunks outnumber the slots). */
 static CS_COLD cs_log_chunk_t *cs_thread_log_take(cs_thread_log_t *l) {
   cs_log_chunk_t *c = l->free_chunks;
   if (c) {
     l->free_chunks = c->next;
-  } else if ((c = l->full_head) != NULL) {
+  } else {
+    c = l->full_head;
+    cs_assert(c != NULL);
     l->full_head = c->next;
     if (!l->full_head) l->full_tail = NULL;
-  } else {
-    c = &l->chunks[0];
-    for (size_t i = 1; i < l->chunk_count; i++) {
-      const cs_log_chunk_t *o = &l->chunks[i];
-      if (o->count > 0 && (c->count == 0 || cs_seq_before(o->seq[o->count - 1], c->seq[c->count - 1])))
-        c = &l->chunks[i];
-    }
+    cs_thread_log_forget(l, c);
   }
-  cs_thread_log_forget(l, c);
   c->count = 0;
-  c->generation++;
   c->next = NULL;
   return c;
 }
 
-/* The calling thread's chunk in l, with room for one entry. */
-static inline cs_log_chunk_t *cs_thread_log_chunk(cs_thread_log_t *l) {
-  cs_lane_t *lane = NULL;
-  for (int i = 0; i < CS_LANES; i++) {
-    if (cs_lanes[i].log_id != l->id) continue;
-    lane = &cs_lanes[i];
-    cs_log_chunk_t *c = lane->chunk;
-    if (CS_LIKELY(c->generation == lane->generation && c->count < CS_THREAD_LOG_CHUNK)) return c;
-    break;
-  }
-  if (!lane) lane = &cs_lanes[cs_lane_next_victim++ % CS_LANES];
-  cs_log_chunk_t *c = cs_thread_log_take(l);
-  *lane = (cs_lane_t){.log_id = l->id, .chunk = c, .generation = c->generation};
-  return c;
+/* The calling thread's slot in l, holding a chunk with room for one entry. */
+static inline cs_log_chunk_t **cs_thread_log_slot(cs_thread_log_t *l) {
+  unsigned slot = cs_slot_plus_one;
+  if (CS_UNLIKELY(slot == 0)) slot = cs_slot_claim();
+  cs_log_chunk_t **current = &l->current[slot - 1];
+  if (CS_UNLIKELY(*current == NULL)) *current = cs_thread_log_take(l);
+  return current;
 }
 
-static inline void cs_thread_log_append(cs_thread_log_t *l, cs_log_chunk_t *c, cs_action_t action, int device,
-                                        uint64_t addr, uint64_t size, uintptr_t stream, uint32_t stack_id,
-                                        uint64_t time) {
+static inline void cs_thread_log_append(cs_thread_log_t *l, cs_log_chunk_t **current, cs_action_t action,
+                                        int device, uint64_t addr, uint64_t size, uintptr_t stream,
+                                        uint32_t stack_id, uint64_t time) {
+  cs_log_chunk_t *c = *current;
   uint32_t k = c->count;
   c->entries[k] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
                                     .stack_id = stack_id, .stream = cs_stream_table_index(&l->streams, stream)};
@@ -137,25 +165,24 @@ static inline void cs_thread_log_append(cs_thread_log_t *l, cs_log_chunk_t *c, c
   c->count = k + 1;
   l->pushed++;
   l->last_time = time;
-  if (k + 1 == CS_THREAD_LOG_CHUNK) {
+  if (k + 1 == CS_THREAD_LOG_CHUNK) { /* full: the slot takes another at its next entry */
     if (l->full_tail) l->full_tail->next = c;
     else l->full_head = c;
     l->full_tail = c;
+    *current = NULL;
   }
 }
 
 void cs_thread_log_push(cs_thread_log_t *l, cs_action_t action, int device, uint64_t addr, uint64_t size,
                         uintptr_t stream, uint32_t stack_id) {
   if (!l->enabled) return;
-  cs_log_chunk_t *c = cs_thread_log_chunk(l);
-  cs_thread_log_append(l, c, action, device, addr, size, stream, stack_id, cs_ring_time_now(&l->start));
+  cs_thread_log_append(l, cs_thread_log_slot(l), action, device, addr, size, stream, stack_id, cs_ring_time_now(&l->start));
 }
 
 void cs_thread_log_push_same_time(cs_thread_log_t *l, cs_action_t action, int device, uint64_t addr,
                                   uint64_t size, uintptr_t stream, uint32_t stack_id) {
   if (!l->enabled) return;
-  cs_log_chunk_t *c = cs_thread_log_chunk(l);
-  cs_thread_log_append(l, c, action, device, addr, size, stream, stack_id, l->pushed ? l->last_time : cs_ring_time_now(&l->start));
+  cs_thread_log_append(l, cs_thread_log_slot(l), action, device, addr, size, stream, stack_id, l->pushed ? l->last_time : cs_ring_time_now(&l->start));
 }
 
 void cs_thread_log_set_enabled(cs_thread_log_t *l, bool enabled) {

@@ -2,9 +2,8 @@
  *
  * cs_ring_t is one array that every thread appends to: with several threads allocating, the slot
  * being written and the ring's head change cores on every event, on top of the allocator's lock.
- * Here each thread appends to a chunk of its own (a few hundred entries; the thread's current
- * chunk per log is cached in thread-local storage), so the lines written stay in the writer's
- * cache, as Perfetto's and LTTng's per-thread buffers do. Order is kept exactly: every entry gets
+ * Here each thread appends to a chunk of its own (a few hundred entries; see "where a thread
+ * writes" below), so the lines written stay in the writer's cache, as Perfetto's and LTTng's per-thread buffers do. Order is kept exactly: every entry gets
  * the log's next sequence number, and a copy merges the chunks by it. Numbers, not times, order
  * them, because events of two threads can fall in one tick unit and a replay needs the order the
  * allocator made them in.
@@ -13,16 +12,26 @@
  * which events are emitted under already). What is per thread is where an entry goes, not who
  * may call.
  *
+ * Where a thread writes: each log has CS_THREAD_LOG_WRITERS writer slots, each with a current
+ * chunk, and a thread writes through one slot, the same in every log (a thread-local number), so
+ * it finds its chunk in one load whatever the number of logs it writes to: one thread driving 8
+ * devices keeps 8 chunks filling, none left half used (issue 33). A thread takes the lowest free
+ * slot at its first event and gives it back when it exits (a pthread key's destructor): the next
+ * thread goes on filling the chunks it left, whose entries stay in the history until they age out.
+ * Threads beyond CS_THREAD_LOG_WRITERS at once share slots, which is correct because every call
+ * is made under the owner's lock; they share cache lines, nothing else.
+ *
  * Bounded: the chunks are allocated once, enough for `capacity` entries plus CS_THREAD_LOG_SPARE.
  * When none is free, the chunk that filled first is reused, and every entry numbered up to its
  * newest is left out of copies from then on (the `cut`), so a copy is always a suffix of the
  * history, as a ring's is. Full chunks are reused in the order they filled, so entries before the
- * cut survive only in chunks that straddle it, one per writing thread at most; with the chunks
- * partly filled, each writer costs at most two chunks, and a copy holds the newest `capacity`
- * entries while at most CS_THREAD_LOG_WRITERS threads write to the log (each thread beyond costs
- * up to two chunks of it). Memory: 36 bytes an entry (a ring's 32, and its number), plus the spare
- * chunks (300 KiB). Entries and their times are the ring's
- * (record/ring.h): ticks until a copy converts them in place, once. */
+ * cut survive only in chunks that were current (in a slot) when the reused one filled; at most
+ * CS_THREAD_LOG_WRITERS chunks are current, so the slots cost at most two chunks each (the one
+ * filling and one straddling the cut) and a copy holds exactly the newest `capacity` entries, the
+ * ones a ring of that capacity would hold, for any number of threads, logs and threads that come
+ * and go (tests/unit/test_thread_log.c checks each against a ring). Memory: 36 bytes an entry (a
+ * ring's 32, and its number), plus the spare chunks (300 KiB). Entries and their times are the
+ * ring's (record/ring.h): ticks until a copy converts them in place, once. */
 #ifndef CS_THREAD_LOG_H
 #define CS_THREAD_LOG_H
 
@@ -34,7 +43,7 @@
 
 enum {
   CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 9 KiB with their numbers */
-  CS_THREAD_LOG_WRITERS = 16, /* threads writing at once for which the capacity is kept whole */
+  CS_THREAD_LOG_WRITERS = 16, /* writer slots: threads writing at once beyond it share them */
   CS_THREAD_LOG_SPARE = 2 * CS_THREAD_LOG_WRITERS + 1, /* chunks beyond the capacity */
 };
 /* Sequence numbers are 32 bits, compared modulo 2^32: spans kept stay far below 2^31. */
@@ -46,11 +55,11 @@ typedef struct cs_thread_log_s {
   cs_log_chunk_t *chunks;      /* chunk_count, allocated once */
   void *heap;                  /* the copy's merge heap: chunk_count cursors, allocated once */
   size_t chunk_count;
-  size_t capacity;             /* entries kept at least (CUDASNAP_MAX_ENTRIES); 0 = no history */
+  size_t capacity;             /* entries kept (CUDASNAP_MAX_ENTRIES); 0 = no history */
+  cs_log_chunk_t *current[CS_THREAD_LOG_WRITERS]; /* each writer slot's chunk, with room; or NULL */
   cs_log_chunk_t *free_chunks; /* empty ones, linked */
   cs_log_chunk_t *full_head;   /* full ones in the order they filled: the oldest newest entry first */
   cs_log_chunk_t *full_tail;
-  uint64_t id;                 /* tells this log apart in threads' caches (never reused) */
   uint64_t pushed;             /* entries pushed since the last clear */
   uint32_t next_seq;           /* the next entry's number */
   uint32_t cut;                /* entries numbered before it may be missing: copies leave them out */
@@ -89,5 +98,15 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dr
 
 /* Forget the history (after fork, in the child; when recording is turned off). */
 void cs_thread_log_clear(cs_thread_log_t *l);
+
+/* In a fork's child: the writer slots of the parent's other threads, which do not exist in the
+ * child and will never give them back, are free again. */
+void cs_thread_log_postfork_child(void);
+
+#ifdef CS_TESTING
+/* The calling thread's writer slot (taking one if it has none), and the slots threads own. */
+unsigned cs_thread_log_test_slot(void);
+unsigned cs_thread_log_test_slots_owned(void);
+#endif
 
 #endif

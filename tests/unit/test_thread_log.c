@@ -1,13 +1,18 @@
 /* The per-thread chunked history: threads writing in turn under one lock get back one history in
  * the exact order of the lock, a full log keeps a suffix of it (never a history with holes), more
  * writers than spare chunks included, and times, same-time entries, clearing and disabling
- * behave as a ring's. */
+ * behave as a ring's. The bounds thread_log.h states (issue 33), each checked against a ring of the
+ * same capacity fed the same events under the same lock (the same entries in the same order): one
+ * thread writing to 8 logs in turn, 500 threads that come and go, 64 threads at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "record/thread_log.h"
@@ -107,9 +112,10 @@ static void test_more_writers_than_spares(void **state) {
   shared_t s;
   size_t n;
   uint64_t dropped;
-  /* 60 threads each leave a partly filled chunk: more than there are chunks, so partly filled ones
-   * are taken from other writers */
+  /* 60 threads, more than there are chunks (35): they share the writer slots, and the copy still
+   * holds the whole capacity */
   cs_ring_entry_t *out = run_writers(&s, 300, 60, 100, &n, &dropped);
+  assert_int_equal(n, 300);
   assert_int_equal(n + dropped, 60 * 100 + 60 * 100 / 5);
   assert_suffix(&s, out, n);
   free(out);
@@ -174,6 +180,318 @@ static void test_logs_apart(void **state) {
   cs_thread_log_destroy(&c);
 }
 
+/* ---- the bounds, against one shared ring ---- */
+
+/* A log and the ring it must match. */
+typedef struct pair_s {
+  cs_thread_log_t log;
+  cs_ring_t ring;
+} pair_t;
+
+static void pair_init(pair_t *p, size_t capacity) {
+  assert_int_equal(cs_thread_log_init(&p->log, capacity), 0);
+  assert_int_equal(cs_ring_init(&p->ring, capacity), 0);
+}
+
+static void pair_push(pair_t *p, cs_action_t action, int device, uint64_t addr, uintptr_t stream, uint32_t stack) {
+  if (action == CS_ACTION_FREE_COMPLETED) {
+    cs_thread_log_push_same_time(&p->log, action, device, addr, 512, stream, stack);
+    cs_ring_push_same_time(&p->ring, action, device, addr, 512, stream, stack);
+  } else {
+    cs_thread_log_push(&p->log, action, device, addr, 512, stream, stack);
+    cs_ring_push(&p->ring, action, device, addr, 512, stream, stack);
+  }
+}
+
+/* The log's copy is the ring's: the same count, dropped count, entries and order. */
+static void pair_check(pair_t *p, size_t expect_n) {
+  cs_ring_entry_t *a = calloc(cs_thread_log_room(&p->log) + 1, sizeof *a);
+  cs_ring_entry_t *b = calloc(p->ring.capacity + 1, sizeof *b);
+  assert_non_null(a);
+  assert_non_null(b);
+  uint64_t da, db;
+  size_t na = cs_thread_log_copy(&p->log, a, &da);
+  size_t nb = cs_ring_copy(&p->ring, b, &db);
+  assert_int_equal(nb, expect_n);
+  assert_int_equal(na, nb);
+  assert_int_equal(da, db);
+  for (size_t i = 0; i < na; i++) {
+    assert_int_equal(a[i].addr, b[i].addr);
+    assert_int_equal(a[i].size, b[i].size);
+    assert_int_equal(a[i].stack_id, b[i].stack_id);
+    assert_int_equal(cs_ring_entry_action(&a[i]), cs_ring_entry_action(&b[i]));
+    assert_int_equal(cs_ring_entry_device(&a[i]), cs_ring_entry_device(&b[i]));
+    assert_int_equal(cs_stream_table_handle(&p->log.streams, a[i].stream),
+                     cs_stream_table_handle(&p->ring.streams, b[i].stream));
+    if (i > 0) assert_true(cs_ring_entry_epoch_us(&a[i]) >= cs_ring_entry_epoch_us(&a[i - 1]));
+  }
+  free(a);
+  free(b);
+}
+
+static void pair_destroy(pair_t *p) {
+  cs_thread_log_destroy(&p->log);
+  cs_ring_destroy(&p->ring);
+}
+
+/* An alloc/free pair as the allocator records it: alloc, free requested, free completed at once. */
+static void pair_alloc_free(pair_t *p, int device, uint64_t addr) {
+  pair_push(p, CS_ACTION_ALLOC, device, addr, 0, (uint32_t)addr);
+  pair_push(p, CS_ACTION_FREE_REQUESTED, device, addr, 0, (uint32_t)addr);
+  pair_push(p, CS_ACTION_FREE_COMPLETED, device, addr, 0, 0);
+}
+
+/* One thread, alloc/free pairs round-robin over 8 devices (one log each, as one context each):
+ * every log keeps its whole history, then, wrapped, exactly the ring's suffix. */
+static void test_one_thread_eight_logs(void **state) {
+  (void)state;
+  enum { DEVICES = 8, ROUNDS = 20000 };
+  static const size_t capacities[] = {3 * ROUNDS, 5000};
+  for (size_t k = 0; k < sizeof capacities / sizeof capacities[0]; k++) {
+    pair_t *p = calloc(DEVICES, sizeof *p);
+    assert_non_null(p);
+    for (int d = 0; d < DEVICES; d++) pair_init(&p[d], capacities[k]);
+    for (uint64_t r = 0; r < ROUNDS; r++)
+      for (int d = 0; d < DEVICES; d++) pair_alloc_free(&p[d], d, r * DEVICES + (uint64_t)d + 1);
+    for (int d = 0; d < DEVICES; d++) {
+      pair_check(&p[d], capacities[k]);
+      pair_destroy(&p[d]);
+    }
+    free(p);
+  }
+}
+
+typedef struct churn_s {
+  pair_t *p;
+  pthread_mutex_t *lock;
+  uint64_t addr;
+} churn_t;
+
+static void *churn_thread(void *arg) {
+  churn_t *c = arg;
+  pthread_mutex_lock(c->lock);
+  pair_push(c->p, CS_ACTION_ALLOC, 0, c->addr, 0, (uint32_t)c->addr);
+  pthread_mutex_unlock(c->lock);
+  return NULL;
+}
+
+/* 500 short-lived threads, each allocating once and exiting (50 alive at a time), then the main
+ * thread's 20,000 pairs: the history is the ring's, whole or wrapped. */
+static void test_threads_come_and_go(void **state) {
+  (void)state;
+  enum { THREADS = 500, WAVE = 50, PAIRS = 20000 };
+  static const size_t capacities[] = {3 * PAIRS, 2000};
+  for (size_t k = 0; k < sizeof capacities / sizeof capacities[0]; k++) {
+    pair_t p;
+    pair_init(&p, capacities[k]);
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    churn_t c[WAVE];
+    pthread_t t[WAVE];
+    for (int i = 0; i < THREADS; i += WAVE) {
+      for (int j = 0; j < WAVE; j++) {
+        c[j] = (churn_t){.p = &p, .lock = &lock, .addr = 1000000 + (uint64_t)(i + j)};
+        assert_int_equal(pthread_create(&t[j], NULL, churn_thread, &c[j]), 0);
+      }
+      for (int j = 0; j < WAVE; j++) pthread_join(t[j], NULL);
+    }
+    for (uint64_t i = 1; i <= PAIRS; i++) {
+      pthread_mutex_lock(&lock);
+      pair_alloc_free(&p, 0, i);
+      pthread_mutex_unlock(&lock);
+    }
+    pair_check(&p, capacities[k]);
+    pair_destroy(&p);
+  }
+}
+
+typedef struct crowd_s {
+  pair_t *p;
+  pthread_mutex_t *lock;
+  pthread_barrier_t *start;
+  int index;
+  int pairs;
+} crowd_t;
+
+static void *crowd_thread(void *arg) {
+  crowd_t *c = arg;
+  pthread_barrier_wait(c->start);
+  for (int i = 0; i < c->pairs; i++) {
+    pthread_mutex_lock(c->lock);
+    pair_alloc_free(c->p, 1, (uint64_t)c->index << 32 | (uint64_t)i);
+    pthread_mutex_unlock(c->lock);
+    if (i % 7 == c->index % 7) sched_yield(); /* let the others in: interleaved chunks */
+  }
+  return NULL;
+}
+
+/* 64 threads alive and writing at once, four times the writer slots: exactly the ring's history. */
+static void test_64_threads_at_once(void **state) {
+  (void)state;
+  enum { THREADS = 64, PAIRS = 400 };
+  static const size_t capacities[] = {3 * THREADS * PAIRS, 10000};
+  for (size_t k = 0; k < sizeof capacities / sizeof capacities[0]; k++) {
+    pair_t p;
+    pair_init(&p, capacities[k]);
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, THREADS);
+    crowd_t c[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      c[i] = (crowd_t){.p = &p, .lock = &lock, .start = &start, .index = i, .pairs = PAIRS};
+      assert_int_equal(pthread_create(&t[i], NULL, crowd_thread, &c[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&start);
+    pair_check(&p, capacities[k]);
+    pair_destroy(&p);
+  }
+}
+
+/* The same with the worst interleavings a seeded schedule finds: 64 threads take turns, each turn
+ * a burst of 1-8 or 1-300 events, so chunks fill and straddle the cut at every position. */
+typedef struct turns_s {
+  pair_t p;
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  int turn;        /* the thread whose burst it is; -1 when all is done */
+  int burst;       /* events left in it */
+  int turns_left;
+  uint64_t seed;
+  uint64_t next_addr;
+} turns_t;
+
+typedef struct turn_thread_s {
+  turns_t *t;
+  int index;
+} turn_thread_t;
+
+static uint64_t next_random(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return *s;
+}
+
+static void pick_turn(turns_t *t) {
+  if (t->turns_left-- == 0) {
+    t->turn = -1;
+  } else {
+    uint64_t r = next_random(&t->seed);
+    t->turn = (int)(r % 64);
+    t->burst = 1 + (int)((r >> 8) % (r >> 32 & 1 ? 8 : 300));
+  }
+  pthread_cond_broadcast(&t->changed);
+}
+
+static void *turn_thread(void *arg) {
+  turn_thread_t *me = arg;
+  turns_t *t = me->t;
+  pthread_mutex_lock(&t->lock);
+  for (;;) {
+    while (t->turn != me->index && t->turn != -1) pthread_cond_wait(&t->changed, &t->lock);
+    if (t->turn == -1) break;
+    for (; t->burst > 0; t->burst--) {
+      uint64_t a = ++t->next_addr;
+      pair_push(&t->p, a % 3 == 0 ? CS_ACTION_FREE_COMPLETED : CS_ACTION_ALLOC, 2, a, a % 5, (uint32_t)a);
+    }
+    pick_turn(t);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return NULL;
+}
+
+static void test_64_threads_scheduled(void **state) {
+  (void)state;
+  enum { THREADS = 64, TURNS = 800 };
+  static const size_t capacities[] = {12000, 3000, 257};
+  for (size_t k = 0; k < sizeof capacities / sizeof capacities[0]; k++) {
+    turns_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    pair_init(&t->p, capacities[k]);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->changed, NULL);
+    t->seed = 0x9E3779B97F4A7C15u + k;
+    t->turns_left = TURNS;
+    pthread_mutex_lock(&t->lock);
+    pick_turn(t);
+    pthread_mutex_unlock(&t->lock);
+    turn_thread_t me[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      me[i] = (turn_thread_t){.t = t, .index = i};
+      assert_int_equal(pthread_create(&th[i], NULL, turn_thread, &me[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    assert_true(t->next_addr > capacities[k]);
+    pair_check(&t->p, capacities[k]);
+    pair_destroy(&t->p);
+    pthread_cond_destroy(&t->changed);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+  }
+}
+
+/* ---- writer slots ---- */
+
+static void *report_slot(void *arg) {
+  *(unsigned *)arg = cs_thread_log_test_slot();
+  return NULL;
+}
+
+typedef struct holder_s {
+  pthread_barrier_t *claimed, *release;
+} holder_t;
+
+static void *hold_slot(void *arg) {
+  holder_t *h = arg;
+  (void)cs_thread_log_test_slot();
+  pthread_barrier_wait(h->claimed);
+  pthread_barrier_wait(h->release);
+  return NULL;
+}
+
+/* A thread that exits gives its slot back: threads one after another all write through the same
+ * one, and none stays owned. In a fork's child, the slots of the parent's other threads are free. */
+static void test_slots_given_back(void **state) {
+  (void)state;
+  unsigned mine = cs_thread_log_test_slot();
+  unsigned owned = cs_thread_log_test_slots_owned();
+  unsigned first = 0;
+  for (int i = 0; i < 20; i++) {
+    unsigned slot;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, report_slot, &slot), 0);
+    pthread_join(t, NULL);
+    if (i == 0) first = slot;
+    assert_int_not_equal(slot, mine);
+    assert_int_equal(slot, first);
+    assert_int_equal(cs_thread_log_test_slots_owned(), owned);
+  }
+
+  enum { HOLDERS = 5 };
+  pthread_barrier_t claimed, release;
+  pthread_barrier_init(&claimed, NULL, HOLDERS + 1);
+  pthread_barrier_init(&release, NULL, HOLDERS + 1);
+  holder_t h = {&claimed, &release};
+  pthread_t t[HOLDERS];
+  for (int i = 0; i < HOLDERS; i++) assert_int_equal(pthread_create(&t[i], NULL, hold_slot, &h), 0);
+  pthread_barrier_wait(&claimed);
+  assert_int_equal(cs_thread_log_test_slots_owned(), owned + HOLDERS);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    cs_thread_log_postfork_child();
+    _exit(cs_thread_log_test_slots_owned() == 1 && cs_thread_log_test_slot() == mine ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  pthread_barrier_wait(&release);
+  for (int i = 0; i < HOLDERS; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&claimed);
+  pthread_barrier_destroy(&release);
+  assert_int_equal(cs_thread_log_test_slots_owned(), owned);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threads_in_lock_order),
@@ -181,6 +499,11 @@ int main(void) {
       cmocka_unit_test(test_more_writers_than_spares),
       cmocka_unit_test(test_clear_disable_and_zero_capacity),
       cmocka_unit_test(test_logs_apart),
+      cmocka_unit_test(test_one_thread_eight_logs),
+      cmocka_unit_test(test_threads_come_and_go),
+      cmocka_unit_test(test_64_threads_at_once),
+      cmocka_unit_test(test_64_threads_scheduled),
+      cmocka_unit_test(test_slots_given_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
