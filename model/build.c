@@ -6,6 +6,7 @@
 
 #include "common/cs_compiler.h"
 #include "model/doc_impl.h"
+#include "model/region.h"
 
 /* Open containers are handles CS_TAG_SPECIAL with payloads from here up. */
 #define CS_BUILD_OPEN_BASE 16u
@@ -49,7 +50,7 @@ static bool cs_build_grow(cs_build_t *b, void **arr, size_t *cap, size_t need, s
     }
     ncap *= 2;
   }
-  void *p = realloc(*arr, ncap * size);
+  void *p = cs_region_resize(*arr, *cap * size, ncap * size);
   if (p == NULL) {
     b->error = "out of host memory";
     return false;
@@ -103,17 +104,8 @@ static uint32_t cs_build_intern(cs_build_t *b, const void *bytes, size_t len) {
     return UINT32_MAX;
   }
   if (!CS_GROW(b, d->chars, d->capchars, d->nchars + len + 1)) return UINT32_MAX;
-  if (d->nstrs == d->capstrs) { /* str_off and str_len share one capacity */
-    size_t cap = d->capstrs;
-    if (!CS_GROW(b, d->str_off, cap, d->nstrs + 1)) return UINT32_MAX;
-    uint32_t *nl = realloc(d->str_len, cap * sizeof *nl);
-    if (nl == NULL) {
-      b->error = "out of host memory";
-      return UINT32_MAX;
-    }
-    d->str_len = nl;
-    d->capstrs = cap;
-  }
+  if (!CS_GROW(b, d->str_off, d->capstrs, d->nstrs + 1) || !CS_GROW(b, d->str_len, d->capstr_len, d->nstrs + 1))
+    return UINT32_MAX;
   if (len > 0) memcpy(d->chars + d->nchars, bytes, len);
   d->chars[d->nchars + len] = '\0';
   uint32_t id = (uint32_t)d->nstrs++;
@@ -148,11 +140,11 @@ fail:
 
 static void cs_build_free_open(cs_build_t *b) {
   for (size_t i = 0; i < b->nopen; i++) {
-    free(b->open[i].items);
-    free(b->open[i].keys);
+    cs_region_free(b->open[i].items, b->open[i].cap * sizeof *b->open[i].items);
+    cs_region_free(b->open[i].keys, b->open[i].capkeys * sizeof *b->open[i].keys);
   }
-  free(b->open);
-  free(b->free_open);
+  cs_region_free(b->open, b->capopen * sizeof *b->open);
+  cs_region_free(b->free_open, b->capfree * sizeof *b->free_open);
 }
 
 void cs_build_abort(cs_build_t *b) {

@@ -6,15 +6,17 @@
 #include <string.h>
 
 #include "model/doc_impl.h"
+#include "model/region.h"
 
 void cs_doc_free(cs_doc_t *doc) {
   if (doc == NULL) return;
-  free(doc->words);
-  free(doc->ints);
-  free(doc->floats);
-  free(doc->chars);
-  free(doc->str_off);
-  free(doc->str_len);
+  /* grown by cs_region_resize (model/build.c) */
+  cs_region_free(doc->words, doc->capwords * sizeof *doc->words);
+  cs_region_free(doc->ints, doc->capints * sizeof *doc->ints);
+  cs_region_free(doc->floats, doc->capfloats * sizeof *doc->floats);
+  cs_region_free(doc->chars, doc->capchars);
+  cs_region_free(doc->str_off, doc->capstrs * sizeof *doc->str_off);
+  cs_region_free(doc->str_len, doc->capstr_len * sizeof *doc->str_len);
   free(doc->str_slots);
   free(doc->cons_slots);
   free(doc);

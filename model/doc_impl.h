@@ -29,7 +29,7 @@ struct cs_doc_s {
   size_t nchars, capchars;
   uint64_t *str_off; /* per string id: offset in chars */
   uint32_t *str_len;
-  size_t nstrs, capstrs;
+  size_t nstrs, capstrs, capstr_len; /* capstr_len: str_len's, equal to capstrs but while growing */
   uint32_t *str_slots; /* id + 1, 0 = empty; a power of two, kept above twice nstrs */
   size_t nstr_slots;
 

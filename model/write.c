@@ -64,7 +64,7 @@ static int cs_offmap_put(cs_offmap_t *m, uint64_t key, uint64_t val) {
 /* ---- extent ----------------------------------------------------------------------------------- */
 
 /* A container's extent packed in a word: values (63 bits, saturating) and the non-finite bit. */
-#define CS_EXTENT_NONFINITE ((uint64_t)1 << 63)
+#define CS_EXTENT_NONFINITE ((uint64_t)1 << 63) /* a NaN below */
 #define CS_EXTENT_MAX (CS_EXTENT_NONFINITE - 1)
 
 static uint64_t cs_extent_add(uint64_t a, uint64_t b) {
@@ -74,7 +74,7 @@ static uint64_t cs_extent_add(uint64_t a, uint64_t b) {
 int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
   *out = (cs_doc_extent_t){.values = 1};
   cs_val_t root = doc->root;
-  if (cs_val_tag(root) == CS_TAG_FLOAT) out->nonfinite = !isfinite(cs_doc_number(doc, root));
+  if (cs_val_tag(root) == CS_TAG_FLOAT) out->nan = isnan(cs_doc_number(doc, root));
   if (!cs_val_is_container(root)) return 0;
   /* Children are closed before their parents, so they sit at lower offsets: one forward pass over
    * the arena sees every container after everything in it. */
@@ -91,7 +91,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
         const uint64_t *child = cs_offmap_find(&m, cs_val_offset(v));
         add = child ? (*child & CS_EXTENT_MAX) : 1;
         if (child) flags |= *child & CS_EXTENT_NONFINITE;
-      } else if (cs_val_tag(v) == CS_TAG_FLOAT && !isfinite(cs_doc_number(doc, v))) {
+      } else if (cs_val_tag(v) == CS_TAG_FLOAT && isnan(cs_doc_number(doc, v))) {
         flags |= CS_EXTENT_NONFINITE;
       }
       values = cs_extent_add(values, add);
@@ -105,7 +105,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
   const uint64_t *r = cs_offmap_find(&m, cs_val_offset(root));
   if (r != NULL) {
     out->values = *r & CS_EXTENT_MAX;
-    out->nonfinite = (*r & CS_EXTENT_NONFINITE) != 0;
+    out->nan = (*r & CS_EXTENT_NONFINITE) != 0;
   }
   out->depth = cs_doc_depth(doc, root);
   cs_offmap_free(&m);
@@ -174,7 +174,7 @@ static void cs_doc_write_value(cs_doc_writer_t *w, cs_val_t v, uint32_t key) {
     break;
   case CS_TAG_FLOAT:
     if (!cs_doc_is_float(doc, v) && cs_doc_int(doc, v, &x)) cs_emit_int(w->e, x);
-    else cs_emit_float(w->e, cs_doc_number(doc, v));
+    else cs_emit_float_keep_infinity(w->e, cs_doc_number(doc, v));
     break;
   case CS_TAG_STRING: {
     const char *s = cs_doc_str(doc, v, &len);
@@ -213,6 +213,7 @@ int cs_doc_write(const cs_doc_t *doc, cs_emitter_t *e, cs_emit_format_t format, 
   cs_doc_writer_t w = {
       .doc = doc, .e = e, .share = format == CS_EMIT_PICKLE, .tick = tick, .tick_ctx = tick_ctx,
       .ids = {.salt = doc->hash_key.k0}};
+  cs_emit_keep_surrogates(e); /* the readers keep a JSON file's lone surrogates (reader/json_surrogates.h) */
   cs_doc_write_value(&w, doc->root, UINT32_MAX);
   cs_offmap_free(&w.ids);
   return cs_emit_finish(e);
