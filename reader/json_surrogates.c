@@ -148,8 +148,8 @@ bool cs_json_sur_scan(cs_json_sur_t *s, const uint8_t *p, size_t n) {
     if (!cs_json_sur_close(s, p, start, stop)) return false;
     i = stop + 1;
   }
-  if (s->in_str) { /* carried into the next chunk */
-    size_t from = start < n ? start : n;
+  if (s->in_str && start < n) { /* carried into the next chunk */
+    size_t from = start;
     if (!cs_json_sur_room((void **)&s->carry, &s->capcarry, s->ncarry + (n - from), 1)) return false;
     memcpy(s->carry + s->ncarry, p + from, n - from);
     s->ncarry += n - from;
