@@ -9,7 +9,7 @@
 #   bench/read.sh BUILD_DIR [--quick]
 #
 #   BUILD_DIR  a build tree with bench/bench_snapshot and cli/cudasnap (bench/run.sh passes its own)
-#   --quick    100,000 events only
+#   --quick    100,000 events only, and `summary` of the 1,000,000-event pickle in PyTorch's shape
 #
 # Prints `BENCH read_<command>_<json|pickle>_<events> <seconds> s` and `..._rss <MiB> MiB` lines,
 # and `BENCH read_pytorch_stats_pickle_<events>` with its `_ratio` (PyTorch's time / ours).
@@ -55,3 +55,58 @@ for n in "${sizes[@]}"; do
   fi
   rm -f "$json" "$pickle"
 done
+
+# ---- the 1M-event pickle as PyTorch writes it (issues 33 and 36) --------------------------------
+# torch.cuda.memory._dump_snapshot pickles the snapshot with Python's pickle: every dict, list and
+# string memoized, items in batches of 1,000. Made once from the same workload (bench_snapshot write
+# -> cudasnap convert -> pickle.load + pickle.dump) and kept in BUILD_DIR/read-cache/ (delete it to
+# make them again: the first run spends a minute or two here). `summary` of it runs $rounds times;
+# the figures are the minimum over the rounds (wall and CPU: the machine may be shared). With
+# CS_BENCH_BEFORE_CLI=PATH/cudasnap (another build, e.g. main's before a change), that tool runs
+# interleaved with this one (A B A B ...) as ..._before.
+cache=$build/read-cache
+torch_pickle=$cache/s1000000.torch.pickle
+if [[ ! -s $torch_pickle ]] && command -v python3 >/dev/null; then
+  mkdir -p "$cache"
+  log "making the 1,000,000-event pickle in PyTorch's shape (once; kept in $cache)"
+  "$gen" write 1000000 "$tmp/s1m.json" 2>/dev/null
+  "$cli" convert "$tmp/s1m.json" "$tmp/s1m.pickle" >/dev/null
+  rm -f "$tmp/s1m.json"
+  python3 -c 'import pickle, sys
+d = pickle.load(open(sys.argv[1], "rb"))
+with open(sys.argv[2] + ".part", "wb") as f:
+    pickle.dump(d, f)' "$tmp/s1m.pickle" "$torch_pickle" && mv "$torch_pickle.part" "$torch_pickle"
+  rm -f "$tmp/s1m.pickle"
+fi
+if [[ -s $torch_pickle ]]; then
+  rounds=5
+  [[ $quick == 1 ]] && rounds=3
+  cat "$torch_pickle" >/dev/null
+  tools=("$cli")
+  names=(read_summary_torch_pickle_1000000)
+  if [[ -n ${CS_BENCH_BEFORE_CLI:-} ]]; then
+    tools+=("$CS_BENCH_BEFORE_CLI")
+    names+=(read_summary_torch_pickle_1000000_before)
+  fi
+  declare -A wall_min cpu_min
+  for ((r = 0; r < rounds; r++)); do
+    for i in "${!tools[@]}"; do
+      /usr/bin/time -f '%e %U %S' -o "$tmp/time" "${tools[$i]}" summary "$torch_pickle" >/dev/null 2>&1 || {
+        log "${names[$i]} failed"
+        continue
+      }
+      read -r w u s <"$tmp/time"
+      c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+      n=${names[$i]}
+      [[ -z ${wall_min[$n]:-} ]] || awk -v a="$w" -v b="${wall_min[$n]}" 'BEGIN { exit !(a < b) }' && wall_min[$n]=$w
+      [[ -z ${cpu_min[$n]:-} ]] || awk -v a="$c" -v b="${cpu_min[$n]}" 'BEGIN { exit !(a < b) }' && cpu_min[$n]=$c
+    done
+  done
+  for n in "${names[@]}"; do
+    [[ -n ${wall_min[$n]:-} ]] || continue
+    echo "BENCH ${n}_min ${wall_min[$n]} s"
+    echo "BENCH ${n}_cpu_min ${cpu_min[$n]} s"
+  done
+else
+  log "no python3: the 1,000,000-event pickle in PyTorch's shape is not made"
+fi

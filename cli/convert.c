@@ -91,8 +91,8 @@ static bool cs_convert_refuse(const cs_doc_extent_t *x, size_t input_bytes, char
   if (x->depth > CS_EMIT_MAX_DEPTH) {
     snprintf(why, why_len, "values nest %u deep; snapshots nest far less, and the writer takes at most %d",
              x->depth, CS_EMIT_MAX_DEPTH);
-  } else if (x->nonfinite) {
-    snprintf(why, why_len, "holds a NaN or an infinity, which the viewer cannot load");
+  } else if (x->nan) {
+    snprintf(why, why_len, "holds a NaN (from a pickle's float), which JSON cannot write and JSON.parse never makes");
   } else if (x->values > limit) {
     snprintf(why, why_len,
              "a %zu-byte file whose shared values expand to more than %" PRIu64 " values when written out",

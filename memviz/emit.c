@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,16 @@ static CS_COLD bool cs_emit_misuse(cs_emitter_t *e, const char *expr, int line) 
  * UTF-8 replacement (declared in emit_impl.h; the rule is common/cs_utf8.h)
  * ---------------------------------------------------------------------------------------------- */
 
+void cs_emit_keep_surrogates(cs_emitter_t *e) {
+  e->keep_surrogates = true;
+}
+
+/* A surrogate in generalized UTF-8 at s (ED A0-BF 80-BF), kept when the emitter keeps them. */
+static bool cs_emit_kept_surrogate(const cs_emitter_t *e, const unsigned char *s, size_t n) {
+  return e->keep_surrogates && n >= 3 && s[0] == 0xED && s[1] >= 0xA0 && s[1] <= 0xBF && s[2] >= 0x80 &&
+         s[2] <= 0xBF;
+}
+
 void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
   size_t run = 0; /* start of the bytes not yet written */
   for (size_t i = 0; i < n;) {
@@ -76,12 +87,46 @@ void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
       i += len;
       continue;
     }
+    if (cs_emit_kept_surrogate(e, s + i, n - i)) {
+      if (!e->ops->escapes_surrogates) {
+        i += 3; /* written with the run */
+        continue;
+      }
+      cs_emit_write(e, s + run, i - run);
+      unsigned unit = 0xD000u | (unsigned)(s[i + 1] & 0x3F) << 6 | (unsigned)(s[i + 2] & 0x3F);
+      char esc[8];
+      snprintf(esc, sizeof esc, "\\u%04x", unit);
+      cs_emit_write(e, esc, 6);
+      i += 3;
+      run = i;
+      continue;
+    }
     cs_emit_write(e, s + run, i - run);
     cs_emit_write(e, CS_UTF8_REPLACEMENT, sizeof CS_UTF8_REPLACEMENT - 1);
     i += len;
     run = i;
   }
   cs_emit_write(e, s + run, n - run);
+}
+
+size_t cs_emit_utf8_fixed_len(const cs_emitter_t *e, const unsigned char *s, size_t n, bool *valid) {
+  size_t out = 0;
+  *valid = true;
+  for (size_t i = 0; i < n;) {
+    size_t len = 1;
+    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
+      out += len;
+    } else if (cs_emit_kept_surrogate(e, s + i, n - i)) {
+      len = 3;
+      out += 3;
+      *valid = false;
+    } else {
+      out += sizeof CS_UTF8_REPLACEMENT - 1;
+      *valid = false;
+    }
+    i += len;
+  }
+  return out;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -199,6 +244,16 @@ void cs_emit_float(cs_emitter_t *e, double value) {
     e->nonfinite++;
     value = 0.0;
   }
+  e->ops->float64(e, value);
+  cs_emit_value_end(e);
+}
+
+void cs_emit_float_keep_infinity(cs_emitter_t *e, double value) {
+  if (!isinf(value)) {
+    cs_emit_float(e, value);
+    return;
+  }
+  if (!cs_emit_value_begin(e)) return;
   e->ops->float64(e, value);
   cs_emit_value_end(e);
 }

@@ -62,6 +62,11 @@ void cs_emit_tuple_end(cs_emitter_t *e);
 void cs_emit_key_n(cs_emitter_t *e, const char *key, size_t len);
 void cs_emit_int(cs_emitter_t *e, int64_t value);
 void cs_emit_float(cs_emitter_t *e, double value);
+/* As cs_emit_float, but an infinity is kept, for `cudasnap convert`, which copies what it read:
+ * JSON writes 1e999 or -1e999 (JSON has no Infinity; JSON.parse and Python's json read these as
+ * +-Infinity, as they read any number too large for a double), pickle its BINFLOAT. A NaN is
+ * still written as 0.0 and counted. */
+void cs_emit_float_keep_infinity(cs_emitter_t *e, double value);
 void cs_emit_str_n(cs_emitter_t *e, const char *value, size_t len);
 
 /* Inline so that the length of a literal is known where it is written (keys are nearly all
@@ -101,6 +106,12 @@ void cs_emit_frames_done(cs_emitter_t *e, uint32_t id);
 /* Bytes written so far: handed to the sink, or buffered in the emitter (at most 4 KiB) for it.
  * After an error: the bytes the sink accepted. */
 uint64_t cs_emit_bytes(const cs_emitter_t *e);
+
+/* Keep lone surrogates in strings (`cudasnap convert`: a JSON "\ud800" the reader kept as the 3 bytes
+ * ED A0 80, generalized UTF-8): JSON writes the same \uXXXX escape again, pickle the 3 bytes, as
+ * CPython's pickle does for such a str (its "surrogatepass"). Every other invalid sequence is still
+ * replaced by U+FFFD. */
+void cs_emit_keep_surrogates(cs_emitter_t *e);
 
 /* Non-finite doubles written as 0.0 so far. */
 uint64_t cs_emit_nonfinite(const cs_emitter_t *e);

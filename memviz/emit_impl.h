@@ -55,13 +55,14 @@ typedef struct cs_emit_ops_s {
   void (*item_begin)(cs_emitter_t *e, cs_emit_level_t *lvl);
   void (*key)(cs_emitter_t *e, const char *key, size_t len);
   void (*int64)(cs_emitter_t *e, int64_t value);
-  void (*float64)(cs_emitter_t *e, double value); /* pre: finite */
+  void (*float64)(cs_emitter_t *e, double value); /* pre: not NaN */
   void (*str)(cs_emitter_t *e, const char *value, size_t len);
   void (*boolean)(cs_emitter_t *e, bool value);
   void (*none)(cs_emitter_t *e);
   /* Memo of frame lists; NULL for formats that write every list out (JSON). */
   void (*memo_put)(cs_emitter_t *e, uint32_t index); /* memoize the value just written */
   void (*memo_get)(cs_emitter_t *e, uint32_t index); /* write a reference to it */
+  bool escapes_surrogates; /* a kept surrogate is written as \uXXXX (JSON), else as its 3 bytes */
 } cs_emit_ops_t;
 
 extern const cs_emit_ops_t cs_emit_json_ops;
@@ -76,6 +77,7 @@ struct cs_emitter_s {
   bool root_done;        /* the one top-level value has been written */
   uint64_t flushed;      /* bytes accepted by the sink */
   uint64_t nonfinite;    /* non-finite doubles written as 0 */
+  bool keep_surrogates;  /* cs_emit_keep_surrogates */
   uint64_t list_end_pos; /* stream offset just after the last list ended (frames_done check) */
   uint32_t *memo;        /* frame list id -> memo index + 1, 0 = not memoized */
   size_t memo_cap;       /* entries in memo */
@@ -148,5 +150,8 @@ void cs_emit_capture_done(cs_emitter_t *e, uint32_t id);
 
 /* Write s[0..n) with every invalid subpart replaced by U+FFFD. */
 void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n);
+/* The bytes cs_emit_utf8_fixed writes for s[0..n) when the emitter writes surrogates as bytes
+ * (pickle); *valid: nothing is replaced. */
+size_t cs_emit_utf8_fixed_len(const cs_emitter_t *e, const unsigned char *s, size_t n, bool *valid);
 
 #endif

@@ -3,6 +3,7 @@
  * Integers are formatted by hand, two digits at a time: they are most of a snapshot (addresses,
  * sizes, times, line numbers) and snprintf would dominate the write time. Doubles are rare (one
  * allocator setting) and go through snprintf. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,13 @@ static void cs_json_int(cs_emitter_t *e, int64_t value) {
  * locale); and an integral value ("2") would read back as an int, so it gets ".0" (Python's
  * json.dumps writes 2.0 too). */
 static void cs_json_float(cs_emitter_t *e, double value) {
+  if (isinf(value)) { /* a number no double holds: JSON.parse reads it back as +-Infinity */
+    const char *text = value > 0 ? "1e999" : "-1e999";
+    size_t n = strlen(text);
+    memcpy(cs_emit_reserve(e, n), text, n);
+    cs_emit_commit(e, n);
+    return;
+  }
   char text[40];
   int len = 0;
   for (int digits = 1; digits <= 17; digits++) {
@@ -266,4 +274,5 @@ const cs_emit_ops_t cs_emit_json_ops = {
     .none = cs_json_none,
     .memo_put = NULL, /* JSON cannot share: every frame list is written out (section 3.2) */
     .memo_get = NULL,
+    .escapes_surrogates = true,
 };

@@ -6,6 +6,7 @@
 
 #include "common/cs_compiler.h"
 #include "model/doc_impl.h"
+#include "model/region.h"
 
 /* Open containers are handles CS_TAG_SPECIAL with payloads from here up. */
 #define CS_BUILD_OPEN_BASE 16u
@@ -49,7 +50,7 @@ static bool cs_build_grow(cs_build_t *b, void **arr, size_t *cap, size_t need, s
     }
     ncap *= 2;
   }
-  void *p = realloc(*arr, ncap * size);
+  void *p = cs_region_resize(*arr, *cap * size, ncap * size);
   if (p == NULL) {
     b->error = "out of host memory";
     return false;
@@ -72,7 +73,7 @@ static bool cs_build_rehash_strings(cs_build_t *b) {
     return false;
   }
   for (size_t id = 0; id < d->nstrs; id++) {
-    size_t i = cs_doc_hash_bytes(d->chars + d->str_off[id], d->str_len[id]) & (n - 1);
+    size_t i = cs_doc_hash_str(d, d->chars + d->str_off[id], d->str_len[id]) & (n - 1);
     while (slots[i] != 0) i = (i + 1) & (n - 1);
     slots[i] = (uint32_t)id + 1;
   }
@@ -91,7 +92,7 @@ static uint32_t cs_build_intern(cs_build_t *b, const void *bytes, size_t len) {
   }
   if (2 * (d->nstrs + 1) > d->nstr_slots && !cs_build_rehash_strings(b)) return UINT32_MAX;
   size_t mask = d->nstr_slots - 1;
-  size_t i = cs_doc_hash_bytes(bytes, len) & mask;
+  size_t i = cs_doc_hash_str(d, bytes, len) & mask;
   for (;; i = (i + 1) & mask) {
     uint32_t slot = d->str_slots[i];
     if (slot == 0) break;
@@ -103,17 +104,8 @@ static uint32_t cs_build_intern(cs_build_t *b, const void *bytes, size_t len) {
     return UINT32_MAX;
   }
   if (!CS_GROW(b, d->chars, d->capchars, d->nchars + len + 1)) return UINT32_MAX;
-  if (d->nstrs == d->capstrs) { /* str_off and str_len share one capacity */
-    size_t cap = d->capstrs;
-    if (!CS_GROW(b, d->str_off, cap, d->nstrs + 1)) return UINT32_MAX;
-    uint32_t *nl = realloc(d->str_len, cap * sizeof *nl);
-    if (nl == NULL) {
-      b->error = "out of host memory";
-      return UINT32_MAX;
-    }
-    d->str_len = nl;
-    d->capstrs = cap;
-  }
+  if (!CS_GROW(b, d->str_off, d->capstrs, d->nstrs + 1) || !CS_GROW(b, d->str_len, d->capstr_len, d->nstrs + 1))
+    return UINT32_MAX;
   if (len > 0) memcpy(d->chars + d->nchars, bytes, len);
   d->chars[d->nchars + len] = '\0';
   uint32_t id = (uint32_t)d->nstrs++;
@@ -134,6 +126,7 @@ cs_build_t *cs_build_new(void) {
     free(b);
     return NULL;
   }
+  cs_hash_key_random(&b->doc->hash_key);
   /* Word 0 is never a container; id 0 is the empty string, then the known keys in enum order. */
   if (!CS_GROW(b, b->doc->words, b->doc->capwords, 1024) || cs_build_intern(b, "", 0) != 0) goto fail;
   b->doc->words[b->doc->nwords++] = 0;
@@ -147,11 +140,11 @@ fail:
 
 static void cs_build_free_open(cs_build_t *b) {
   for (size_t i = 0; i < b->nopen; i++) {
-    free(b->open[i].items);
-    free(b->open[i].keys);
+    cs_region_free(b->open[i].items, b->open[i].cap * sizeof *b->open[i].items);
+    cs_region_free(b->open[i].keys, b->open[i].capkeys * sizeof *b->open[i].keys);
   }
-  free(b->open);
-  free(b->free_open);
+  cs_region_free(b->open, b->capopen * sizeof *b->open);
+  cs_region_free(b->free_open, b->capfree * sizeof *b->free_open);
 }
 
 void cs_build_abort(cs_build_t *b) {
@@ -270,7 +263,7 @@ bool cs_build_set(cs_build_t *b, cs_val_t open, uint32_t key_id, cs_val_t value)
 
 /* A key given twice keeps its first position and its last value (JSON.parse, JavaScript's d[k] = v).
  * Quadratic for small dicts, which is every dict of a snapshot but the few big ones (statistics). */
-static void cs_build_dedupe(cs_open_t *o) {
+static void cs_build_dedupe(cs_open_t *o, uint64_t key) {
   if (o->n < 2) return;
   if (o->n <= 32) {
     size_t out = 0;
@@ -295,7 +288,7 @@ static void cs_build_dedupe(cs_open_t *o) {
   if (slots == NULL) return; /* leave duplicates: lookups find the first */
   size_t out = 0;
   for (size_t i = 0; i < o->n; i++) {
-    size_t s = cs_doc_mix(o->keys[i]) & (nslots - 1);
+    size_t s = cs_doc_mix(o->keys[i] ^ key) & (nslots - 1);
     while (slots[2 * s] != 0 && slots[2 * s] != o->keys[i] + 1) s = (s + 1) & (nslots - 1);
     if (slots[2 * s] != 0) {
       o->items[slots[2 * s + 1]] = o->items[i];
@@ -311,12 +304,6 @@ static void cs_build_dedupe(cs_open_t *o) {
   o->n = out;
 }
 
-/* One multiply a word, one finalizer: millions of frame dicts are hashed on a JSON read. */
-static uint64_t cs_build_hash_words(const uint64_t *w, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (size_t i = 0; i < n; i++) h = (h ^ w[i]) * 0xff51afd7ed558ccdULL;
-  return cs_doc_mix(h);
-}
 
 /* Trace events and blocks (dicts with an address or a time) are unique by what they hold: looking
  * each one up would cost a cache miss in a table of millions for nothing. They are kept as they
@@ -360,7 +347,7 @@ cs_val_t cs_build_close(cs_build_t *b, cs_val_t open) {
     return CS_VAL_ABSENT;
   }
   unsigned tag = o->tag;
-  if (tag == CS_TAG_DICT) cs_build_dedupe(o);
+  if (tag == CS_TAG_DICT) cs_build_dedupe(o, b->doc->hash_key.k0);
   cs_doc_t *d = b->doc;
   unsigned depth = 1;
   for (size_t i = 0; i < o->n; i++) {
@@ -401,7 +388,7 @@ cs_val_t cs_build_close(cs_build_t *b, cs_val_t open) {
   }
   if (2 * (d->ncons + 1) > d->ncons_slots && !cs_build_rehash_cons(b)) return CS_VAL_ABSENT;
   /* The slot index comes from the hash's high half, as the rehash above takes it from the slot. */
-  uint64_t hash_hi = cs_build_hash_words(w, nw) & ~(uint64_t)0xffffffffu;
+  uint64_t hash_hi = cs_hash_words(&d->hash_key, w, nw) & ~(uint64_t)0xffffffffu;
   size_t mask = d->ncons_slots - 1;
   size_t i = (size_t)(hash_hi >> 32) & mask;
   for (;; i = (i + 1) & mask) {

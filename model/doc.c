@@ -6,32 +6,17 @@
 #include <string.h>
 
 #include "model/doc_impl.h"
-
-uint64_t cs_doc_hash_bytes(const void *p, size_t n) {
-  /* FNV-1a over 8-byte words, then mixed: strings here are short (keys, names, file paths). */
-  const unsigned char *s = p;
-  uint64_t h = 0xcbf29ce484222325ULL ^ n;
-  while (n >= 8) {
-    uint64_t w;
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0x100000001b3ULL;
-    s += 8;
-    n -= 8;
-  }
-  uint64_t w = 0;
-  memcpy(&w, s, n);
-  h = (h ^ w) * 0x100000001b3ULL;
-  return cs_doc_mix(h);
-}
+#include "model/region.h"
 
 void cs_doc_free(cs_doc_t *doc) {
   if (doc == NULL) return;
-  free(doc->words);
-  free(doc->ints);
-  free(doc->floats);
-  free(doc->chars);
-  free(doc->str_off);
-  free(doc->str_len);
+  /* grown by cs_region_resize (model/build.c) */
+  cs_region_free(doc->words, doc->capwords * sizeof *doc->words);
+  cs_region_free(doc->ints, doc->capints * sizeof *doc->ints);
+  cs_region_free(doc->floats, doc->capfloats * sizeof *doc->floats);
+  cs_region_free(doc->chars, doc->capchars);
+  cs_region_free(doc->str_off, doc->capstrs * sizeof *doc->str_off);
+  cs_region_free(doc->str_len, doc->capstr_len * sizeof *doc->str_len);
   free(doc->str_slots);
   free(doc->cons_slots);
   free(doc);
@@ -103,7 +88,7 @@ const char *cs_doc_str(const cs_doc_t *doc, cs_val_t v, size_t *len) {
 uint32_t cs_doc_string_id(const cs_doc_t *doc, const char *s, size_t len) {
   if (doc->nstr_slots == 0) return UINT32_MAX;
   size_t mask = doc->nstr_slots - 1;
-  for (size_t i = cs_doc_hash_bytes(s, len) & mask;; i = (i + 1) & mask) {
+  for (size_t i = cs_doc_hash_str(doc, s, len) & mask;; i = (i + 1) & mask) {
     uint32_t slot = doc->str_slots[i];
     if (slot == 0) return UINT32_MAX;
     uint32_t id = slot - 1;

@@ -6,7 +6,7 @@
  *   words[o+1 .. +n]   the items (dict: the members' values)
  *   then ceil(n/2)     words of 32-bit key ids (dicts)
  * Offset 0 is never a container. Containers are unique by content: `cons` is an open-addressing set
- * of their offsets (with their hashes), hashed over their words, so an equal container is found
+ * of their offsets (with their hashes), hashed over their words (keyed: model/hash.h), so an equal container is found
  * before a second copy is kept. Strings are unique too: `strs` maps their bytes to ids. */
 #ifndef CS_MODEL_DOC_IMPL_H
 #define CS_MODEL_DOC_IMPL_H
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "model/doc.h"
+#include "model/hash.h"
 
 struct cs_doc_s {
   uint64_t *words; /* the container arena */
@@ -28,7 +29,7 @@ struct cs_doc_s {
   size_t nchars, capchars;
   uint64_t *str_off; /* per string id: offset in chars */
   uint32_t *str_len;
-  size_t nstrs, capstrs;
+  size_t nstrs, capstrs, capstr_len; /* capstr_len: str_len's, equal to capstrs but while growing */
   uint32_t *str_slots; /* id + 1, 0 = empty; a power of two, kept above twice nstrs */
   size_t nstr_slots;
 
@@ -39,6 +40,7 @@ struct cs_doc_s {
   size_t ncons_slots, ncons;
 
   cs_val_t root;
+  cs_hash_key_t hash_key; /* every table above is keyed with it (model/hash.h) */
 };
 
 static inline uint64_t cs_doc_header(const cs_doc_t *d, cs_val_t v) {
@@ -55,7 +57,8 @@ static inline size_t cs_doc_container_words(size_t n, unsigned tag) {
   return 1 + n + (tag == CS_TAG_DICT ? (n + 1) / 2 : 0);
 }
 
-/* 64-bit mixing for the hash tables (a multiply-xorshift finalizer). */
+/* 64-bit mixing for tables keyed by the model's own numbers (a multiply-xorshift finalizer); the
+ * caller xors in a key word first, so that a file cannot aim at a slot (model/hash.h). */
 static inline uint64_t cs_doc_mix(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
@@ -65,6 +68,9 @@ static inline uint64_t cs_doc_mix(uint64_t h) {
   return h;
 }
 
-uint64_t cs_doc_hash_bytes(const void *p, size_t n);
+/* A string's hash in this doc's tables. */
+static inline uint64_t cs_doc_hash_str(const cs_doc_t *d, const void *p, size_t n) {
+  return cs_hash_bytes(&d->hash_key, p, n);
+}
 
 #endif

@@ -11,6 +11,7 @@
 /* ---- a map from container offset to a 64-bit word --------------------------------------------- */
 
 typedef struct cs_offmap_s {
+  uint64_t salt; /* the doc's key word: offsets come from the file */
   uint64_t *keys; /* offset, 0 = empty (no container lives at 0) */
   uint64_t *vals;
   size_t nslots, count;
@@ -24,7 +25,7 @@ static void cs_offmap_free(cs_offmap_t *m) {
 static uint64_t *cs_offmap_find(const cs_offmap_t *m, uint64_t key) {
   if (m->nslots == 0) return NULL;
   size_t mask = m->nslots - 1;
-  for (size_t i = cs_doc_mix(key) & mask;; i = (i + 1) & mask) {
+  for (size_t i = cs_doc_mix(key ^ m->salt) & mask;; i = (i + 1) & mask) {
     if (m->keys[i] == key) return &m->vals[i];
     if (m->keys[i] == 0) return NULL;
   }
@@ -41,7 +42,7 @@ static int cs_offmap_put(cs_offmap_t *m, uint64_t key, uint64_t val) {
     }
     for (size_t s = 0; s < m->nslots; s++) {
       if (m->keys[s] == 0) continue;
-      size_t i = cs_doc_mix(m->keys[s]) & (n - 1);
+      size_t i = cs_doc_mix(m->keys[s] ^ m->salt) & (n - 1);
       while (keys[i] != 0) i = (i + 1) & (n - 1);
       keys[i] = m->keys[s];
       vals[i] = m->vals[s];
@@ -52,7 +53,7 @@ static int cs_offmap_put(cs_offmap_t *m, uint64_t key, uint64_t val) {
     m->nslots = n;
   }
   size_t mask = m->nslots - 1;
-  size_t i = cs_doc_mix(key) & mask;
+  size_t i = cs_doc_mix(key ^ m->salt) & mask;
   while (m->keys[i] != 0 && m->keys[i] != key) i = (i + 1) & mask;
   if (m->keys[i] == 0) m->count++;
   m->keys[i] = key;
@@ -63,7 +64,7 @@ static int cs_offmap_put(cs_offmap_t *m, uint64_t key, uint64_t val) {
 /* ---- extent ----------------------------------------------------------------------------------- */
 
 /* A container's extent packed in a word: values (63 bits, saturating) and the non-finite bit. */
-#define CS_EXTENT_NONFINITE ((uint64_t)1 << 63)
+#define CS_EXTENT_NONFINITE ((uint64_t)1 << 63) /* a NaN below */
 #define CS_EXTENT_MAX (CS_EXTENT_NONFINITE - 1)
 
 static uint64_t cs_extent_add(uint64_t a, uint64_t b) {
@@ -73,11 +74,11 @@ static uint64_t cs_extent_add(uint64_t a, uint64_t b) {
 int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
   *out = (cs_doc_extent_t){.values = 1};
   cs_val_t root = doc->root;
-  if (cs_val_tag(root) == CS_TAG_FLOAT) out->nonfinite = !isfinite(cs_doc_number(doc, root));
+  if (cs_val_tag(root) == CS_TAG_FLOAT) out->nan = isnan(cs_doc_number(doc, root));
   if (!cs_val_is_container(root)) return 0;
   /* Children are closed before their parents, so they sit at lower offsets: one forward pass over
    * the arena sees every container after everything in it. */
-  cs_offmap_t m = {0};
+  cs_offmap_t m = {.salt = doc->hash_key.k0};
   for (size_t off = 1; off < doc->nwords;) {
     uint64_t h = doc->words[off];
     size_t n = cs_doc_header_count(h);
@@ -90,7 +91,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
         const uint64_t *child = cs_offmap_find(&m, cs_val_offset(v));
         add = child ? (*child & CS_EXTENT_MAX) : 1;
         if (child) flags |= *child & CS_EXTENT_NONFINITE;
-      } else if (cs_val_tag(v) == CS_TAG_FLOAT && !isfinite(cs_doc_number(doc, v))) {
+      } else if (cs_val_tag(v) == CS_TAG_FLOAT && isnan(cs_doc_number(doc, v))) {
         flags |= CS_EXTENT_NONFINITE;
       }
       values = cs_extent_add(values, add);
@@ -104,7 +105,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
   const uint64_t *r = cs_offmap_find(&m, cs_val_offset(root));
   if (r != NULL) {
     out->values = *r & CS_EXTENT_MAX;
-    out->nonfinite = (*r & CS_EXTENT_NONFINITE) != 0;
+    out->nan = (*r & CS_EXTENT_NONFINITE) != 0;
   }
   out->depth = cs_doc_depth(doc, root);
   cs_offmap_free(&m);
@@ -173,7 +174,7 @@ static void cs_doc_write_value(cs_doc_writer_t *w, cs_val_t v, uint32_t key) {
     break;
   case CS_TAG_FLOAT:
     if (!cs_doc_is_float(doc, v) && cs_doc_int(doc, v, &x)) cs_emit_int(w->e, x);
-    else cs_emit_float(w->e, cs_doc_number(doc, v));
+    else cs_emit_float_keep_infinity(w->e, cs_doc_number(doc, v));
     break;
   case CS_TAG_STRING: {
     const char *s = cs_doc_str(doc, v, &len);
@@ -210,7 +211,9 @@ static void cs_doc_write_value(cs_doc_writer_t *w, cs_val_t v, uint32_t key) {
 int cs_doc_write(const cs_doc_t *doc, cs_emitter_t *e, cs_emit_format_t format, cs_doc_write_tick_fn tick,
                  void *tick_ctx) {
   cs_doc_writer_t w = {
-      .doc = doc, .e = e, .share = format == CS_EMIT_PICKLE, .tick = tick, .tick_ctx = tick_ctx};
+      .doc = doc, .e = e, .share = format == CS_EMIT_PICKLE, .tick = tick, .tick_ctx = tick_ctx,
+      .ids = {.salt = doc->hash_key.k0}};
+  cs_emit_keep_surrogates(e); /* the readers keep a JSON file's lone surrogates (reader/json_surrogates.h) */
   cs_doc_write_value(&w, doc->root, UINT32_MAX);
   cs_offmap_free(&w.ids);
   return cs_emit_finish(e);

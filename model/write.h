@@ -21,10 +21,10 @@
 #include "model/doc.h"
 
 /* What writing the model out would produce: the number of values once every shared value is
- * written out in full, whether any float is NaN or infinite, and the deepest nesting. */
+ * written out in full, whether any float is NaN, and the deepest nesting. */
 typedef struct cs_doc_extent_s {
   uint64_t values; /* saturates at UINT64_MAX */
-  bool nonfinite;
+  bool nan; /* a NaN somewhere: JSON cannot hold one (infinities are written as 1e999) */
   unsigned depth;
 } cs_doc_extent_t;
 

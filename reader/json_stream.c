@@ -11,6 +11,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "model/build.h"
+#include "reader/json_surrogates.h"
 
 /* One read of a streamed file. */
 #define CS_JSON_CHUNK ((size_t)1 << 20)
@@ -33,6 +34,7 @@ typedef struct cs_json_s {
   bool head_done;      /* the root dict's first pair is set: the parse stopped there */
   bool head_absent;    /* the root's first key is not `head`: the parse stopped before it */
   char numbuf[128];
+  cs_json_sur_t sur; /* strings with lone surrogate escapes, decoded here rather than by YAJL */
 } cs_json_t;
 
 /* Puts a finished value into the innermost open container, or makes it the root. */
@@ -94,6 +96,9 @@ static int cs_json_number(void *ctx, const char *s, size_t len) {
 
 static int cs_json_string(void *ctx, const unsigned char *s, size_t len) {
   cs_json_t *j = ctx;
+  const char *exact;
+  size_t exact_len;
+  if (cs_json_sur_take(&j->sur, &exact, &exact_len)) return cs_json_put(j, cs_build_str(j->b, exact, exact_len));
   return cs_json_put(j, cs_build_str(j->b, s, len));
 }
 
@@ -126,6 +131,12 @@ static int cs_json_start_array(void *ctx) {
 
 static int cs_json_map_key(void *ctx, const unsigned char *s, size_t len) {
   cs_json_t *j = ctx;
+  const char *exact;
+  size_t exact_len;
+  if (cs_json_sur_take(&j->sur, &exact, &exact_len)) {
+    s = (const unsigned char *)exact;
+    len = exact_len;
+  }
   if (j->head && j->depth == 1 && (len != strlen(j->head) || memcmp(s, j->head, len) != 0)) {
     j->head_absent = true;
     return 0;
@@ -225,6 +236,7 @@ static bool cs_json_feed_init(cs_json_feed_t *f, cs_read_error_t *err) {
 
 static void cs_json_feed_free(cs_json_feed_t *f) {
   if (f->h) yajl_free(f->h);
+  cs_json_sur_free(&f->j.sur);
   cs_build_abort(f->j.b);
 }
 
@@ -257,6 +269,11 @@ static bool cs_json_feed(cs_json_feed_t *f, const uint8_t *p, size_t n) {
   if (ff != NULL && (size_t)(ff - p) < upto) upto = (size_t)(ff - p);
   for (size_t i = 0; f->empty && i < upto; i++)
     if (!cs_json_is_ws(p[i])) f->empty = false;
+  if (!cs_json_sur_scan(&f->j.sur, p, n)) {
+    cs_read_error_set(f->err, f->offset, "out of host memory");
+    f->failed = true;
+    return false;
+  }
   if (yajl_parse(f->h, p, upto) != yajl_status_ok) {
     f->failed = true;
     if (f->j.head_done || f->j.head_absent) return false; /* stopped on purpose */

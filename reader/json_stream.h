@@ -7,7 +7,9 @@
  * integer token is an int64, a token with a fraction or an exponent a float (2.0 stays a float, as
  * Python's json keeps it), and an integer beyond int64 keeps its double (JSON.parse takes it). A
  * UTF-8 byte order mark is skipped (the viewer's TextDecoder drops it); invalid UTF-8 inside strings
- * is kept as it is. JSON has no tuples: a list under the key "segment_pool_id" (the one tuple in
+ * is kept as it is, and so are lone surrogate escapes ("\ud800", as JSON.parse keeps them;
+ * reader/json_surrogates.h). A number too large for a double (1e400) is +-Infinity, as JSON.parse
+ * reads it. JSON has no tuples: a list under the key "segment_pool_id" (the one tuple in
  * PyTorch's snapshots and in cudasnap's pickles) becomes a tuple, so a conversion writes it back as
  * one. Duplicate keys keep their first position and their last value (model/build.h). */
 #ifndef CS_READER_JSON_STREAM_H

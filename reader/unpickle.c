@@ -12,7 +12,12 @@
  *
  * Memory: every opcode adds at most a few words (the stack, the memo, the arena), so the model is
  * bounded by a constant times the pickle's size, whatever the pickle (bench/README.md, "Reading").
- * Every length is checked against the bytes that remain; nesting is bounded by the builder. */
+ * Every length is checked against the bytes that remain; nesting is bounded by the builder.
+ *
+ * Time: every opcode costs a constant plus its own bytes (hashed once by the model, with a keyed
+ * hash: model/hash.h), so reading is linear in the pickle's size (docs/tool.md, "What a file can
+ * cost"). Nothing scans: a memo entry of an open container is linked from that container, and its
+ * close visits only its own links. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,6 +28,7 @@
 #include "common/cs_compiler.h"
 #include "common/cs_utf8.h"
 #include "model/build.h"
+#include "model/region.h"
 #include "reader/unpickle.h"
 
 /* Memo indices may run ahead of the number of values stored so far by at most this much. Real
@@ -155,12 +161,20 @@ typedef struct cs_unpickle_s {
   size_t nmemo, capmemo;
   size_t memo_puts;    /* MEMOIZE/BINPUT/LONG_BINPUT executed */
   size_t memoize_next; /* MEMOIZE's own counter, like the viewer's memo_id */
-  /* Memo entries that name an open container: (memo index, open handle), updated at its close. */
-  struct cs_unpickle_open_memo_s {
+  /* Memo entries that name an open container, updated at its close: a list per open container
+   * (open_memo_head, by open index: node + 1, 0 for none) of memo indices, so that a close visits
+   * only its own entries and a put costs O(1) whatever else is open. A link whose memo entry was
+   * replaced since stays in its list and is skipped at the close (the entry no longer holds the
+   * handle). Drained nodes go to a free list: the nodes in use are at most the puts of containers
+   * still open. */
+  struct cs_unpickle_memo_link_s {
     size_t idx;
-    cs_val_t open;
-  } *open_memo;
-  size_t nopen_memo, capopen_memo;
+    size_t next; /* node + 1, 0 at the end */
+  } *links;
+  size_t nlinks, caplinks;
+  size_t free_link; /* node + 1 of the first free node, 0 for none */
+  size_t *open_memo_head;
+  size_t capopen_memo_head;
   size_t *open_slot; /* by open index (cs_build_open_index): its stack slot, which never moves */
   size_t capopen_slot;
   char *strbuf; /* UTF-8 repair of a string */
@@ -197,7 +211,7 @@ static bool cs_unpickle_reserve(cs_unpickle_t *u, void **arr, size_t *cap, size_
   if (n < *cap) return true;
   size_t ncap = *cap ? *cap * 2 : 64;
   if (ncap > SIZE_MAX / size) return cs_unpickle_fail(u, "out of host memory");
-  void *p = realloc(*arr, ncap * size);
+  void *p = cs_region_resize(*arr, *cap * size, ncap * size);
   if (p == NULL) return cs_unpickle_fail(u, "out of host memory");
   *arr = p;
   *cap = ncap;
@@ -226,18 +240,49 @@ static bool cs_unpickle_push(cs_unpickle_t *u, cs_val_t v) {
   return true;
 }
 
-/* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does. */
+/* A surrogate in generalized UTF-8 (ED A0-BF 80-BF): what CPython's pickle writes for a str with
+ * a lone surrogate ("surrogatepass"), and what cudasnap writes for a JSON "\ud800". */
+static bool cs_unpickle_is_surrogate(const uint8_t *s, size_t n) {
+  return n >= 3 && s[0] == 0xED && s[1] >= 0xA0 && s[1] <= 0xBF && s[2] >= 0x80 && s[2] <= 0xBF;
+}
+
+/* s[0..n) with every invalid sequence but a surrogate replaced by U+FFFD into out (when not NULL);
+ * returns the length. */
+static size_t cs_unpickle_fix(char *out, const uint8_t *s, size_t n) {
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    size_t len = 1;
+    const void *from = s + i;
+    size_t put = 1;
+    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
+      put = len;
+    } else if (cs_unpickle_is_surrogate(s + i, n - i)) {
+      len = put = 3;
+    } else {
+      from = CS_UTF8_REPLACEMENT;
+      put = sizeof CS_UTF8_REPLACEMENT - 1;
+    }
+    if (out != NULL) memcpy(out + o, from, put);
+    o += put;
+    i += len;
+  }
+  return o;
+}
+
+/* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does,
+ * but for lone surrogates, which are kept as CPython's unpickler keeps them (docs/tool.md). */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
   bool valid;
-  size_t out_len = cs_utf8_fixed_len(s, n, &valid);
+  cs_utf8_fixed_len(s, n, &valid);
   if (valid) return cs_unpickle_push(u, cs_build_str(u->b, s, n));
+  size_t out_len = cs_unpickle_fix(NULL, s, n);
   if (out_len + 1 > u->capstrbuf) {
     char *nb = realloc(u->strbuf, out_len + 1);
     if (nb == NULL) return cs_unpickle_fail(u, "out of host memory");
     u->strbuf = nb;
     u->capstrbuf = out_len + 1;
   }
-  cs_utf8_fix(u->strbuf, s, n);
+  cs_unpickle_fix(u->strbuf, s, n);
   return cs_unpickle_push(u, cs_build_str(u->b, u->strbuf, out_len));
 }
 
@@ -246,15 +291,20 @@ static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
 static bool cs_unpickle_close(cs_unpickle_t *u, cs_val_t *v) {
   if (!cs_build_is_open(u->b, *v)) return true;
   cs_val_t open = *v;
+  size_t k = cs_build_open_index(u->b, open); /* the handle names nothing once closed */
   cs_val_t closed = cs_build_close(u->b, open);
   if (cs_val_absent(closed)) return cs_unpickle_build_failed(u);
   *v = closed;
-  for (size_t i = 0; i < u->nopen_memo;) {
-    if (u->open_memo[i].open == open) {
-      u->memo[u->open_memo[i].idx] = closed;
-      u->open_memo[i] = u->open_memo[--u->nopen_memo];
-    } else {
-      i++;
+  if (k < u->capopen_memo_head) {
+    size_t node = u->open_memo_head[k];
+    u->open_memo_head[k] = 0;
+    while (node != 0) {
+      struct cs_unpickle_memo_link_s *l = &u->links[node - 1];
+      if (u->memo[l->idx] == open) u->memo[l->idx] = closed;
+      size_t next = l->next;
+      l->next = u->free_link;
+      u->free_link = node;
+      node = next;
     }
   }
   return true;
@@ -397,6 +447,29 @@ static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k, bo
   return cs_unpickle_push(u, list);
 }
 
+/* Links memo entry idx to the open container of open index `open`, for its close to update. */
+static bool cs_unpickle_link(cs_unpickle_t *u, size_t open, size_t idx) {
+  while (open >= u->capopen_memo_head) {
+    size_t old = u->capopen_memo_head;
+    void *a = u->open_memo_head;
+    if (!cs_unpickle_reserve(u, &a, &u->capopen_memo_head, old, sizeof(size_t))) return false;
+    u->open_memo_head = a;
+    memset(u->open_memo_head + old, 0, (u->capopen_memo_head - old) * sizeof(size_t));
+  }
+  size_t node = u->free_link;
+  if (node != 0) {
+    u->free_link = u->links[node - 1].next;
+  } else {
+    void *a = u->links;
+    if (!cs_unpickle_reserve(u, &a, &u->caplinks, u->nlinks, sizeof *u->links)) return false;
+    u->links = a;
+    node = ++u->nlinks;
+  }
+  u->links[node - 1] = (struct cs_unpickle_memo_link_s){idx, u->open_memo_head[open]};
+  u->open_memo_head[open] = node;
+  return true;
+}
+
 static bool cs_unpickle_memo_put(cs_unpickle_t *u, size_t idx) {
   if (!cs_unpickle_need(u, 1)) return false;
   if (idx > u->memo_puts + CS_UNPICKLE_MEMO_SLACK)
@@ -409,15 +482,8 @@ static bool cs_unpickle_memo_put(cs_unpickle_t *u, size_t idx) {
     u->memo[u->nmemo++] = CS_VAL_ABSENT;
   }
   cs_val_t v = u->stack[u->nstack - 1];
-  /* A memo entry replaced while its old container is open: forget the old link. */
-  for (size_t i = 0; i < u->nopen_memo; i++)
-    if (u->open_memo[i].idx == idx) u->open_memo[i--] = u->open_memo[--u->nopen_memo];
-  if (cs_build_is_open(u->b, v)) {
-    void *a = u->open_memo;
-    if (!cs_unpickle_reserve(u, &a, &u->capopen_memo, u->nopen_memo, sizeof *u->open_memo)) return false;
-    u->open_memo = a;
-    u->open_memo[u->nopen_memo++] = (struct cs_unpickle_open_memo_s){idx, v};
-  }
+  size_t open = cs_build_open_index(u->b, v);
+  if (open != SIZE_MAX && !cs_unpickle_link(u, open, idx)) return false;
   u->memo[idx] = v;
   u->memo_puts++;
   return true;
@@ -653,11 +719,12 @@ static cs_doc_t *cs_unpickle_run(cs_unpickle_t *u, const char *head, bool *absen
 
 static void cs_unpickle_free(cs_unpickle_t *u) {
   cs_build_abort(u->b);
-  free(u->stack);
-  free(u->marks);
-  free(u->memo);
-  free(u->open_memo);
-  free(u->open_slot);
+  cs_region_free(u->stack, u->capstack * sizeof *u->stack);
+  cs_region_free(u->marks, u->capmarks * sizeof *u->marks);
+  cs_region_free(u->memo, u->capmemo * sizeof *u->memo);
+  cs_region_free(u->links, u->caplinks * sizeof *u->links);
+  cs_region_free(u->open_memo_head, u->capopen_memo_head * sizeof *u->open_memo_head);
+  cs_region_free(u->open_slot, u->capopen_slot * sizeof *u->open_slot);
   free(u->strbuf);
 }
 

@@ -93,7 +93,7 @@ static void test_numbers_keep_value_and_type(void **state) {
   assert_true(cs_val_is_tuple(cs_doc_get_key(doc, v[6], CS_KEY_SEGMENT_POOL_ID)));
   cs_doc_extent_t extent;
   assert_int_equal(cs_doc_extent(doc, &extent), 0);
-  assert_true(extent.nonfinite);
+  assert_false(extent.nan); /* an infinity (1e400) is kept: convert writes it as 1e999 */
   cs_doc_free(doc);
 }
 
@@ -146,7 +146,7 @@ static void test_write_reads_back_the_same(void **state) {
   assert_int_equal(cs_doc_extent(doc, &extent), 0);
   /* root + traces + trace + 1000 * (the event and its 3 scalars + the list + 2 frames of 1 + 3) */
   assert_int_equal(extent.values, 3 + 1000 * (4 + 1 + 2 * 4));
-  assert_false(extent.nonfinite);
+  assert_false(extent.nan);
   cs_doc_free(from_json);
   cs_doc_free(from_pickle);
   cs_doc_free(doc);
