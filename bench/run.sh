@@ -13,7 +13,7 @@
 # CS_BENCH_BEFORE=PATH/libcudasnap.so (another build of the library, e.g. main's before a change)
 # adds it to the thread scaling, interleaved with this tree's, as threads_*_before_* lines.
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
-# snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
+# snapshots to replay; default <repo>/tests/data/traces, which the repository holds; the fragmentation part is
 # skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
 # torch/cuda/_memory_viz.py, for its `stats` beside ours in the reading figures; bench/read.sh).
 # Inherited CUDASNAP_* variables and LD_PRELOAD are cleared: every run sets exactly what it measures.
@@ -35,7 +35,7 @@ done
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CS_BENCH_BUILD_DIR:-$root/build-bench}
-traces=${CS_BENCH_TRACES:-$root/../shared/traces/pytorch_snapshots}
+traces=${CS_BENCH_TRACES:-$root/tests/data/traces}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 log() { printf 'bench: [%3ds] %s\n' "$SECONDS" "$*" >&2; }

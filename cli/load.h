@@ -26,4 +26,10 @@ cs_doc_t *cs_load_parse(const char *path, cs_snapshot_format_t *format, size_t *
  * stop them (`check` lists those). */
 cs_doc_t *cs_load_snapshot(const char *path, cs_snapshot_format_t *format, size_t *bytes);
 
+/* cs_load_snapshot for one file among many (a directory, a glob: other files lie there, such as
+ * an export's output), where one that is not a snapshot is passed over rather than refused: its
+ * line reads "cudasnap SUBCOMMAND: skipped FILE: problem", and the caller goes on. */
+cs_doc_t *cs_load_snapshot_or_skip(const char *path, const char *subcommand, cs_snapshot_format_t *format,
+                                   size_t *bytes);
+
 #endif

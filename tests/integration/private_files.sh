@@ -5,7 +5,8 @@
 # runs under `cudasnap run` on the fake driver:
 #   modes     under umask 027 and 002, every file cudasnap makes (the exit snapshot, the recording
 #             file, and the tool's outputs: recover, convert, export pprof and perfetto, report)
-#             has mode 0666 less the umask, as any program's files: 0640 and 0664
+#             has mode 0666 less the umask, as any program's files: 0640 and 0664; recover
+#             replaces an existing output, as the other subcommands do, and never its input
 #   argv      a token on the program's command line is in the snapshot and the recording by
 #             default; with CUDASNAP_ARGV=0 (and `run --no-argv`) it is in neither, nor in the
 #             recovered snapshot, whose cudasnap.argv is []
@@ -41,6 +42,14 @@ modes)
       [[ $(mode_of "$dir/$f") == "$want" ]] || fail "umask $mask: $f has mode $(mode_of "$dir/$f"), want $want"
     done
   done
+  # the one rule of outputs: an existing one is replaced (recover numbered it before), the input
+  # never is
+  "$tool" recover -o "$dir/recovered.json" "$dir/rec.csrec" >"$dir/out" 2>"$dir/err" || fail "recover again: $(cat "$dir/err")"
+  grep -q "^wrote $dir/recovered.json: " "$dir/out" && [[ ! -e $dir/recovered-1.json ]] ||
+    fail "recover did not replace its output: $(cat "$dir/out"; ls "$dir")"
+  "$tool" recover -o "$dir/rec.csrec" "$dir/rec.csrec" >"$dir/out" 2>"$dir/err" && fail "recover over its recording exited 0"
+  grep -q "is the recording being read" "$dir/err" || fail "recover over its recording: $(cat "$dir/err")"
+  "$tool" recover -o "$dir/again.json" "$dir/rec.csrec" >/dev/null 2>&1 || fail "the recording was damaged"
   ;;
 argv)
   secret=--token=hunter2-$$
