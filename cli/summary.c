@@ -239,10 +239,15 @@ int cs_cli_summary(int argc, char **argv) {
   if (doc == NULL) return CS_CLI_FAIL;
   int devices = cs_view_device_count(doc);
   cs_summary_header(path, doc, devices);
-  int rc = 0;
+  int rc = 0, unused = 0;
   for (int d = 0; rc == 0 && d < devices; d++) {
     if (cs_device_used(doc, d)) rc = cs_summary_device(doc, d, &opts);
+    else unused++;
   }
+  /* say why a device of the header has no section, rather than leave the reader to wonder */
+  if (rc == 0 && unused > 0)
+    printf("\n%d of %d device%s not shown: no segments, allocator events or statistics (unused here)\n",
+           unused, devices, cs_plural((uint64_t)devices));
   if (rc == 0) cs_reconcile_print_host(doc);
   cs_doc_free(doc);
   if (rc != 0) {
