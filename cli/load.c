@@ -51,7 +51,11 @@ cs_doc_t *cs_load_snapshot(const char *path, cs_snapshot_format_t *format, size_
 }
 
 cs_doc_t *cs_load_snapshot_or_skip(const char *path, const char *subcommand, cs_snapshot_format_t *format,
-                                   size_t *bytes) {
+                                   size_t *bytes, bool *skipped) {
+  struct stat st;
+  *skipped = false;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return cs_load_snapshot(path, format, bytes); /* refused */
+  *skipped = true;
   char before[64];
   snprintf(before, sizeof before, "cudasnap %s: skipped ", subcommand);
   return cs_load_snapshot_said(path, format, bytes, before);

@@ -147,7 +147,7 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
 
 /* The file's summary from its head (a few KB: cudasnap's files), else from the whole file.
  * 0, -1 without host memory, or 1 when the file could not be read (its line is on stderr). */
-static int cs_ranks_summarize(const char *path, bool full, bool skip, cs_rank_summary_t *s) {
+static int cs_ranks_summarize(const char *path, bool full, bool *skip, cs_rank_summary_t *s) {
   cs_doc_t *doc = NULL;
   cs_read_error_t err;
   if (!full && cs_read_head(path, CS_RANKS_HEAD_KEY, &doc, &err) == CS_HEAD_FOUND) {
@@ -155,7 +155,7 @@ static int cs_ranks_summarize(const char *path, bool full, bool skip, cs_rank_su
     cs_doc_free(doc);
     if (rc <= 0) return rc;
   }
-  doc = skip ? cs_load_snapshot_or_skip(path, cs_ranks_name, NULL, NULL) : cs_load_snapshot(path, NULL, NULL);
+  doc = *skip ? cs_load_snapshot_or_skip(path, cs_ranks_name, NULL, NULL, skip) : cs_load_snapshot(path, NULL, NULL);
   if (doc == NULL) return 1;
   int rc = cs_rank_summary_of(doc, s);
   cs_doc_free(doc);
@@ -166,7 +166,7 @@ static int cs_ranks_summarize(const char *path, bool full, bool skip, cs_rank_su
  * file of many), a file that is not a snapshot is passed over with its line: CS_CLI_OK. */
 static int cs_ranks_read(cs_ranks_job_t *job, const char *path, bool full, bool skip) {
   cs_rank_summary_t s;
-  int rc = cs_ranks_summarize(path, full, skip, &s);
+  int rc = cs_ranks_summarize(path, full, &skip, &s);
   if (rc > 0) return skip ? CS_CLI_OK : CS_CLI_FAIL;
   if (rc == 0 && s.rank < 0) s.rank = cs_ranks_from_name(path);
   if (rc == 0 && cs_ranks_add(job, &s, path) != 0) {

@@ -146,8 +146,10 @@ static int cs_report_job_read(char *const *files, int n, cs_mem_sink_t *data, in
   for (int i = 0; ok && i < n; i++) {
     cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
     size_t bytes = 0;
-    cs_doc_t *doc = cs_load_snapshot_or_skip(files[i], cs_report_name, &format, &bytes);
-    if (doc == NULL) continue; /* said why */
+    bool skipped = false;
+    cs_doc_t *doc = cs_load_snapshot_or_skip(files[i], cs_report_name, &format, &bytes, &skipped);
+    if (doc == NULL && !skipped) ok = false; /* a missing file: said why, refused */
+    if (doc == NULL) continue;
     cs_report_source_t src = {.path = files[i], .bytes = bytes, .format = format};
     if (cs_job_page_add(page, doc, &src, cs_ranks_from_name(files[i])) != 0) ok = false, no_memory = true;
     else ++*added;
