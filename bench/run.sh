@@ -16,7 +16,7 @@
 # devices_*_before_* lines. BENCH_CLOCK=cpu times one thread's hot-path samples by its CPU time
 # (for a machine shared with other work; threads stay on wall time).
 # Environment: CS_BENCH_BUILD_DIR (default <repo>/build-bench), CS_BENCH_TRACES (the PyTorch
-# snapshots to replay; default <repo>/../shared/traces/pytorch_snapshots; the fragmentation part is
+# snapshots to replay; default <repo>/tests/data/traces, which the repository holds; the fragmentation part is
 # skipped with a message when the directory is absent), CS_BENCH_MEMVIZ_PY (a copy of PyTorch's
 # torch/cuda/_memory_viz.py, for its `stats` beside ours in the reading figures; bench/read.sh).
 # Inherited CUDASNAP_* variables and LD_PRELOAD are cleared: every run sets exactly what it measures.
@@ -38,7 +38,7 @@ done
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CS_BENCH_BUILD_DIR:-$root/build-bench}
-traces=${CS_BENCH_TRACES:-$root/../shared/traces/pytorch_snapshots}
+traces=${CS_BENCH_TRACES:-$root/tests/data/traces}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 log() { printf 'bench: [%3ds] %s\n' "$SECONDS" "$*" >&2; }

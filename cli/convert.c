@@ -1,6 +1,6 @@
 /* `cudasnap convert IN OUT`: JSON <-> pickle, the content unchanged (model/write.h). OUT is
  * written under a temporary name and renamed into place, so it is never left half-written, and an
- * existing OUT is replaced only with --force. */
+ * existing OUT is replaced, as every output of the tool is (docs/tool.md), never IN itself. */
 #include <errno.h>
 #include <inttypes.h>
 #include <getopt.h>
@@ -30,12 +30,13 @@ static const char cs_convert_help[] =
     "objects from IN and OUT.\n"
     "\n"
     "OUT is written to a temporary file in its directory and renamed into place: it is never\n"
-    "left half-written. On success, one line on stdout:\n"
+    "left half-written, and an existing OUT is replaced (as by every subcommand that writes a\n"
+    "file), but never IN itself. On success, one line on stdout:\n"
     "  wrote OUT: json|pickle, N bytes\n"
     "\n"
     "options:\n"
     "  --format json|pickle   the output format, whatever OUT's extension\n"
-    "  --force                replace OUT if it exists (otherwise that is an error)\n"
+    "  --force                accepted for older scripts: OUT is always replaced\n"
     "  -h, --help             this text\n";
 
 static const char cs_convert_name[] = "convert";
@@ -51,7 +52,7 @@ static void cs_convert_tick(void *ctx, uint64_t values) {
 
 /* Write doc to path. Returns 0, or -1 after reporting why (nothing is left at path). */
 static int cs_convert_write(const cs_doc_t *doc, uint64_t values, const char *path, cs_emit_format_t format,
-                            bool force, size_t input_bytes) {
+                            size_t input_bytes) {
   cs_output_t out;
   int err = cs_output_open(&out, path);
   cs_fd_sink_t *sink = err == 0 ? malloc(sizeof *sink) : NULL;
@@ -72,7 +73,7 @@ static int cs_convert_write(const cs_doc_t *doc, uint64_t values, const char *pa
     int flushed = cs_fd_sink_flush(sink);
     if (err == 0) err = flushed;
   }
-  if (err == 0) err = force ? cs_replace_commit(&out, path) : cs_output_commit(&out, path);
+  if (err == 0) err = cs_replace_commit(&out, path);
   else if (out.fd >= 0) cs_output_abort(&out);
   if (err != 0) {
     fprintf(stderr, "%s: cannot write: %s\n", path, strerror(err));
@@ -109,13 +110,12 @@ int cs_cli_convert(int argc, char **argv) {
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   const char *format_name = NULL;
-  bool force = false;
   int c;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
     case 'h': fputs(cs_convert_help, stdout); return CS_CLI_OK;
     case 'f': format_name = optarg; break;
-    case 'F': force = true; break;
+    case 'F': break; /* the rule was "refuse unless --force" before it became "replace" */
     default: return cs_cli_bad_option(cs_convert_name, c, argv);
     }
   }
@@ -127,9 +127,9 @@ int cs_cli_convert(int argc, char **argv) {
   const char *in = argv[optind], *out = argv[optind + 1];
   bool pickle = format_name != NULL ? strcmp(format_name, "pickle") == 0
                                     : cs_convert_has_suffix(out, ".pickle") || cs_convert_has_suffix(out, ".pkl");
-  struct stat st;
-  if (!force && lstat(out, &st) == 0) {
-    cs_cli_error(cs_convert_name, "%s exists (--force replaces it)", out);
+  struct stat a, b;
+  if (stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+    cs_cli_error(cs_convert_name, "%s is the snapshot being read: give another OUT", out);
     return CS_CLI_FAIL;
   }
 
@@ -145,7 +145,7 @@ int cs_cli_convert(int argc, char **argv) {
   } else if (cs_convert_refuse(&extent, input_bytes, why, sizeof why)) {
     fprintf(stderr, "%s: cannot convert: %s\n", in, why);
     rc = CS_CLI_FAIL;
-  } else if (cs_convert_write(doc, extent.values, out, pickle ? CS_EMIT_PICKLE : CS_EMIT_JSON, force,
+  } else if (cs_convert_write(doc, extent.values, out, pickle ? CS_EMIT_PICKLE : CS_EMIT_JSON,
                               input_bytes) != 0) {
     rc = CS_CLI_FAIL;
   }

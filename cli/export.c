@@ -36,7 +36,7 @@ static const char cs_export_help[] =
     "perfetto: Chrome Trace Event JSON ({\"traceEvents\": [...]}) for ui.perfetto.dev,\n"
     "  chrome://tracing, HTA and TensorBoard; several FILEs (the ranks of a job) become processes\n"
     "  of one trace, on wall-clock microseconds. Default OUT: the first FILE's name without its\n"
-    "  extension + .trace.json. Per device: counter tracks of allocated and reserved bytes and of\n"
+    "  extension + .trace.json.gz (gzip-compressed, as an OUT ending in .gz is). Per device: counter tracks of allocated and reserved bytes and of\n"
     "  each kind passed through (at most 4096 points each: per time bucket, the minimum and the\n"
     "  maximum), torch.profiler's [memory] instant events, the phases as nested slices, instant\n"
     "  events for OOMs and for the snapshot.\n"
@@ -101,8 +101,7 @@ static int cs_export_pprof_to(cs_sink_t sink, const cs_doc_t *doc, const cs_expo
 
 /* ---- perfetto -------------------------------------------------------------------------------- */
 
-/* Every input, one after the other: only one model is held at a time. */
-static int cs_export_perfetto_to(cs_sink_t sink, char **paths, int npaths, bool *bad_input) {
+static int cs_export_perfetto_events(cs_sink_t sink, char **paths, int npaths, bool *bad_input) {
   cs_perfetto_t *pf = cs_perfetto_begin(sink);
   if (pf == NULL) return ENOMEM;
   int err = 0;
@@ -116,6 +115,17 @@ static int cs_export_perfetto_to(cs_sink_t sink, char **paths, int npaths, bool 
     cs_doc_free(doc);
   }
   int finished = cs_perfetto_finish(pf);
+  return err != 0 ? err : finished;
+}
+
+/* Every input, one after the other: only one model is held at a time. gzip-compressed when OUT
+ * ends in .gz (the default name does: Perfetto, chrome://tracing, HTA and TensorBoard read
+ * .json.gz, and no *.json glob of the inputs catches it). */
+static int cs_export_perfetto_to(cs_sink_t sink, char **paths, int npaths, bool *bad_input, bool gzip) {
+  cs_gzip_sink_t *gz = gzip ? cs_gzip_sink_create(sink) : NULL;
+  if (gzip && gz == NULL) return ENOMEM;
+  int err = cs_export_perfetto_events(gz != NULL ? cs_gzip_sink(gz) : sink, paths, npaths, bad_input);
+  int finished = gz != NULL ? cs_gzip_sink_finish(gz) : 0;
   return err != 0 ? err : finished;
 }
 
@@ -179,7 +189,7 @@ int cs_cli_export(int argc, char **argv) {
   char **inputs = argv + optind;
   int ninputs = argc - optind;
   bool pprof = o.format == CS_EXPORT_PPROF;
-  char *out = o.out != NULL ? strdup(o.out) : cs_export_default_out(inputs[0], pprof ? ".pb.gz" : ".trace.json");
+  char *out = o.out != NULL ? strdup(o.out) : cs_export_default_out(inputs[0], pprof ? ".pb.gz" : ".trace.json.gz");
   if (out == NULL) {
     cs_cli_error(cs_export_name, "out of host memory");
     return CS_CLI_FAIL;
@@ -205,7 +215,8 @@ int cs_cli_export(int argc, char **argv) {
   if (err == 0) {
     cs_fd_sink_init(fd, file.fd);
     err = pprof ? cs_export_pprof_to(cs_fd_sink(fd), doc, &o)
-                : cs_export_perfetto_to(cs_fd_sink(fd), inputs, ninputs, &bad_input);
+                : cs_export_perfetto_to(cs_fd_sink(fd), inputs, ninputs, &bad_input,
+                                        strlen(out) > 3 && strcmp(out + strlen(out) - 3, ".gz") == 0);
     int flushed = cs_fd_sink_flush(fd);
     if (err == 0) err = flushed;
   }

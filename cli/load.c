@@ -8,7 +8,8 @@
 #include "cli/progress.h"
 #include "reader/validate.h"
 
-cs_doc_t *cs_load_parse(const char *path, cs_snapshot_format_t *format, size_t *bytes) {
+/* before: "" for a refusal, or "cudasnap SUB: skipped " for a file passed over. */
+static cs_doc_t *cs_load_parse_said(const char *path, cs_snapshot_format_t *format, size_t *bytes, const char *before) {
   struct stat st;
   uint64_t size = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
   char what[96];
@@ -20,22 +21,42 @@ cs_doc_t *cs_load_parse(const char *path, cs_snapshot_format_t *format, size_t *
   cs_doc_t *doc = cs_read_snapshot_file(path, format, bytes, &err);
   cs_progress_end(&progress);
   if (doc == NULL && err.io_errno != 0)
-    fprintf(stderr, "%s: cannot read: %s\n", path, strerror(err.io_errno));
+    fprintf(stderr, "%s%s: cannot read: %s\n", before, path, strerror(err.io_errno));
   else if (doc == NULL)
-    fprintf(stderr, "%s: byte %zu: %s\n", path, err.offset, err.message);
+    fprintf(stderr, "%s%s: byte %zu: %s\n", before, path, err.offset, err.message);
   return doc;
 }
 
-cs_doc_t *cs_load_snapshot(const char *path, cs_snapshot_format_t *format, size_t *bytes) {
-  cs_doc_t *doc = cs_load_parse(path, format, bytes);
+cs_doc_t *cs_load_parse(const char *path, cs_snapshot_format_t *format, size_t *bytes) {
+  return cs_load_parse_said(path, format, bytes, "");
+}
+
+static cs_doc_t *cs_load_snapshot_said(const char *path, cs_snapshot_format_t *format, size_t *bytes,
+                                       const char *before) {
+  cs_doc_t *doc = cs_load_parse_said(path, format, bytes, before);
   if (doc == NULL) return NULL;
   cs_report_t report;
   cs_report_init(&report);
   if (!cs_validate_readable(doc, &report)) {
-    fprintf(stderr, "%s: %s: %s\n", path, report.first_unreadable.where, report.first_unreadable.message);
+    fprintf(stderr, "%s%s: %s: %s\n", before, path, report.first_unreadable.where, report.first_unreadable.message);
     cs_doc_free(doc);
     doc = NULL;
   }
   cs_report_free(&report);
   return doc;
+}
+
+cs_doc_t *cs_load_snapshot(const char *path, cs_snapshot_format_t *format, size_t *bytes) {
+  return cs_load_snapshot_said(path, format, bytes, "");
+}
+
+cs_doc_t *cs_load_snapshot_or_skip(const char *path, const char *subcommand, cs_snapshot_format_t *format,
+                                   size_t *bytes, bool *skipped) {
+  struct stat st;
+  *skipped = false;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return cs_load_snapshot(path, format, bytes); /* refused */
+  *skipped = true;
+  char before[64];
+  snprintf(before, sizeof before, "cudasnap %s: skipped ", subcommand);
+  return cs_load_snapshot_said(path, format, bytes, before);
 }

@@ -9,6 +9,7 @@
 #ifndef CS_CLI_LOAD_H
 #define CS_CLI_LOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,5 +26,13 @@ cs_doc_t *cs_load_parse(const char *path, cs_snapshot_format_t *format, size_t *
  * interpret a snapshot (summary, diff, report); the viewer's other errors and its warnings do not
  * stop them (`check` lists those). */
 cs_doc_t *cs_load_snapshot(const char *path, cs_snapshot_format_t *format, size_t *bytes);
+
+/* cs_load_snapshot for one file among many (a directory, a glob: other files lie there, such as
+ * an export's output), where one that is not a snapshot is passed over rather than refused: its
+ * line reads "cudasnap SUBCOMMAND: skipped FILE: problem" (*skipped set), and the caller goes on.
+ * A FILE that is missing or not a regular file is refused as cs_load_snapshot does (*skipped
+ * false): a user named it. */
+cs_doc_t *cs_load_snapshot_or_skip(const char *path, const char *subcommand, cs_snapshot_format_t *format,
+                                   size_t *bytes, bool *skipped);
 
 #endif

@@ -13,12 +13,13 @@ typedef struct cs_cli_command_s {
 
 static const cs_cli_command_t cs_cli_commands[] = {
     {"run", cs_cli_run, "run [OPTIONS] -- PROGRAM [ARGS...]      run a program with cudasnap preloaded"},
-    {"dump", cs_cli_dump, "dump [--timeout S] PID                  ask a running program for a snapshot"},
+    {"dump", cs_cli_dump, "dump [--timeout S] PID|--all            ask a running program (or every one) for a snapshot"},
     {"summary", cs_cli_summary, "summary [--top N] FILE                  memory table, top sites, leaks"},
     {"convert", cs_cli_convert, "convert [--format F] [--force] IN OUT   JSON <-> pickle"},
     {"check", cs_cli_check, "check FILE                              does the viewer load and render it?"},
     {"diff", cs_cli_diff, "diff [--top N] A B                      live bytes per allocation site, A -> B"},
     {"report", cs_cli_report, "report [-o OUT.html] FILE               one self-contained HTML page, no network"},
+    {"report", cs_cli_report, "report -o OUT.html FILE FILE...         one page for a job's processes"},
     {"export", cs_cli_export, "export --format F [-o OUT] FILE...      for pprof (F=pprof) or Perfetto (F=perfetto)"},
     {"ranks", cs_cli_ranks, "ranks [--json] [--top N] DIR|FILE...     every rank of a job: peaks, OOMs, sites"},
     {"recover", cs_cli_recover, "recover [-o SNAPSHOT] RECORDING        a snapshot from a recording file (kill -9)"},

@@ -50,8 +50,10 @@ static const char cs_ranks_help[] =
     "\"median_rank\", \"differing_sites\": [{\"site\", \"bytes_highest\", \"bytes_median\"}]}; unknown\n"
     "values are null.\n"
     "\n"
-    "A file that is not a snapshot is refused with one line on stderr, exit 1 (as summary); so is a\n"
-    "DIR with no snapshot file.\n"
+    "One FILE that is not a snapshot is refused with one line on stderr, exit 1 (as summary); so is\n"
+    "a DIR with no snapshot file. Among several files (a DIR, or FILE...), one that is not a\n"
+    "snapshot is skipped with one line, \"cudasnap ranks: skipped FILE: problem\", and the others\n"
+    "are read.\n"
     "\n"
     "options:\n"
     "  --json       the JSON object\n"
@@ -151,7 +153,7 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
 
 /* The file's summary from its head (a few KB: cudasnap's files), else from the whole file.
  * 0, -1 without host memory, or 1 when the file could not be read (its line is on stderr). */
-static int cs_ranks_summarize(const char *path, bool full, cs_rank_summary_t *s) {
+static int cs_ranks_summarize(const char *path, bool full, bool *skip, cs_rank_summary_t *s) {
   cs_doc_t *doc = NULL;
   cs_read_error_t err;
   if (!full && cs_read_head(path, CS_RANKS_HEAD_KEY, &doc, &err) == CS_HEAD_FOUND) {
@@ -159,18 +161,19 @@ static int cs_ranks_summarize(const char *path, bool full, cs_rank_summary_t *s)
     cs_doc_free(doc);
     if (rc <= 0) return rc;
   }
-  doc = cs_load_snapshot(path, NULL, NULL);
+  doc = *skip ? cs_load_snapshot_or_skip(path, cs_ranks_name, NULL, NULL, skip) : cs_load_snapshot(path, NULL, NULL);
   if (doc == NULL) return 1;
   int rc = cs_rank_summary_of(doc, s);
   cs_doc_free(doc);
   return rc;
 }
 
-/* Read one file into the job. CS_CLI_OK, or CS_CLI_FAIL after one line on stderr. */
-static int cs_ranks_read(cs_ranks_job_t *job, const char *path, bool full) {
+/* Read one file into the job. CS_CLI_OK, or CS_CLI_FAIL after one line on stderr. With skip (one
+ * file of many), a file that is not a snapshot is passed over with its line: CS_CLI_OK. */
+static int cs_ranks_read(cs_ranks_job_t *job, const char *path, bool full, bool skip) {
   cs_rank_summary_t s;
-  int rc = cs_ranks_summarize(path, full, &s);
-  if (rc > 0) return CS_CLI_FAIL;
+  int rc = cs_ranks_summarize(path, full, &skip, &s);
+  if (rc > 0) return skip ? CS_CLI_OK : CS_CLI_FAIL;
   if (rc == 0 && s.rank < 0) s.rank = cs_ranks_from_name(path);
   if (rc == 0 && cs_ranks_add(job, &s, path) != 0) {
     cs_rank_summary_free(&s);
@@ -216,7 +219,7 @@ static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir, bool full) {
       } else {
         snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
         struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = cs_ranks_read(job, path, full);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = cs_ranks_read(job, path, full, true);
         free(path);
       }
     }
@@ -303,10 +306,15 @@ int cs_cli_ranks(int argc, char **argv) {
   if (status >= 0) return status;
   cs_ranks_job_t job = {0};
   int rc = CS_CLI_OK;
+  bool many = argc - optind > 1;
   for (int i = optind; i < argc && rc == CS_CLI_OK; i++) {
     struct stat st;
     if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) rc = cs_ranks_read_dir(&job, argv[i], o.full);
-    else rc = cs_ranks_read(&job, argv[i], o.full);
+    else rc = cs_ranks_read(&job, argv[i], o.full, many);
+  }
+  if (rc == CS_CLI_OK && job.count == 0) {
+    cs_cli_error(cs_ranks_name, "none of the files is a snapshot");
+    rc = CS_CLI_FAIL;
   }
   if (rc == CS_CLI_OK) {
     qsort(job.rows, job.count, sizeof *job.rows, cs_ranks_cmp);

@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/recover_replay.h"
+#include "cli/replace.h"
 #include "memviz/output.h"
 #include "memviz/sink.h"
 #include "model/build.h"
@@ -36,7 +38,8 @@ static const char cs_recover_help[] =
     "\n"
     "options:\n"
     "  -o, --output SNAPSHOT  where to write (default RECORDING.json; .pickle or .pkl: pickle);\n"
-    "                         an existing file is kept and -1, -2, ... added to the new name\n"
+    "                         an existing file is replaced, as by every subcommand that writes\n"
+    "                         a file (never RECORDING itself)\n"
     "  -h, --help             this text\n"
     "\n"
     "output: one line on stdout, `wrote SNAPSHOT: N events (L lost at the end, D damaged,\n"
@@ -287,7 +290,7 @@ static int cs_recover_write(const cs_doc_t *doc, const char *path, char *final_p
     int flushed = cs_fd_sink_flush(sink);
     if (err == 0) err = flushed;
   }
-  if (err == 0) err = cs_output_commit(&out, path);
+  if (err == 0) err = cs_replace_commit(&out, path);
   else if (out.fd >= 0) cs_output_abort(&out);
   free(sink);
   if (err != 0) {
@@ -318,6 +321,11 @@ int cs_cli_recover(int argc, char **argv) {
     output = default_output;
   }
 
+  struct stat a, b;
+  if (stat(recording, &a) == 0 && stat(output, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+    fprintf(stderr, "%s: is the recording being read: give another SNAPSHOT with -o\n", output);
+    return CS_CLI_FAIL;
+  }
   cs_recording_t rec;
   char why[256];
   if (cs_recording_read(recording, &rec, why, sizeof why) != 0) {

@@ -66,7 +66,9 @@ static const char cs_report_help[] =
     "Several FILEs (the snapshots of a job's processes) make one page for the job, to OUT: the\n"
     "table of `cudasnap ranks` first (OOM rows marked), then each process's allocated bytes over\n"
     "time, small multiples on one wall-clock axis (down-sampled to 400 points each), and each\n"
-    "one's own report (the page above) a click away. Still one self-contained file.\n"
+    "one's own report (the page above) a click away. Still one self-contained file. Among them,\n"
+    "a file that is not a snapshot is skipped with one line, \"cudasnap report: skipped FILE:\n"
+    "problem\"; with none left, exit 1.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT  the page to write\n"
@@ -137,19 +139,29 @@ static int cs_report_write(const char *path, const char *title, const cs_mem_sin
   return err != 0 ? -1 : 0;
 }
 
-/* The job page's data over files[0..n), read one at a time (report/report_job.h). CS_CLI_OK, or
- * CS_CLI_FAIL after one line on stderr (a file that is not a snapshot, no host memory). */
-static int cs_report_job_read(char *const *files, int n, cs_mem_sink_t *data) {
+/* The job page's data over files[0..n), read one at a time (report/report_job.h); a file that is
+ * not a snapshot (another output beside them, caught by the same glob) is skipped with one line.
+ * CS_CLI_OK (*added: the processes on the page), or CS_CLI_FAIL after one line on stderr (no
+ * snapshot at all, no host memory). */
+static int cs_report_job_read(char *const *files, int n, cs_mem_sink_t *data, int *added) {
   cs_job_page_t *page = cs_job_page_create((size_t)n);
   bool ok = page != NULL, no_memory = page == NULL;
+  *added = 0;
   for (int i = 0; ok && i < n; i++) {
     cs_snapshot_format_t format = CS_SNAPSHOT_JSON;
     size_t bytes = 0;
-    cs_doc_t *doc = cs_load_snapshot(files[i], &format, &bytes);
-    ok = doc != NULL; /* cs_load_snapshot said why */
+    bool skipped = false;
+    cs_doc_t *doc = cs_load_snapshot_or_skip(files[i], cs_report_name, &format, &bytes, &skipped);
+    if (doc == NULL && !skipped) ok = false; /* a missing file: said why, refused */
+    if (doc == NULL) continue;
     cs_report_source_t src = {.path = files[i], .bytes = bytes, .format = format};
-    if (ok && cs_job_page_add(page, doc, &src, cs_ranks_from_name(files[i])) != 0) ok = false, no_memory = true;
+    if (cs_job_page_add(page, doc, &src, cs_ranks_from_name(files[i])) != 0) ok = false, no_memory = true;
+    else ++*added;
     cs_doc_free(doc);
+  }
+  if (ok && *added == 0) {
+    cs_cli_error(cs_report_name, "none of the files is a snapshot");
+    ok = false;
   }
   if (ok && cs_job_page_write(page, data) != 0) ok = false, no_memory = true;
   if (no_memory) cs_cli_error(cs_report_name, "out of host memory");
@@ -170,10 +182,11 @@ static int cs_report_job(int n, char **files, const char *out) {
     }
   }
   cs_mem_sink_t data = {.data = NULL};
-  int rc = cs_report_job_read(files, n, &data);
+  int added = 0;
+  int rc = cs_report_job_read(files, n, &data, &added);
   if (rc == CS_CLI_OK) {
     char title[64];
-    snprintf(title, sizeof title, "a job of %d processes", n);
+    snprintf(title, sizeof title, "a job of %d processes", added);
     if (cs_report_write(out, title, &data) != 0) rc = CS_CLI_FAIL;
   }
   cs_mem_sink_free(&data);

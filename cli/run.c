@@ -20,8 +20,10 @@ static const char cs_run_help[] =
     "Run PROGRAM with libcudasnap.so preloaded: LD_PRELOAD gets the library first, and keeps\n"
     "what it held. The program then runs in this process (its pid, arguments and exit status are\n"
     "its own) and writes snapshots at exit, on the signal and at out-of-memory. Each option sets\n"
-    "one variable (see the README for all of them); anything else set in the environment passes\n"
-    "through. A value the library would not accept is refused here, with exit status 2.\n"
+    "one variable (docs/configuration.md lists every variable and its values); anything else\n"
+    "set in the environment passes through. A value the library would not accept is refused\n"
+    "here, with exit status 2. A program that never uses CUDA gets one line saying so at its\n"
+    "exit, and no snapshot.\n"
     "\n"
     "options:\n"
     "  -o, --output PATTERN   CUDASNAP_OUTPUT: snapshot path, default cudasnap-%e-%p-%n-%t.json\n"
@@ -33,6 +35,8 @@ static const char cs_run_help[] =
     "  --free sync|fence|stream  CUDASNAP_FREE: when a freed block is reused (default sync)\n"
     "  --no-cache             CUDASNAP_CACHE=0: record only, every allocation goes to the driver\n"
     "  --no-nvtx              CUDASNAP_NVTX=0: the program's NVTX ranges are not recorded as phases\n"
+    "  --no-argv              CUDASNAP_ARGV=0: the program's command line (tokens, passwords)\n"
+    "                         is left out of its snapshots and recording file\n"
     "  --signal USR1|USR2|N|none  CUDASNAP_SIGNAL: the snapshot signal (default USR1)\n"
     "  --record PATH          CUDASNAP_RECORD: keep the history, stacks and module map in this\n"
     "                         file as the program runs (%e %p %h %r expand), so that even after\n"
@@ -58,7 +62,7 @@ static const cs_run_option_t cs_run_options[] = {
     {"signal", 'S', "CUDASNAP_SIGNAL"},        {"record", 'R', "CUDASNAP_RECORD"},
 };
 
-enum { CS_RUN_NO_CACHE = 'C', CS_RUN_NO_NVTX = 'N' };
+enum { CS_RUN_NO_CACHE = 'C', CS_RUN_NO_NVTX = 'N', CS_RUN_NO_ARGV = 'A' };
 
 static const cs_run_option_t *cs_run_option(int val) {
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_run_options); i++) {
@@ -89,14 +93,15 @@ static int cs_run_set_preload(void) {
 }
 
 int cs_cli_run(int argc, char **argv) {
-  struct option longopts[CS_ARRAY_SIZE(cs_run_options) + 4];
+  struct option longopts[CS_ARRAY_SIZE(cs_run_options) + 5];
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_run_options); i++) {
     longopts[i] = (struct option){cs_run_options[i].name, required_argument, NULL, cs_run_options[i].val};
   }
   longopts[CS_ARRAY_SIZE(cs_run_options)] = (struct option){"no-cache", no_argument, NULL, CS_RUN_NO_CACHE};
   longopts[CS_ARRAY_SIZE(cs_run_options) + 1] = (struct option){"no-nvtx", no_argument, NULL, CS_RUN_NO_NVTX};
-  longopts[CS_ARRAY_SIZE(cs_run_options) + 2] = (struct option){"help", no_argument, NULL, 'h'};
-  longopts[CS_ARRAY_SIZE(cs_run_options) + 3] = (struct option){NULL, 0, NULL, 0};
+  longopts[CS_ARRAY_SIZE(cs_run_options) + 2] = (struct option){"no-argv", no_argument, NULL, CS_RUN_NO_ARGV};
+  longopts[CS_ARRAY_SIZE(cs_run_options) + 3] = (struct option){"help", no_argument, NULL, 'h'};
+  longopts[CS_ARRAY_SIZE(cs_run_options) + 4] = (struct option){NULL, 0, NULL, 0};
 
   /* Options end at the program's name ('+'), so `run prog -o x` leaves -o to prog, as `--` does. */
   int c;
@@ -105,8 +110,8 @@ int cs_cli_run(int argc, char **argv) {
       fputs(cs_run_help, stdout);
       return CS_CLI_OK;
     }
-    if (c == CS_RUN_NO_CACHE || c == CS_RUN_NO_NVTX) {
-      setenv(c == CS_RUN_NO_CACHE ? "CUDASNAP_CACHE" : "CUDASNAP_NVTX", "0", 1);
+    if (c == CS_RUN_NO_CACHE || c == CS_RUN_NO_NVTX || c == CS_RUN_NO_ARGV) {
+      setenv(c == CS_RUN_NO_CACHE ? "CUDASNAP_CACHE" : c == CS_RUN_NO_NVTX ? "CUDASNAP_NVTX" : "CUDASNAP_ARGV", "0", 1);
       continue;
     }
     const cs_run_option_t *option = cs_run_option(c);
@@ -123,6 +128,9 @@ int cs_cli_run(int argc, char **argv) {
     return CS_CLI_USAGE;
   }
   if (cs_run_set_preload() != 0) return CS_CLI_USAGE;
+  char pid[32]; /* the program keeps this pid: at its exit the library knows it is the one run */
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  setenv("_CUDASNAP_RUN_PID", pid, 1);
   execvp(argv[optind], argv + optind);
   cs_cli_error(cs_run_name, "cannot run %s: %s", argv[optind], strerror(errno));
   return CS_CLI_NO_EXEC;

@@ -270,11 +270,16 @@ int cs_cli_summary(int argc, char **argv) {
     printf("%s: warning: %s\n", path, text);
   }
   cs_oom_t oom;
-  int rc = cs_oom_find(doc, &oom);
+  int rc = cs_oom_find(doc, &oom), unused = 0;
   if (rc == 0 && oom.found) cs_oom_write(stdout, doc, &oom, "", CS_SUMMARY_OOM_CALLERS);
   for (int d = 0; rc == 0 && d < devices; d++) {
     if (cs_device_used(doc, d)) rc = cs_summary_device(doc, d, &opts);
+    else unused++;
   }
+  /* say why a device of the header has no section, rather than leave the reader to wonder */
+  if (rc == 0 && unused > 0)
+    printf("\n%d of %d device%s not shown: no segments, allocator events or statistics (unused here)\n",
+           unused, devices, cs_plural((uint64_t)devices));
   if (rc == 0) cs_reconcile_print_host(doc);
   cs_doc_free(doc);
   if (rc != 0) {

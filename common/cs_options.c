@@ -109,6 +109,7 @@ CS_OPTION_WORDS(cache, alloc.cache, bool, cs_bool_words)
 CS_OPTION_WORDS(meminfo, meminfo, cs_meminfo_t, cs_meminfo_words)
 CS_OPTION_WORDS(children, children, bool, cs_bool_words)
 CS_OPTION_WORDS(nvtx, nvtx, bool, cs_bool_words)
+CS_OPTION_WORDS(argv, argv, bool, cs_bool_words)
 CS_OPTION_WORDS(log, log, cs_log_level_t, cs_log_words)
 
 /* -- CUDASNAP_OUTPUT -- */

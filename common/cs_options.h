@@ -59,6 +59,7 @@ typedef struct cs_options_s {
   cs_meminfo_t meminfo;            /* CUDASNAP_MEMINFO */
   bool children;                   /* CUDASNAP_CHILDREN */
   bool nvtx;                       /* CUDASNAP_NVTX (read again before main: interpose/nvtx.c) */
+  bool argv;                       /* CUDASNAP_ARGV: the command line goes into files */
   cs_log_level_t log;              /* CUDASNAP_LOG */
 } cs_options_t;
 

@@ -119,8 +119,39 @@ static void cs_lifecycle_report_blindness(void) {
               who);
 }
 
+/* ---- a program `cudasnap run` started that never used CUDA ---- */
+
+/* `cudasnap run` puts its own pid, which the program keeps across exec, in _CUDASNAP_RUN_PID (a
+ * name outside the CUDASNAP_ table: no unknown-variable warning). Only that process, and only if
+ * it started no child (a shell's children make their own snapshots), says at exit that it wrote
+ * nothing because it never called CUDA: otherwise the user waits for a file that never comes. */
+static bool cs_lifecycle_run_started;
+static bool cs_lifecycle_forked;
+
+static void cs_lifecycle_note_fork(void) { cs_lifecycle_forked = true; }
+
+static void cs_lifecycle_note_run(void) {
+  const char *run = getenv("_CUDASNAP_RUN_PID");
+  char *end;
+  long pid = run ? strtol(run, &end, 10) : 0;
+  if (!run || *end != '\0' || pid != (long)getpid()) return;
+  cs_lifecycle_run_started = true;
+  pthread_atfork(NULL, cs_lifecycle_note_fork, NULL);
+}
+
+static void cs_lifecycle_report_unused(void) {
+  if (!cs_lifecycle_run_started || cs_lifecycle_forked || atomic_load(&cs_lifecycle_active)) return;
+  (void)cs_runtime_options(); /* CUDASNAP_LOG=quiet silences this too */
+  char exe[256];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  const char *name = strrchr(exe, '/');
+  cs_log_info("%s made no CUDA call: nothing to profile, no snapshot written", name ? name + 1 : "the program");
+}
+
 __attribute__((constructor)) static void cs_lifecycle_constructor(void) {
   cs_lifecycle_follow_children();
+  cs_lifecycle_note_run();
   cs_lifecycle_note_dlsym_order();
   /* _exit and the signal functions are interposed from the start; what they call next is found
    * now, while calling the loader is safe */
@@ -128,4 +159,7 @@ __attribute__((constructor)) static void cs_lifecycle_constructor(void) {
   cs_signals_resolve();
 }
 
-__attribute__((destructor)) static void cs_lifecycle_destructor(void) { cs_lifecycle_report_blindness(); }
+__attribute__((destructor)) static void cs_lifecycle_destructor(void) {
+  cs_lifecycle_report_blindness();
+  cs_lifecycle_report_unused();
+}

@@ -257,7 +257,7 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
     cs_log_error("cannot take a snapshot: the name from CUDASNAP_OUTPUT is too long");
   } else {
     if (!path) path = name;
-    cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = proc.argv,
+    cs_snapshot_meta_t meta = {.version = CS_VERSION_STRING, .pid = (long)getpid(), .argv = opts->argv ? proc.argv : NULL,
                                .host = proc.host, .job = cs_runtime_job(), .trigger = trigger_name,
                                .dump_number = number,
                                .time_us = c->time_us, .options = opts, .alloc_conf_text = opts->alloc_conf_text,

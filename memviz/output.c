@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int cs_output_append(char *buf, size_t len, size_t *used, const char *text) {
@@ -54,15 +56,38 @@ const char *cs_output_rank(void) {
   return "0";
 }
 
+/* Six characters for a temporary name: the pid, a counter and the clock, mixed (splitmix64), so
+ * that two processes or threads writing next to the same output do not keep colliding. */
+static void cs_output_temp_suffix(char *suffix) {
+  static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static unsigned long counter;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+               ((uint64_t)__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) * 0x9e3779b97f4a7c15ULL);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  for (int i = 0; i < 6; i++, x /= sizeof letters - 1) suffix[i] = letters[x % (sizeof letters - 1)];
+}
+
 int cs_output_open(cs_output_t *out, const char *path) {
   memset(out, 0, sizeof *out);
   out->fd = -1;
   int n = snprintf(out->temp_path, sizeof out->temp_path, "%s.tmp.XXXXXX", path);
   if (n < 0 || (size_t)n >= sizeof out->temp_path) return ENAMETOOLONG;
-  out->fd = mkostemp(out->temp_path, O_CLOEXEC);
-  if (out->fd < 0) return errno;
-  (void)fchmod(out->fd, 0644); /* mkostemp makes 0600; a snapshot is an ordinary file */
-  return 0;
+  /* Not mkostemp, which makes 0600 files: open asks for 0666 and the kernel takes the process's
+   * umask (and a default ACL) off, so a snapshot is made as any file of the program is, readable
+   * by others only where the user lets files be. Safe in a signal handler, as open is. */
+  for (int tries = 0; tries < 100; tries++) {
+    cs_output_temp_suffix(out->temp_path + n - 6);
+    out->fd = open(out->temp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (out->fd >= 0) return 0;
+    if (errno != EEXIST) break;
+  }
+  int err = errno;
+  out->temp_path[0] = '\0'; /* nothing of ours to remove */
+  return err;
 }
 
 void cs_output_abort(cs_output_t *out) {

@@ -51,9 +51,10 @@ static void cs_recfile_calibrate(cs_recfile_writer_t *w) {
   pthread_mutex_unlock(&w->calib_lock);
 }
 
-static void cs_recfile_read_identity(cs_recfile_header_t *h) {
+static void cs_recfile_read_identity(cs_recfile_header_t *h, bool argv) {
   ssize_t len = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
   h->exe[len > 0 ? len : 0] = '\0';
+  if (!argv) return; /* CUDASNAP_ARGV=0: tokens on the command line stay out of the file */
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   ssize_t n = fd >= 0 ? read(fd, h->argv, sizeof h->argv - 1) : -1;
   if (fd >= 0) close(fd);
@@ -138,7 +139,7 @@ static cs_recfile_writer_t *cs_recfile_map(int fd, const cs_recfile_params_t *pa
   h->rings_offset = rings_offset;
   h->ring_bytes = ring_bytes;
   h->ring_max = CS_RECFILE_MAX_RINGS;
-  cs_recfile_read_identity(h);
+  cs_recfile_read_identity(h, params->argv);
   /* the magic last: a file without it was never whole, and the tool says so */
   atomic_thread_fence(memory_order_release);
   memcpy(h->magic, CS_RECFILE_MAGIC, sizeof h->magic);

@@ -23,6 +23,7 @@ typedef struct cs_recfile_params_s {
   uint64_t max_entries;  /* each ring's capacity */
   uint32_t stack_depth;  /* PCs per stack at most */
   size_t max_stacks;     /* the intern table's bound */
+  bool argv;             /* keep the command line in the header (CUDASNAP_ARGV), else argc 0 */
 } cs_recfile_params_t;
 
 /* Lay the file out in `fd` (an empty file the caller names; the writer keeps a duplicate of fd)

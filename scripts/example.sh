@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCS_DEBUG=0 >/dev/null
 cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target cudasnap cudasnap_cli train_step fake_cuda fake_cudart >/dev/null
 
 out=example-output

@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# Install what cudasnap needs to build and test, if it is missing. Safe to run again.
-#   scripts/setup.sh
+# Install what cudasnap needs, if it is missing. Safe to run again.
+#   scripts/setup.sh           what building cudasnap and running the example need
+#   scripts/setup.sh --tests   that, and what the tests need besides (scripts/test.sh runs this)
 # Debian/Ubuntu packages come from apt-get (as root, or through sudo). The CUDA Toolkit is not
 # installed here: only its headers are needed, and they are looked up as CMake will look them up
 # (scripts/gpu-check.sh --bundle also uses its nvcc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# chromium: the browser test of `cudasnap report` pages (ctest label browser) and its benchmark.
-# patchelf: the $ORIGIN run paths of the GPU bundle (scripts/gpu-check.sh --bundle).
-# python3-pytest: the Python package's tests (tests/python, ctest label python).
-# zlib1g-dev: `cudasnap export --format pprof` (gzip). golang-go: `go tool pprof`, the reader of those
-# exports in the tests (ctest cli_export; skipped without it).
-packages=(cmake make gcc g++ pkg-config python3 libunwind-dev libcjson-dev libyajl-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
-  zlib1g-dev golang-go
-  chromium patchelf python3-pytest)
+tests=0
+for arg in "$@"; do
+  case $arg in
+    --tests) tests=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg': --tests or nothing" >&2; exit 2 ;;
+  esac
+done
+
+# The build: compilers, CMake, and the libraries cudasnap links (libunwind, libdw: stacks; cJSON,
+# YAJL: reading snapshots; zlib: `cudasnap export --format pprof`); cmocka: the default build
+# configures the tests' folder, where the simulated driver the example runs on is built.
+packages=(cmake make gcc g++ pkg-config libunwind-dev libcjson-dev libyajl-dev libcmocka-dev libdw-dev zlib1g-dev)
+# The tests only: python3 (scripts of the integration and browser tests); libjemalloc2 (a second
+# allocator under the preloaded library); clang + libclang-rt-14-dev (the fuzz target); golang-go
+# (`go tool pprof`, the reader of the pprof exports, ctest cli_export); chromium (the browser test
+# of `cudasnap report` pages and its benchmark); patchelf (the $ORIGIN run paths of the GPU bundle,
+# scripts/gpu-check.sh --bundle); python3-pytest, python3-pip (the Python package's tests,
+# tests/python, ctest label python: pytest, and pip installing it).
+((tests)) && packages+=(python3 libjemalloc2 clang libclang-rt-14-dev golang-go chromium patchelf python3-pytest python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -35,7 +48,7 @@ fi
 # pprof-format (npm): a second reader of `cudasnap export --format pprof` files in the tests, next
 # to `go tool pprof`. Where node and npm are (Debian's nodejs has them), it goes under .cache/npm;
 # without them, or without the registry, the tests use go alone and say so.
-if command -v npm >/dev/null && ! [[ -d .cache/npm/node_modules/pprof-format ]]; then
+if ((tests)) && command -v npm >/dev/null && ! [[ -d .cache/npm/node_modules/pprof-format ]]; then
   mkdir -p .cache/npm
   npm install --silent --no-audit --no-fund --prefix .cache/npm pprof-format@2 >/dev/null 2>&1 ||
     echo "setup: npm could not install pprof-format: the export tests use go tool pprof alone"

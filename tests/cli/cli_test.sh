@@ -63,6 +63,11 @@ help)
   done
   expect 0 "$cudasnap" --help
   stdout_has "^usage: cudasnap COMMAND"
+  stdout_has "^  dump .*PID\\|--all "            # every form a user needs is listed
+  stdout_has "^  report -o OUT.html FILE FILE\\.\\.\\. "
+  expect 0 "$cudasnap" run --help
+  stdout_has "docs/configuration.md"
+  stdout_has "--no-argv"
   expect 0 "$cudasnap" --version
   stdout_has '^cudasnap [0-9]+\.[0-9]+\.[0-9]+$'
   expect 2 "$cudasnap" frobnicate
@@ -128,15 +133,19 @@ convert)
   # The viewer's verdict survives conversion, and shared frame lists are checked too.
   expect 0 "$cudasnap" check "$dir/$(basename "$trace").back.pickle"
   expect 0 "$cudasnap" check "$dir/$(basename "$trace").json"
-  # --format beats the extension; an existing OUT needs --force and is left alone without it.
+  # --format beats the extension; an existing OUT is replaced (the tool's one rule, with report,
+  # export and recover), --force or not; IN itself never is.
   expect 0 "$cudasnap" convert --format pickle "$fixtures/memviz_minimal_valid.json" "$dir/p.json"
   [[ $(head -c 1 "$dir/p.json" | od -An -tx1 | tr -d ' ') == 80 ]] || fail "--format pickle wrote no pickle"
+  expect 0 "$cudasnap" convert "$fixtures/memviz_minimal_valid.json" "$dir/p.json"
+  [[ $(head -c 1 "$dir/p.json") == "{" ]] || fail "an existing OUT was not replaced with JSON"
+  stdout_has "^wrote $dir/p.json: json"
+  expect 0 "$cudasnap" convert --force --format pickle "$fixtures/memviz_minimal_valid.json" "$dir/p.json"
+  [[ $(head -c 1 "$dir/p.json" | od -An -tx1 | tr -d ' ') == 80 ]] || fail "--force did not replace OUT"
   cp "$dir/p.json" "$dir/p.before"
-  expect 1 "$cudasnap" convert "$fixtures/memviz_minimal_valid.json" "$dir/p.json"
-  one_stderr_line "p.json exists"
-  cmp -s "$dir/p.json" "$dir/p.before" || fail "an existing OUT was changed without --force"
-  expect 0 "$cudasnap" convert --force "$fixtures/memviz_minimal_valid.json" "$dir/p.json"
-  [[ $(head -c 1 "$dir/p.json") == "{" ]] || fail "--force did not replace OUT with JSON"
+  expect 1 "$cudasnap" convert "$dir/p.json" "$dir/p.json"
+  one_stderr_line "p.json is the snapshot being read"
+  cmp -s "$dir/p.json" "$dir/p.before" || fail "convert IN IN changed IN"
   expect 2 "$cudasnap" convert --format xml "$fixtures/memviz_minimal_valid.json" "$dir/x"
   one_stderr_line "--format xml is not accepted"
   ls "$dir" | grep -q '\.tmp\.' && fail "temporary files left behind: $(ls "$dir")"

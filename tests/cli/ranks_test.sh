@@ -115,8 +115,8 @@ PY
 mkdir "$dir/empty"
 "$cudasnap" ranks "$dir/empty" >"$dir/out" 2>"$dir/err" && fail "an empty directory exited 0"
 [[ $(wc -l <"$dir/err") -eq 1 ]] && grep -q "$dir/empty: no snapshot files" "$dir/err" || fail "empty: $(cat "$dir/err")"
-printf '{"segments": [' >"$dir/job/broken.json"
-"$cudasnap" ranks "$dir/job" >"$dir/out" 2>"$dir/err" && fail "a truncated file exited 0"
+printf '{"segments": [' >"$dir/broken.json"
+"$cudasnap" ranks "$dir/broken.json" >"$dir/out" 2>"$dir/err" && fail "a truncated file exited 0"
 [[ $(wc -l <"$dir/err") -eq 1 ]] && grep -q "broken.json: byte" "$dir/err" || fail "broken: $(cat "$dir/err")"
 "$cudasnap" ranks >"$dir/out" 2>"$dir/err"
 [[ $? -eq 2 ]] || fail "no operand: not a usage error"
@@ -127,3 +127,40 @@ RANK=two CUDASNAP_OUTPUT="$dir/bad.json" "$cudasnap" run -- "$prog" >/dev/null 2
 "$python" -c 'import json,sys; j=json.load(open(sys.argv[1]))["cudasnap"]["job"]; assert "rank" not in j, j' "$dir/bad.json" ||
   fail "RANK=two: rank written"
 echo "ok bad input"
+
+# The README's commands, run twice over the job's files, as a user does after a second run: no
+# output of one command may be caught by another's glob (the Perfetto trace defaults to
+# .trace.json.gz, gzip-compressed), and every command succeeds the second time too (outputs are
+# replaced). Then files that are not snapshots beside the snapshots (an older export, a config):
+# `ranks DIR` and the job page skip each with one line and read the rest.
+rm -f "$dir/job/snap-r8"* # none: the job is ranks 0-7
+for round in 1 2; do
+  (cd "$dir/job" &&
+    "$cudasnap" export --format perfetto snap-r*.json &&
+    "$cudasnap" export --format pprof snap-r0-1-exit.json &&
+    "$cudasnap" ranks . &&
+    "$cudasnap" report -o ../job.html ./*.json &&
+    "$cudasnap" report snap-r0-1-exit.json &&
+    "$cudasnap" summary snap-r0-1-exit.json) >"$dir/out" 2>"$dir/err" ||
+    fail "the README's commands, round $round: $(tail -n 3 "$dir/err")"
+  [[ ! -s $dir/err ]] || fail "round $round wrote to stderr: $(cat "$dir/err")"
+done
+grep -q "^wrote snap-r0-1-exit.trace.json.gz: " "$dir/out" || fail "perfetto default name: $(grep wrote "$dir/out")"
+"$python" - "$dir/job/snap-r0-1-exit.trace.json.gz" <<'PY' || fail "the default Perfetto output is not gzip-compressed trace JSON"
+import gzip, json, sys
+events = json.load(gzip.open(sys.argv[1]))["traceEvents"]
+assert len({e["pid"] for e in events}) == 4, "one process per even rank's JSON file"
+PY
+"$cudasnap" export --format perfetto -o "$dir/job/old.trace.json" "$dir/job/snap-r0-1-exit.json" >/dev/null
+echo '{"lr": 0.1}' >"$dir/job/config.json"
+"$cudasnap" ranks "$dir/job" >"$dir/out" 2>"$dir/err" || fail "ranks with other files: $(cat "$dir/err")"
+[[ $(wc -l <"$dir/err") -eq 2 ]] && grep -q "^cudasnap ranks: skipped $dir/job/old.trace.json: " "$dir/err" &&
+  grep -q "^cudasnap ranks: skipped $dir/job/config.json: " "$dir/err" || fail "ranks' notes: $(cat "$dir/err")"
+[[ $(awk 'NR > 1 && NF == 0 {exit} NR > 1' "$dir/out" | wc -l) -eq 8 ]] || fail "ranks lost rows: $(cat "$dir/out")"
+"$cudasnap" report -o "$dir/job.html" "$dir"/job/*.json >"$dir/out" 2>"$dir/err" || fail "job page: $(cat "$dir/err")"
+[[ $(wc -l <"$dir/err") -eq 2 ]] && grep -q "^cudasnap report: skipped $dir/job/config.json: " "$dir/err" ||
+  fail "report's notes: $(cat "$dir/err")"
+"$cudasnap" report -o "$dir/none.html" "$dir/job/config.json" "$dir/job/old.trace.json" >"$dir/out" 2>"$dir/err" &&
+  fail "a job page of no snapshot exited 0"
+[[ ! -e $dir/none.html ]] || fail "a job page of no snapshot was written"
+echo "ok the README's commands twice"

@@ -35,6 +35,16 @@ pid=
 child=
 trap '[[ -n $pid ]] && kill -9 $pid 2>/dev/null; [[ -n $child ]] && kill -9 $child 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
+
+# Every program runs with $dir as its working directory: one still there at the end was left
+# running (a kill that reached a subshell, not the program), paused forever.
+left_behind() {
+  local p found=()
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/cwd" 2>/dev/null) == "$dir" ]] && found+=("${p#/proc/}:$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)")
+  done
+  ((${#found[@]} == 0)) || { kill -9 "${found[@]%%:*}" 2>/dev/null; fail "left running: ${found[*]}"; }
+}
 steps=25
 
 # Start the program under cudasnap, wait for "ready", kill -9 it; sets $pid, $status, $rec.
@@ -205,7 +215,7 @@ truncated)
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_RECORD="$dir/empty.csrec" true)
   [[ -f $dir/empty.csrec ]] && fail "a recording file from a program that never used CUDA"
   rm -f "$dir/out"
-  (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_RECORD="$dir/nohist.csrec" \
+  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none CUDASNAP_MAX_ENTRIES=0 CUDASNAP_RECORD="$dir/nohist.csrec" \
     "$bin/it_record_kill" 0 >"$dir/out" 2>"$dir/err") &
   pid=$!
   for _ in $(seq 200); do grep -q '^ready$' "$dir/out" 2>/dev/null && break; sleep 0.05; done
@@ -289,4 +299,5 @@ PY
   ;;
 *) fail "unknown scenario" ;;
 esac
+left_behind
 exit 0

@@ -303,6 +303,19 @@ static void test_nvtx(void **state) {
   assert_rejected("CUDASNAP_NVTX=sometimes");
 }
 
+/* CUDASNAP_ARGV: the command line goes into snapshots and recordings unless it is 0. */
+static void test_argv(void **state) {
+  (void)state;
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_true(opts.argv);
+  assert_accepted("CUDASNAP_ARGV=0", &opts);
+  assert_false(opts.argv);
+  assert_accepted("CUDASNAP_ARGV=yes", &opts);
+  assert_true(opts.argv);
+  assert_rejected("CUDASNAP_ARGV=secret");
+}
+
 static void test_meminfo(void **state) {
   (void)state;
   cs_options_t opts;
@@ -502,6 +515,7 @@ static void test_options_log(void **state) {
                        "max_non_split_rounding_mb:20,garbage_collection_threshold:0,"
                        "roundup_power2_divisions:[1:4,2:4,4:8,8:8,");
   assert_contains(log, ",32768:8],split_large:False,ipc_small:False\n");
+  assert_contains(log, "cudasnap: debug: CUDASNAP_ARGV=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_LOG=info\n");
 
   /* A value with several words prints as the first one: USR1, not SIGUSR1. */
@@ -557,6 +571,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_earlier_value_kept, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_problems_counted, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_options_log, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_argv, log_capture_setup, log_capture_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
