@@ -11,9 +11,12 @@ cd "$(dirname "$0")/.."
 # patchelf: the $ORIGIN run paths of the GPU bundle (scripts/gpu-check.sh --bundle).
 # zlib1g-dev: `cudasnap export --format pprof` (gzip). golang-go: `go tool pprof`, the reader of those
 # exports in the tests (ctest cli_export; skipped without it).
+# prometheus (with promtool), tmux, curl: the live view's tests with the real clients (ctest
+# cli_live_*: a Prometheus server scraping `cudasnap metrics`, `cudasnap top` driven in tmux).
 packages=(cmake make gcc g++ pkg-config python3 libunwind-dev libcjson-dev libyajl-dev libcmocka-dev libdw-dev libjemalloc2 clang libclang-rt-14-dev
   zlib1g-dev golang-go
-  chromium patchelf)
+  chromium patchelf
+  prometheus tmux curl)
 
 missing=()
 for p in "${packages[@]}"; do
