@@ -14,6 +14,7 @@
 # user (another test's) do not disturb the checks. Exit 77: a client this group needs is missing.
 set -u
 test=$1 cudasnap=$(realpath "$2") prog=$(realpath "$3") python=$4
+here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 cd "$dir" || exit 1 # the programs write their snapshots here
 pids=
@@ -238,6 +239,17 @@ for r in json.load(sys.stdin)["data"]["result"]:
   send a 3 "other 0 2"
   until_prom "cudasnap_allocated_bytes{job=\"p1\",rank=\"0\"}" "0  6291456"
   until_prom "cudasnap_ooms_total{job=\"p1\",rank=\"1\"}" "1  0"
+  # every query of the Grafana dashboard answers with the job's series
+  dashboard=$here/../../docs/grafana/cudasnap-dashboard.json
+  "$python" -c '
+import json, sys
+for p in json.load(open(sys.argv[1]))["panels"]:
+    for t in p["targets"]:
+        print(t["expr"].replace("$job", "p1"))' "$dashboard" >"$dir/exprs" || fail "dashboard JSON"
+  [[ $(wc -l <"$dir/exprs") -ge 6 ]] || fail "dashboard queries: $(cat "$dir/exprs")"
+  while IFS= read -r expr; do
+    [[ -n $(query "$expr") ]] || fail "the dashboard's query $expr has no result"
+  done <"$dir/exprs"
   ;;
 
 top)
