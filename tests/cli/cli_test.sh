@@ -57,7 +57,7 @@ wait_for_line() {
 
 case $test in
 help)
-  for cmd in run dump summary convert check diff report recover ranks; do
+  for cmd in run dump summary convert check diff report recover ranks top metrics; do
     expect 0 "$cudasnap" $cmd --help
     stdout_has "^usage: cudasnap $cmd"
   done
