@@ -86,10 +86,11 @@ static void cs_live_line(FILE *out, const char *line, int width) {
   fprintf(out, "%.*s\n", (int)len, line);
 }
 
-/* Fixed columns: 71 characters; TOP SITE takes what the width leaves. */
+/* Fixed columns: 69 characters (sizes take at most 5: "1023M", "9.5G"); TOP SITE takes what the
+ * width leaves, 11 in 80 columns, the whole name in the sites view. */
 void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int width, size_t selected) {
   char line[1024];
-  snprintf(line, sizeof line, " %7s %4s %3s %9s %9s %9s %11s %-10s %4s %s", "PID", "RANK", "DEV", "ALLOCATED",
+  snprintf(line, sizeof line, " %7s %4s %3s %9s %8s %6s %11s %-7s %4s %s", "PID", "RANK", "DEV", "ALLOCATED",
            "RESERVED", "PEAK", "DRIVER USED", "PHASE", "OOMS", "TOP SITE");
   cs_live_line(out, line, width);
   for (size_t i = 0; i < count; i++) {
@@ -103,7 +104,7 @@ void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int
     else snprintf(driver, sizeof driver, "-");
     const char *site = r->device->site_count ? r->device->sites[0].name : "-";
     const char *phase = r->device->phase[0] ? r->device->phase : "-";
-    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %9s %9s %11s %-10.10s %4llu %s", i == selected ? '>' : ' ',
+    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %8s %6s %11s %-7.7s %4llu %s", i == selected ? '>' : ' ',
              (long long)r->process->pid, rank, r->device->device, alloc, reserved, peak, driver, phase,
              (unsigned long long)r->device->ooms, site);
     cs_live_line(out, line, width);
