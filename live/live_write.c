@@ -16,13 +16,15 @@ static _Atomic uint64_t *cs_live_seq(cs_live_writer_t *w) {
   return (_Atomic uint64_t *)(void *)&w->record->header.seq;
 }
 
+/* Made at its final name, without a rename (which a program may have interposed, and which runs
+ * at activation on the program's thread): a reader skips the file until its magic is written,
+ * last. A file left at the name by an earlier process of this pid is replaced. */
 int cs_live_writer_open(cs_live_writer_t *w, const char *dir, const cs_live_header_t *identity) {
   memset(w, 0, sizeof *w);
   cs_live_path(w->path, sizeof w->path, dir, identity->uid, identity->pid_ns, (long)identity->pid);
-  char tmp[sizeof w->path + 16];
-  snprintf(tmp, sizeof tmp, "%s.tmp", w->path);
-  (void)unlink(tmp); /* a leftover of this pid's earlier life */
-  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST && unlink(w->path) == 0)
+    fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
   int err = 0;
   void *map = MAP_FAILED;
@@ -32,21 +34,20 @@ int cs_live_writer_open(cs_live_writer_t *w, const char *dir, const cs_live_head
     if (map == MAP_FAILED) err = errno;
   }
   close(fd);
-  if (!err) {
-    cs_live_record_t *r = map;
-    r->header = *identity;
-    r->header.magic = CS_LIVE_MAGIC;
-    r->header.version = CS_LIVE_VERSION;
-    r->header.seq = 0;
-    r->header.header_size = sizeof(cs_live_header_t);
-    r->header.device_size = sizeof(cs_live_device_t);
-    if (rename(tmp, w->path) != 0) err = errno;
-  }
   if (err) {
     if (map != MAP_FAILED) munmap(map, sizeof(cs_live_record_t));
-    (void)unlink(tmp);
+    (void)unlink(w->path);
     return err;
   }
+  cs_live_record_t *r = map;
+  r->header = *identity;
+  r->header.magic = 0;
+  r->header.version = CS_LIVE_VERSION;
+  r->header.seq = 0;
+  r->header.header_size = sizeof(cs_live_header_t);
+  r->header.device_size = sizeof(cs_live_device_t);
+  atomic_thread_fence(memory_order_release);
+  r->header.magic = CS_LIVE_MAGIC; /* whole from here on */
   w->record = map;
   w->pid = (long)getpid();
   return 0;
