@@ -31,6 +31,8 @@ int cs_cli_report(int argc, char **argv);
 int cs_cli_recover(int argc, char **argv);
 int cs_cli_export(int argc, char **argv);
 int cs_cli_ranks(int argc, char **argv);
+int cs_cli_top(int argc, char **argv);
+int cs_cli_metrics(int argc, char **argv);
 
 /* "cudasnap SUBCOMMAND: ..." and a newline on stderr. */
 CS_PRINTF(2, 3) void cs_cli_error(const char *subcommand, const char *fmt, ...);

@@ -15,10 +15,11 @@
 #include "cli/dump_pattern.h"
 #include "cli/env_options.h"
 #include "cli/proc.h"
+#include "live/live_read.h"
 
 static const char cs_dump_help[] =
     "usage: cudasnap dump [--timeout SECONDS] PID\n"
-    "       cudasnap dump [--timeout SECONDS] --all\n"
+    "       cudasnap dump [--timeout SECONDS] --all [--job ID] [--all-users]\n"
     "\n"
     "Ask the running program PID, started under cudasnap (cudasnap run, or LD_PRELOAD), for a\n"
     "snapshot now; the program goes on. This reads the program's CUDASNAP_SIGNAL, CUDASNAP_DUMP_ON\n"
@@ -29,10 +30,15 @@ static const char cs_dump_help[] =
     "trigger is off; it has not started cudasnap yet (no CUDA call so far: the signal would end\n"
     "it, so none is sent); or no file appeared in time.\n"
     "\n"
-    "--all asks every process of this user on this machine that has libcudasnap loaded (found\n"
-    "in /proc), all signalled first, then waited for: one 'wrote PATH' line per snapshot, as\n"
-    "each appears. A process that cannot be asked (not started yet, its signal trigger off) is\n"
-    "passed over with its line on stderr. For every node of a job, run it through the launcher\n"
+    "--all asks every process of this user on this machine that cudasnap profiles: those that\n"
+    "registered when cudasnap started in them (their live record, docs/live.md, naming the\n"
+    "signal they listen on), never any other process, whatever it maps or handles. All are\n"
+    "signalled first, then waited for: one 'wrote PATH' line per snapshot, as each appears. A\n"
+    "process that cannot be asked (its signal trigger off) is passed over with its line on\n"
+    "stderr. Run as root, it asks the invoking user's processes only (under sudo, SUDO_UID's),\n"
+    "unless --all-users. --job ID asks only the processes of that job (cudasnap.job's id:\n"
+    "SLURM_JOB_ID, TORCHELASTIC_RUN_ID), for a user running two jobs on one node. For every node\n"
+    "of a job, run it through the launcher\n"
     "(docs/ranks.md): srun --overlap --jobid JOB --ntasks-per-node 1 cudasnap dump --all, or\n"
     "pdsh -w NODES cudasnap dump --all, or mpirun --map-by ppr:1:node cudasnap dump --all.\n"
     "\n"
@@ -41,6 +47,8 @@ static const char cs_dump_help[] =
     "\n"
     "options:\n"
     "  --all               every profiled process of this user on this machine\n"
+    "  --job ID            with --all: only the processes of job ID\n"
+    "  --all-users         with --all, as root: every user's profiled processes\n"
     "  --timeout SECONDS   how long to wait for the file (default 30)\n"
     "  -h, --help          this text\n";
 
@@ -228,46 +236,65 @@ static size_t cs_dump_signal_and_wait(cs_dump_target_t *t, size_t n, uint64_t ti
   return wrote;
 }
 
-/* --all: every process of this user here that maps libcudasnap. One that cannot be asked (it has
- * not started cudasnap, its signal trigger is off, it ended) is passed over with its line on
- * stderr; the status is 0 when at least one snapshot was written and every process signalled
- * wrote one. */
-static int cs_dump_all(uint64_t timeout) {
-  pid_t *pids;
-  size_t count;
-  int err = cs_proc_list_with_library("libcudasnap", &pids, &count);
+/* --all: every process that registered itself as profiled (its live record: live/live_read.h),
+ * of this user (or every user), of one job if asked. One that cannot be asked (its signal trigger
+ * off, it ended) is passed over with its line on stderr; the status is 0 when at least one
+ * snapshot was written and every process signalled wrote one. */
+typedef struct cs_dump_all_opts_s {
+  const char *job;
+  bool all_users;
+} cs_dump_all_opts_t;
+
+static int cs_dump_all(uint64_t timeout, const cs_dump_all_opts_t *o) {
+  cs_live_filter_t f = {.all_users = o->all_users, .uid = cs_live_invoking_uid(), .pid = 0, .job_id = o->job};
+  cs_live_list_t list;
+  int err = cs_live_list(CS_LIVE_DIR, &f, &list);
   if (err != 0) {
-    cs_cli_error(cs_dump_name, "cannot list the processes in /proc: %s", strerror(err));
+    cs_cli_error(cs_dump_name, "cannot read the live records in %s: %s", CS_LIVE_DIR, strerror(err));
     return CS_CLI_FAIL;
   }
-  if (count == 0) {
-    cs_cli_error(cs_dump_name, "no process of this user on this machine has libcudasnap loaded");
-    free(pids);
+  if (list.count == 0) {
+    if (o->job)
+      cs_cli_error(cs_dump_name, "no profiled process of job %s on this machine", o->job);
+    else
+      cs_cli_error(cs_dump_name, "no profiled process of %s on this machine", o->all_users ? "any user" : "this user");
+    cs_live_list_free(&list);
     return CS_CLI_FAIL;
   }
-  cs_dump_target_t *t = calloc(count, sizeof *t);
+  cs_dump_target_t *t = calloc(list.count, sizeof *t);
   if (t == NULL) {
-    free(pids);
+    cs_live_list_free(&list);
     cs_cli_error(cs_dump_name, "out of host memory");
     return CS_CLI_FAIL;
   }
   size_t n = 0;
-  for (size_t i = 0; i < count; i++) {
-    if (cs_dump_prepare(pids[i], &t[n]) == 0) n++;
-    else cs_dump_target_free(&t[n]);
+  for (size_t i = 0; i < list.count; i++) {
+    const cs_live_header_t *h = &list.items[i].header;
+    if (h->signal == 0) {
+      cs_cli_error(cs_dump_name, "process %lld has snapshots on signal turned off; passed over", (long long)h->pid);
+      continue;
+    }
+    if (cs_dump_prepare((pid_t)h->pid, &t[n]) != 0) {
+      cs_dump_target_free(&t[n]);
+      continue;
+    }
+    t[n].sig = h->signal; /* the signal the process registered, the one it listens on */
+    n++;
   }
   size_t wrote = cs_dump_signal_and_wait(t, n, timeout);
   for (size_t i = 0; i < n; i++) cs_dump_target_free(&t[i]);
   free(t);
-  free(pids);
-  if (n == 0) cs_cli_error(cs_dump_name, "none of the %zu processes with libcudasnap loaded could be asked", count);
+  if (n == 0) cs_cli_error(cs_dump_name, "none of the %zu profiled processes could be asked", list.count);
+  cs_live_list_free(&list);
   return n > 0 && wrote == n ? CS_CLI_OK : CS_CLI_FAIL;
 }
 
 /* Returns -1 to go on, else the exit status (--help, a bad option). */
-static int cs_dump_parse(int argc, char **argv, uint64_t *timeout, bool *all) {
+static int cs_dump_parse(int argc, char **argv, uint64_t *timeout, bool *all, cs_dump_all_opts_t *o) {
   static const struct option options[] = {{"timeout", required_argument, NULL, 't'},
                                           {"all", no_argument, NULL, 'a'},
+                                          {"job", required_argument, NULL, 'j'},
+                                          {"all-users", no_argument, NULL, 'u'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c;
@@ -275,6 +302,8 @@ static int cs_dump_parse(int argc, char **argv, uint64_t *timeout, bool *all) {
     switch (c) {
     case 'h': fputs(cs_dump_help, stdout); return CS_CLI_OK;
     case 'a': *all = true; break;
+    case 'j': o->job = optarg; break;
+    case 'u': o->all_users = true; break;
     case 't':
       if (!cs_cli_parse_count(cs_dump_name, "--timeout", optarg, 1, CS_DUMP_TIMEOUT_MAX, timeout))
         return CS_CLI_USAGE;
@@ -288,11 +317,16 @@ static int cs_dump_parse(int argc, char **argv, uint64_t *timeout, bool *all) {
 int cs_cli_dump(int argc, char **argv) {
   uint64_t timeout = CS_DUMP_TIMEOUT_DEFAULT;
   bool all = false;
-  int status = cs_dump_parse(argc, argv, &timeout, &all);
+  cs_dump_all_opts_t o = {.job = NULL, .all_users = false};
+  int status = cs_dump_parse(argc, argv, &timeout, &all, &o);
   if (status >= 0) return status;
   if (all) {
     if (!cs_cli_operands(cs_dump_name, argc, argv, 0, "--all")) return CS_CLI_USAGE;
-    return cs_dump_all(timeout);
+    return cs_dump_all(timeout, &o);
+  }
+  if (o.job || o.all_users) {
+    cs_cli_error(cs_dump_name, "%s goes with --all", o.job ? "--job" : "--all-users");
+    return CS_CLI_USAGE;
   }
   if (!cs_cli_operands(cs_dump_name, argc, argv, 1, "PID")) return CS_CLI_USAGE;
   uint64_t pid;

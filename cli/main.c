@@ -22,6 +22,8 @@ static const cs_cli_command_t cs_cli_commands[] = {
     {"report", cs_cli_report, "report -o OUT.html FILE FILE...         one page for a job's processes"},
     {"export", cs_cli_export, "export --format F [-o OUT] FILE...      for pprof (F=pprof) or Perfetto (F=perfetto)"},
     {"ranks", cs_cli_ranks, "ranks [--json] [--top N] DIR|FILE...     every rank of a job: peaks, OOMs, sites"},
+    {"top", cs_cli_top, "top [--once] [--json] [--interval S]    the profiled processes' GPU memory, live"},
+    {"metrics", cs_cli_metrics, "metrics [--listen ADDR:PORT]            a Prometheus exporter of the same"},
     {"recover", cs_cli_recover, "recover [-o SNAPSHOT] RECORDING        a snapshot from a recording file (kill -9)"},
 };
 

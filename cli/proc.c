@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* /proc files report a size of 0: read until the end. environ is bounded by the kernel's limit
@@ -111,52 +109,5 @@ int cs_proc_cwd(pid_t pid, char *buf, size_t len) {
   if (n < 0) return errno;
   if ((size_t)n == len - 1) return ENAMETOOLONG;
   buf[n] = '\0';
-  return 0;
-}
-
-int cs_proc_list_with_library(const char *prefix, pid_t **pids, size_t *count) {
-  *pids = NULL;
-  *count = 0;
-  DIR *proc = opendir("/proc");
-  if (proc == NULL) return errno;
-  size_t cap = 0;
-  int err = 0;
-  uid_t me = getuid();
-  pid_t self = getpid();
-  struct dirent *d;
-  while (err == 0 && (d = readdir(proc)) != NULL) {
-    char *end;
-    long pid = strtol(d->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0 || pid == self) continue;
-    /* /proc/PID belongs to the process's effective uid; its maps are readable by its owner */
-    struct stat st;
-    if (fstatat(dirfd(proc), d->d_name, &st, 0) != 0 || st.st_uid != me) continue;
-    bool mapped = false;
-    if (cs_proc_has_library((pid_t)pid, prefix, &mapped) != 0 || !mapped) continue;
-    if (*count == cap) {
-      size_t bigger = cap ? cap * 2 : 16;
-      pid_t *p = realloc(*pids, bigger * sizeof *p);
-      if (p == NULL) {
-        err = ENOMEM;
-        break;
-      }
-      *pids = p;
-      cap = bigger;
-    }
-    (*pids)[(*count)++] = (pid_t)pid;
-  }
-  closedir(proc);
-  if (err != 0) {
-    free(*pids);
-    *pids = NULL;
-    *count = 0;
-    return err;
-  }
-  for (size_t i = 1; i < *count; i++) /* readdir's order is the kernel's: sort, a few dozen at most */
-    for (size_t j = i; j > 0 && (*pids)[j - 1] > (*pids)[j]; j--) {
-      pid_t t = (*pids)[j];
-      (*pids)[j] = (*pids)[j - 1];
-      (*pids)[j - 1] = t;
-    }
   return 0;
 }

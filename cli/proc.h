@@ -20,9 +20,4 @@ int cs_proc_catches(pid_t pid, int sig, bool *caught);
 /* The process's current directory. */
 int cs_proc_cwd(pid_t pid, char *buf, size_t len);
 
-/* The processes of this user (real uid) on this machine, other than the caller, that map a library
- * whose file name starts with `prefix`, in pid order: *pids (malloc'ed, free it) gets *count. A
- * process that ends or cannot be read while the list is made is left out. */
-int cs_proc_list_with_library(const char *prefix, pid_t **pids, size_t *count);
-
 #endif

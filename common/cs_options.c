@@ -111,6 +111,41 @@ CS_OPTION_WORDS(children, children, bool, cs_bool_words)
 CS_OPTION_WORDS(nvtx, nvtx, bool, cs_bool_words)
 CS_OPTION_WORDS(argv, argv, bool, cs_bool_words)
 CS_OPTION_WORDS(log, log, cs_log_level_t, cs_log_words)
+CS_OPTION_WORDS(live, live, bool, cs_bool_words)
+
+/* -- CUDASNAP_LIVE_INTERVAL: seconds, at most three decimals; at most once a second -- */
+
+enum { CS_LIVE_INTERVAL_MIN_MS = 1000, CS_LIVE_INTERVAL_MAX_MS = 3600 * 1000 };
+
+static int cs_option_parse_live_interval(const char *value, cs_options_t *opts) {
+  const char *dot = strchr(value, '.');
+  size_t whole_len = dot ? (size_t)(dot - value) : strlen(value);
+  char whole[16];
+  if (whole_len == 0 || whole_len >= sizeof whole) return -CS_EINVAL;
+  memcpy(whole, value, whole_len);
+  whole[whole_len] = '\0';
+  uint64_t seconds, ms = 0;
+  if (!cs_parse_u64(whole, &seconds) || seconds > CS_LIVE_INTERVAL_MAX_MS / 1000) return -CS_EINVAL;
+  if (dot) {
+    const char *frac = dot + 1;
+    size_t n = strlen(frac);
+    if (n == 0 || n > 3) return -CS_EINVAL;
+    for (size_t i = 0; i < 3; i++) {
+      if (i < n && (frac[i] < '0' || frac[i] > '9')) return -CS_EINVAL;
+      ms = ms * 10 + (i < n ? (uint64_t)(frac[i] - '0') : 0);
+    }
+  }
+  uint64_t total = seconds * 1000 + ms;
+  if (total < CS_LIVE_INTERVAL_MIN_MS || total > CS_LIVE_INTERVAL_MAX_MS) return -CS_EINVAL;
+  opts->live_interval_ms = (uint32_t)total;
+  return 0;
+}
+
+static void cs_option_show_live_interval(const cs_options_t *opts, char *buf, size_t size) {
+  unsigned ms = opts->live_interval_ms;
+  if (ms % 1000 == 0) snprintf(buf, size, "%u", ms / 1000);
+  else snprintf(buf, size, "%u.%03u", ms / 1000, ms % 1000);
+}
 
 /* -- CUDASNAP_OUTPUT -- */
 

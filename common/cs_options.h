@@ -60,6 +60,8 @@ typedef struct cs_options_s {
   bool children;                   /* CUDASNAP_CHILDREN */
   bool nvtx;                       /* CUDASNAP_NVTX (read again before main: interpose/nvtx.c) */
   bool argv;                       /* CUDASNAP_ARGV: the command line goes into files */
+  bool live;                       /* CUDASNAP_LIVE: publish the live record (the registration stays) */
+  uint32_t live_interval_ms;       /* CUDASNAP_LIVE_INTERVAL, 1000..3600000 */
   cs_log_level_t log;              /* CUDASNAP_LOG */
 } cs_options_t;
 

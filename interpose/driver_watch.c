@@ -235,6 +235,15 @@ void cs_driver_watch_copy(cs_snap_state_t *s, bool with_last) {
   }
 }
 
+bool cs_driver_watch_last_used(int device, uint64_t *used) {
+  cs_dw_device_t *d = cs_dw_of(device);
+  cs_dw_record_t r;
+  if (!d || !cs_dw_read(d, &r) || !r.last.known || !r.last.answer.driver_known) return false;
+  const cs_snap_driver_t *a = &r.last.answer;
+  *used = a->driver_total > a->driver_free ? a->driver_total - a->driver_free : 0;
+  return true;
+}
+
 void cs_driver_watch_postfork_child(void) {
   memset(cs_dw, 0, sizeof cs_dw);
   atomic_store(&cs_dw_pending, 0);

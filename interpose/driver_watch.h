@@ -16,6 +16,7 @@
 #ifndef CS_DRIVER_WATCH_H
 #define CS_DRIVER_WATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "snapshot/passthrough.h"
@@ -51,6 +52,10 @@ void cs_driver_watch_answer(int device, const cs_snap_driver_t *answer);
 /* Copies every device's records into the state: the peak's always, the last answer into
  * memory[].last when with_last. Async-signal-safe: no lock, no call but memcpy. */
 void cs_driver_watch_copy(cs_snap_state_t *s, bool with_last);
+
+/* The device's used bytes (total - free) at the driver's last answer, for the live record; false
+ * when the driver has not been asked on device yet. Lock-free, no call. */
+bool cs_driver_watch_last_used(int device, uint64_t *used);
 
 /* fork: the child starts with no answers and nothing seen (the parent's memory is not its own). */
 void cs_driver_watch_postfork_child(void);

@@ -18,6 +18,7 @@
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
 #include "interpose/ending.h"
+#include "interpose/live.h"
 #include "interpose/runtime.h"
 #include "interpose/signals.h"
 
@@ -111,6 +112,7 @@ static void cs_dump_final(cs_trigger_t trigger) {
                        .leaks = true, .ending = true};
   (void)cs_dump_run(&how);
   cs_dump_final_end();
+  cs_live_end();
 }
 
 /* Runs from exit() (and quick_exit()); the CUDA runtime may already be torn down, and nothing here
@@ -183,9 +185,14 @@ static void *cs_dump_control_thread(void *arg) {
   uint64_t oom_wait_ms = 0; /* a pending OOM snapshot is due in this long (0: none pending) */
   for (;;) {
     struct pollfd pfd = {.fd = cs_dump_pipe[0], .events = POLLIN};
-    int ready = poll(&pfd, 1, oom_wait_ms ? (int)oom_wait_ms : -1);
-    if (ready == 0) { /* an OOM's interval is over */
-      oom_wait_ms = cs_dump_oom_flush(false);
+    /* the next due of the pending OOM snapshot and of the live record's publication */
+    int live_wait = cs_live_wait_ms();
+    int wait = oom_wait_ms ? (int)oom_wait_ms : -1;
+    if (live_wait >= 0 && (wait < 0 || live_wait < wait)) wait = live_wait;
+    int ready = poll(&pfd, 1, wait);
+    if (ready == 0) { /* an OOM's interval is over, or the live record is due */
+      if (oom_wait_ms) oom_wait_ms = cs_dump_oom_flush(false);
+      cs_live_tick();
       continue;
     }
     if (ready < 0) {
@@ -211,6 +218,7 @@ static void *cs_dump_control_thread(void *arg) {
       /* At every wake-up, not only an OOM's: the wait left is measured from the OOM's interval,
        * so that other requests (a signal every few seconds) never postpone a pending OOM. */
       if (token == 'o' || oom_wait_ms) oom_wait_ms = cs_dump_oom_flush(false);
+      cs_live_tick(); /* a stream of requests must not hold the publication back */
     } else if (n == 0 || (n < 0 && errno != EINTR)) {
       return NULL;
     }
@@ -273,10 +281,13 @@ void cs_dump_start(void) {
   }
   cs_dump_start_control();
   if ((opts->dump_on & CS_DUMP_ON_SIGNAL) && opts->signal > 0) cs_dump_start_signal(opts->signal);
+  cs_live_start(); /* the registration, once the signal it names is handled */
+  cs_dump_send('l'); /* the control thread waits with the live record's interval from now on */
 }
 
 void cs_dump_postfork_child(void) {
   cs_dump_write_postfork_child();
+  cs_live_postfork_child();
   /* the parent's OOM is not the child's to write */
   pthread_mutex_init(&cs_dump_oom_lock, NULL);
   cs_dump_copy_free(&cs_dump_oom_pending);

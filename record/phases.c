@@ -218,4 +218,41 @@ void cs_phase_list_free(cs_phase_list_t *list) {
   *list = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0};
 }
 
+/* Newest first: an END makes the next START of its name closed rather than open (ranges of
+ * one name nest like parentheses), so the first START without a pending END is innermost. */
+uint32_t cs_phases_open(int device) {
+  cs_phase_slot_t *slots = atomic_load_explicit(&cs_phase_slots, memory_order_acquire);
+  if (!slots) return 0;
+  enum { CS_PENDING = 64 };
+  uint32_t pending_name[CS_PENDING];
+  uint32_t pending_count[CS_PENDING];
+  size_t pending = 0;
+  uint64_t end = atomic_load_explicit(&cs_phase_claimed, memory_order_acquire);
+  uint64_t oldest = end > CS_PHASES_OPEN_LOOKBACK ? end - CS_PHASES_OPEN_LOOKBACK : 0;
+  for (uint64_t k = end; k-- > oldest;) {
+    cs_phase_slot_t *s = &slots[k & (CS_PHASES_CAPACITY - 1)];
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    uint32_t name = atomic_load_explicit(&s->name, memory_order_relaxed);
+    int32_t device_stage = atomic_load_explicit(&s->device_stage, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (seq != k + 1 || atomic_load_explicit(&s->seq, memory_order_relaxed) != seq) continue;
+    if (device >= 0 && (device_stage >> 1) != device) continue;
+    size_t i = 0;
+    while (i < pending && pending_name[i] != name) i++;
+    if ((device_stage & 1) == CS_PHASE_END) {
+      if (i == pending) {
+        if (pending == CS_PENDING) return 0; /* too tangled to tell */
+        pending_name[pending] = name;
+        pending_count[pending++] = 0;
+      }
+      pending_count[i]++;
+    } else if (i < pending && pending_count[i] > 0) {
+      pending_count[i]--;
+    } else {
+      return name;
+    }
+  }
+  return 0;
+}
+
 void cs_phases_clear(void) { atomic_store(&cs_phase_claimed, 0); }

@@ -42,6 +42,12 @@ void cs_phases_record(uint32_t name, cs_phase_stage_t stage, int device);
 /* The same with a given tick reading (tests; a mark records START and END at one time). */
 void cs_phases_record_at(uint32_t name, cs_phase_stage_t stage, int device, uint64_t ticks);
 
+/* The innermost range open on device now (or on any device when the program named none), as a
+ * name id; 0 when none. Looks back at most CS_PHASES_OPEN_LOOKBACK annotations: a range opened
+ * before that many later ones is not seen. Lock-free; for the live record. */
+enum { CS_PHASES_OPEN_LOOKBACK = 4096 };
+uint32_t cs_phases_open(int device);
+
 /* A frozen copy, oldest first, with times in wall-clock microseconds. */
 typedef struct cs_phase_s {
   const char *name;

@@ -26,8 +26,11 @@ packages=(cmake make gcc g++ pkg-config libunwind-dev libcjson-dev libyajl-dev l
 # (`go tool pprof`, the reader of the pprof exports, ctest cli_export); chromium (the browser test
 # of `cudasnap report` pages and its benchmark); patchelf (the $ORIGIN run paths of the GPU bundle,
 # scripts/gpu-check.sh --bundle); python3-pytest, python3-pip (the Python package's tests,
-# tests/python, ctest label python: pytest, and pip installing it).
-((tests)) && packages+=(python3 libjemalloc2 clang libclang-rt-14-dev golang-go chromium patchelf python3-pytest python3-pip)
+# tests/python, ctest label python: pytest, and pip installing it); prometheus (with promtool),
+# tmux, curl: the live view's tests with the real clients (ctest cli_live_*: a Prometheus server
+# scraping `cudasnap metrics`, `cudasnap top` driven in tmux).
+((tests)) && packages+=(python3 libjemalloc2 clang libclang-rt-14-dev golang-go chromium patchelf python3-pytest python3-pip
+  prometheus tmux curl)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -57,7 +57,7 @@ wait_for_line() {
 
 case $test in
 help)
-  for cmd in run dump summary convert check diff report recover ranks; do
+  for cmd in run dump summary convert check diff report recover ranks top metrics; do
     expect 0 "$cudasnap" $cmd --help
     stdout_has "^usage: cudasnap $cmd"
   done
@@ -330,12 +330,16 @@ dump_all)
     echo "skip [dump_all]: no PID namespace (unshare) here"
     exit 0
   fi
-  # Three held programs, each with its own pipe, and one preloaded that never calls CUDA.
+  # Three held programs, each with its own pipe (two of job A, one of job B); one preloaded that
+  # never calls CUDA; and a decoy that maps a file named libcudasnap* and handles SIGUSR1 itself,
+  # which dump --all must never signal: only processes that registered as profiled are asked.
   pids=
   for i in 1 2 3; do
     mkfifo "$dir/in$i"
-    (cd "$dir" && exec "$cudasnap" run -o 'snap-%p-%n-%t.json' -- "$prog_hold" <"$dir/in$i" >"$dir/hold$i.out" \
-      2>"$dir/hold$i.err") &
+    job=jobA
+    ((i == 3)) && job=jobB
+    (cd "$dir" && SLURM_JOB_ID=$job exec "$cudasnap" run -o 'snap-%p-%n-%t.json' -- "$prog_hold" <"$dir/in$i" \
+      >"$dir/hold$i.out" 2>"$dir/hold$i.err") &
     pids="$pids $!"
     eval "exec $((2 + i))>\"\$dir/in$i\""
     wait_for_line "$dir/hold$i.out" '^ready 1$'
@@ -343,10 +347,18 @@ dump_all)
   "$cudasnap" run -- sleep 30 &
   idle=$!
   pids="$pids $idle"
+  mkfifo "$dir/decoy.in"
+  "$(dirname "$prog_hold")/cli_prog_decoy" "$dir/libcudasnap-decoy.so" <"$dir/decoy.in" >"$dir/decoy.out" &
+  decoy=$!
+  pids="$pids $decoy"
+  exec 6>"$dir/decoy.in"
+  wait_for_line "$dir/decoy.out" '^ready$'
+  grep -q libcudasnap-decoy "/proc/$decoy/maps" || fail "the decoy does not map its file"
   for _ in $(seq 100); do grep -q libcudasnap "/proc/$idle/maps" 2>/dev/null && break; sleep 0.05; done
-  expect 0 "$cudasnap" dump --all
+  expect 0 "$cudasnap" dump --all --timeout 10
   [[ $(grep -c '^wrote ' "$dir/out") -eq 3 ]] || fail "dump --all said: $(cat "$dir/out" "$dir/err")"
-  one_stderr_line "^cudasnap dump: process $idle has not started cudasnap yet"
+  [[ ! -s $dir/err ]] || fail "dump --all said on stderr: $(cat "$dir/err")"
+  ! grep -q signalled "$dir/decoy.out" || fail "dump --all signalled the decoy"
   cp "$dir/out" "$dir/wrote"
   for p in $(awk '{print $2}' "$dir/wrote"); do
     [[ -f $p ]] || fail "no file $p"
@@ -354,13 +366,23 @@ dump_all)
   done
   [[ $(sed 's/.*snap-\([0-9]*\)-.*/\1/' "$dir/wrote" | sort -u | wc -l) -eq 3 ]] ||
     fail "not one snapshot per process: $(cat "$dir/wrote")"
-  exec 3>&- 4>&- 5>&-
+  # --job: the processes of one job only
+  expect 0 "$cudasnap" dump --all --job jobA --timeout 10
+  [[ $(grep -c '^wrote ' "$dir/out") -eq 2 ]] || fail "dump --all --job jobA said: $(cat "$dir/out" "$dir/err")"
+  expect 0 "$cudasnap" dump --all --job jobB --timeout 10
+  [[ $(grep -c '^wrote ' "$dir/out") -eq 1 ]] || fail "dump --all --job jobB said: $(cat "$dir/out" "$dir/err")"
+  grep -q "snap-${pids%% *}-" "$dir/out" && fail "job B's dump asked a process of job A"
+  expect 1 "$cudasnap" dump --all --job jobC
+  one_stderr_line "^cudasnap dump: no profiled process of job jobC on this machine$"
+  expect 2 "$cudasnap" dump --job jobA 42
+  ! grep -q signalled "$dir/decoy.out" || fail "dump --all signalled the decoy"
+  exec 3>&- 4>&- 5>&- 6>&-
   kill "$idle"
   wait || true
   pids=
   # None left: said so, exit 1.
   expect 1 "$cudasnap" dump --all
-  one_stderr_line "^cudasnap dump: no process of this user on this machine has libcudasnap loaded$"
+  one_stderr_line "^cudasnap dump: no profiled process of this user on this machine$"
   expect 2 "$cudasnap" dump --all 42
   ;;
 

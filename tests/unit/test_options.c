@@ -316,6 +316,33 @@ static void test_argv(void **state) {
   assert_rejected("CUDASNAP_ARGV=secret");
 }
 
+/* CUDASNAP_LIVE: a boolean, on by default; CUDASNAP_LIVE_INTERVAL: seconds with at most three
+ * decimals, 1 to 3600 (at most once a second), 1 by default. */
+static void test_live(void **state) {
+  (void)state;
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_true(opts.live);
+  assert_int_equal(opts.live_interval_ms, 1000);
+  assert_accepted("CUDASNAP_LIVE=0", &opts);
+  assert_false(opts.live);
+  assert_accepted("CUDASNAP_LIVE=yes", &opts);
+  assert_true(opts.live);
+  assert_rejected("CUDASNAP_LIVE=sometimes");
+  assert_accepted("CUDASNAP_LIVE_INTERVAL=2.5", &opts);
+  assert_int_equal(opts.live_interval_ms, 2500);
+  assert_accepted("CUDASNAP_LIVE_INTERVAL=3600", &opts);
+  assert_int_equal(opts.live_interval_ms, 3600000);
+  assert_accepted("CUDASNAP_LIVE_INTERVAL=1.125", &opts);
+  assert_int_equal(opts.live_interval_ms, 1125);
+  static const char *const bad[] = {"CUDASNAP_LIVE_INTERVAL=0.5", "CUDASNAP_LIVE_INTERVAL=0",
+                                    "CUDASNAP_LIVE_INTERVAL=3601", "CUDASNAP_LIVE_INTERVAL=1.0001",
+                                    "CUDASNAP_LIVE_INTERVAL=1.", "CUDASNAP_LIVE_INTERVAL=.5",
+                                    "CUDASNAP_LIVE_INTERVAL=-1", "CUDASNAP_LIVE_INTERVAL=1s",
+                                    "CUDASNAP_LIVE_INTERVAL=1.x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_rejected(bad[i]);
+}
+
 static void test_meminfo(void **state) {
   (void)state;
   cs_options_t opts;
@@ -501,7 +528,9 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 16); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 18); /* one per row of cs_options.def */
+  assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE=1\n");
+  assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE_INTERVAL=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_RECORD=\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_OUTPUT=cudasnap-%e-%p-%n-%t.json\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_FORMAT=auto\n");
@@ -559,6 +588,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_children, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_nvtx, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_live, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_meminfo, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_alloc_conf, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_alloc_conf_with_free_and_cache, log_capture_setup, log_capture_teardown),

@@ -1,0 +1,179 @@
+/* Rows of the live view (contract in cli/live_rows.h). */
+#include "cli/live_rows.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_format.h"
+
+static const char *const cs_live_sort_names[CS_LIVE_SORTS] = {"ALLOCATED", "RESERVED", "PEAK",
+                                                              "DRIVER USED", "PID", "RANK"};
+
+const char *cs_live_sort_name(cs_live_sort_t sort) {
+  return sort < CS_LIVE_SORTS ? cs_live_sort_names[sort] : "?";
+}
+
+static uint64_t cs_live_key(const cs_live_row_t *r, cs_live_sort_t sort) {
+  switch (sort) {
+  case CS_LIVE_SORT_RESERVED: return r->device->reserved_bytes;
+  case CS_LIVE_SORT_PEAK: return r->device->peak_allocated_bytes;
+  case CS_LIVE_SORT_DRIVER: return r->device->driver_known ? r->device->driver_used_bytes : 0;
+  default: return r->device->allocated_bytes;
+  }
+}
+
+static cs_live_sort_t cs_live_sort_by;
+
+static int cs_live_row_cmp(const void *x, const void *y) {
+  const cs_live_row_t *a = x, *b = y;
+  if (cs_live_sort_by == CS_LIVE_SORT_PID || cs_live_sort_by == CS_LIVE_SORT_RANK) {
+    int64_t ka = cs_live_sort_by == CS_LIVE_SORT_PID ? a->process->pid : a->process->rank;
+    int64_t kb = cs_live_sort_by == CS_LIVE_SORT_PID ? b->process->pid : b->process->rank;
+    if (ka != kb) return ka < kb ? -1 : 1;
+  } else {
+    uint64_t ka = cs_live_key(a, cs_live_sort_by), kb = cs_live_key(b, cs_live_sort_by);
+    if (ka != kb) return ka > kb ? -1 : 1;
+  }
+  if (a->process->pid != b->process->pid) return a->process->pid < b->process->pid ? -1 : 1;
+  return (a->device->device > b->device->device) - (a->device->device < b->device->device);
+}
+
+int cs_live_rows(const cs_live_list_t *list, cs_live_sort_t sort, cs_live_row_t **rows, size_t *count) {
+  size_t n = 0;
+  for (size_t i = 0; i < list->count; i++) n += list->items[i].header.device_count;
+  cs_live_row_t *r = malloc((n ? n : 1) * sizeof *r);
+  if (!r) return -1;
+  n = 0;
+  for (size_t i = 0; i < list->count; i++)
+    for (size_t d = 0; d < list->items[i].header.device_count; d++)
+      r[n++] = (cs_live_row_t){.process = &list->items[i].header, .device = &list->items[i].devices[d]};
+  cs_live_sort_by = sort;
+  qsort(r, n, sizeof *r, cs_live_row_cmp);
+  *rows = r;
+  *count = n;
+  return 0;
+}
+
+/* Compact sizes for the columns: "1.5G", "512M", "40K", "0". */
+static void cs_live_size(uint64_t bytes, char *buf, size_t len) {
+  static const char units[] = "BKMGTP";
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  if (u == 0) snprintf(buf, len, "%llu", (unsigned long long)bytes);
+  else if (v < 10.0) snprintf(buf, len, "%.1f%c", v, units[u]);
+  else snprintf(buf, len, "%.0f%c", v, units[u]);
+}
+
+static void cs_live_rank(int64_t rank, char *buf, size_t len) {
+  if (rank < 0) snprintf(buf, len, "-");
+  else snprintf(buf, len, "%lld", (long long)rank);
+}
+
+/* Print line cut to width columns (the text is ASCII apart from site names; a cut inside a UTF-8
+ * sequence is avoided by cutting at a lead byte). */
+static void cs_live_line(FILE *out, const char *line, int width) {
+  size_t len = strlen(line);
+  if (len > (size_t)width) {
+    len = (size_t)width;
+    while (len > 0 && ((unsigned char)line[len] & 0xC0) == 0x80) len--;
+  }
+  fprintf(out, "%.*s\n", (int)len, line);
+}
+
+/* Fixed columns: 69 characters (sizes take at most 5: "1023M", "9.5G"); TOP SITE takes what the
+ * width leaves, 11 in 80 columns, the whole name in the sites view. */
+void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int width, size_t selected) {
+  char line[1024];
+  snprintf(line, sizeof line, " %7s %4s %3s %9s %8s %6s %11s %-7s %4s %s", "PID", "RANK", "DEV", "ALLOCATED",
+           "RESERVED", "PEAK", "DRIVER USED", "PHASE", "OOMS", "TOP SITE");
+  cs_live_line(out, line, width);
+  for (size_t i = 0; i < count; i++) {
+    const cs_live_row_t *r = &rows[i];
+    char rank[24], alloc[16], reserved[16], peak[16], driver[16];
+    cs_live_rank(r->process->rank, rank, sizeof rank);
+    cs_live_size(r->device->allocated_bytes, alloc, sizeof alloc);
+    cs_live_size(r->device->reserved_bytes, reserved, sizeof reserved);
+    cs_live_size(r->device->peak_allocated_bytes, peak, sizeof peak);
+    if (r->device->driver_known) cs_live_size(r->device->driver_used_bytes, driver, sizeof driver);
+    else snprintf(driver, sizeof driver, "-");
+    const char *site = r->device->site_count ? r->device->sites[0].name : "-";
+    const char *phase = r->device->phase[0] ? r->device->phase : "-";
+    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %8s %6s %11s %-7.7s %4llu %s", i == selected ? '>' : ' ',
+             (long long)r->process->pid, rank, r->device->device, alloc, reserved, peak, driver, phase,
+             (unsigned long long)r->device->ooms, site);
+    cs_live_line(out, line, width);
+  }
+}
+
+void cs_live_print_sites(FILE *out, const cs_live_row_t *row, int width) {
+  char line[1024], rank[24], alloc[32];
+  cs_live_rank(row->process->rank, rank, sizeof rank);
+  cs_format_size(row->device->allocated_bytes, alloc, sizeof alloc);
+  snprintf(line, sizeof line, "pid %lld (%s) rank %s device %d: %s allocated, %u site%s%s",
+           (long long)row->process->pid, row->process->exe, rank, row->device->device, alloc,
+           row->device->site_count, cs_plural(row->device->site_count), row->device->stale ? " (old figures)" : "");
+  cs_live_line(out, line, width);
+  snprintf(line, sizeof line, "  %10s %8s  %s", "BYTES", "BLOCKS", "SITE");
+  cs_live_line(out, line, width);
+  for (uint32_t i = 0; i < row->device->site_count && i < CS_LIVE_TOP_SITES; i++) {
+    const cs_live_site_t *s = &row->device->sites[i];
+    char bytes[16];
+    cs_live_size(s->bytes, bytes, sizeof bytes);
+    snprintf(line, sizeof line, "  %10s %8llu  %.*s", bytes, (unsigned long long)s->blocks, (int)sizeof s->name,
+             s->name);
+    cs_live_line(out, line, width);
+  }
+}
+
+/* A byte count as a JSON number: exact up to 2^53, which any memory size is. */
+static cJSON *cs_live_json_u64(uint64_t v) { return cJSON_CreateNumber((double)v); }
+
+int cs_live_print_json(FILE *out, const cs_live_row_t *rows, size_t count) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *procs = root ? cJSON_AddArrayToObject(root, "processes") : NULL;
+  bool ok = procs != NULL;
+  for (size_t i = 0; ok && i < count; i++) {
+    const cs_live_row_t *r = &rows[i];
+    cJSON *p = cJSON_CreateObject();
+    ok = p && cJSON_AddItemToArray(procs, p);
+    if (!ok) break;
+    cJSON_AddItemToObject(p, "pid", cs_live_json_u64((uint64_t)r->process->pid));
+    cJSON_AddItemToObject(p, "rank", r->process->rank >= 0 ? cJSON_CreateNumber((double)r->process->rank) : cJSON_CreateNull());
+    cJSON_AddItemToObject(p, "local_rank",
+                          r->process->local_rank >= 0 ? cJSON_CreateNumber((double)r->process->local_rank) : cJSON_CreateNull());
+    cJSON_AddStringToObject(p, "host", r->process->host);
+    cJSON_AddNumberToObject(p, "device", r->device->device);
+    cJSON_AddItemToObject(p, "allocated_bytes", cs_live_json_u64(r->device->allocated_bytes));
+    cJSON_AddItemToObject(p, "reserved_bytes", cs_live_json_u64(r->device->reserved_bytes));
+    cJSON_AddItemToObject(p, "peak_allocated_bytes", cs_live_json_u64(r->device->peak_allocated_bytes));
+    cJSON_AddItemToObject(p, "driver_used_bytes",
+                          r->device->driver_known ? cs_live_json_u64(r->device->driver_used_bytes) : cJSON_CreateNull());
+    cJSON_AddItemToObject(p, "phase", r->device->phase[0] ? cJSON_CreateString(r->device->phase) : cJSON_CreateNull());
+    cJSON_AddItemToObject(p, "ooms", cs_live_json_u64(r->device->ooms));
+    cJSON *sites = cJSON_AddArrayToObject(p, "top_sites");
+    for (uint32_t k = 0; sites && k < r->device->site_count && k < CS_LIVE_TOP_SITES; k++) {
+      cJSON *s = cJSON_CreateObject();
+      if (!s || !cJSON_AddItemToArray(sites, s)) {
+        ok = false;
+        break;
+      }
+      char name[CS_LIVE_SITE_LEN + 1];
+      snprintf(name, sizeof name, "%.*s", (int)sizeof r->device->sites[k].name, r->device->sites[k].name);
+      cJSON_AddStringToObject(s, "site", name);
+      cJSON_AddItemToObject(s, "bytes", cs_live_json_u64(r->device->sites[k].bytes));
+      cJSON_AddItemToObject(s, "blocks", cs_live_json_u64(r->device->sites[k].blocks));
+    }
+  }
+  char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
+  cJSON_Delete(root);
+  if (!text) return -1;
+  fprintf(out, "%s\n", text);
+  free(text);
+  return 0;
+}

@@ -1,0 +1,108 @@
+/* The exposition of the live records (contract in cli/metrics_text.h). */
+#include "cli/metrics_text.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* A label value as the text format wants it: backslash, double quote and newline escaped. */
+static void cs_metrics_value(FILE *out, const char *s, size_t max) {
+  for (size_t i = 0; i < max && s[i]; i++) {
+    char c = s[i];
+    if (c == '\\') fputs("\\\\", out);
+    else if (c == '"') fputs("\\\"", out);
+    else if (c == '\n') fputs("\\n", out);
+    else fputc(c, out);
+  }
+}
+
+static void cs_metrics_int_or_empty(FILE *out, int64_t v) {
+  if (v >= 0) fprintf(out, "%" PRId64, v);
+}
+
+/* {pid="..",rank="..",local_rank="..",job="..",host="..",device=".."} without the closing brace. */
+static void cs_metrics_labels(FILE *out, const cs_live_header_t *h, const cs_live_device_t *d) {
+  fprintf(out, "{pid=\"%" PRId64 "\",rank=\"", h->pid);
+  cs_metrics_int_or_empty(out, h->rank);
+  fputs("\",local_rank=\"", out);
+  cs_metrics_int_or_empty(out, h->local_rank);
+  fputs("\",job=\"", out);
+  cs_metrics_value(out, h->job_id, sizeof h->job_id);
+  fputs("\",host=\"", out);
+  cs_metrics_value(out, h->host, sizeof h->host);
+  fprintf(out, "\",device=\"%d\"", d ? d->device : -1);
+}
+
+typedef enum { CS_METRIC_ALLOCATED, CS_METRIC_RESERVED, CS_METRIC_PEAK, CS_METRIC_DRIVER, CS_METRIC_OOMS } cs_metric_t;
+
+static const struct {
+  const char *name, *type, *help;
+} cs_metrics[] = {
+    {"cudasnap_allocated_bytes", "gauge", "Bytes of device memory the program holds (torch allocated_bytes.all.current)."},
+    {"cudasnap_reserved_bytes", "gauge", "Bytes of device memory cudasnap's cache holds (torch reserved_bytes.all.current)."},
+    {"cudasnap_peak_allocated_bytes", "gauge", "The most bytes held at once so far (torch allocated_bytes.all.peak)."},
+    {"cudasnap_driver_used_bytes", "gauge", "Device memory in use by every process as the driver last answered (total - free)."},
+    {"cudasnap_ooms_total", "counter", "Out-of-memory errors returned to the program."},
+};
+
+static void cs_metrics_family(FILE *out, const cs_live_list_t *list, cs_metric_t m) {
+  fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", cs_metrics[m].name, cs_metrics[m].help, cs_metrics[m].name,
+          cs_metrics[m].type);
+  for (size_t i = 0; i < list->count; i++) {
+    const cs_live_entry_t *e = &list->items[i];
+    for (size_t k = 0; k < e->header.device_count; k++) {
+      const cs_live_device_t *d = &e->devices[k];
+      uint64_t v = 0;
+      switch (m) {
+      case CS_METRIC_ALLOCATED: v = d->allocated_bytes; break;
+      case CS_METRIC_RESERVED: v = d->reserved_bytes; break;
+      case CS_METRIC_PEAK: v = d->peak_allocated_bytes; break;
+      case CS_METRIC_DRIVER:
+        if (!d->driver_known) continue; /* never asked: no sample rather than a false 0 */
+        v = d->driver_used_bytes;
+        break;
+      case CS_METRIC_OOMS: v = d->ooms; break;
+      }
+      fputs(cs_metrics[m].name, out);
+      cs_metrics_labels(out, &e->header, d);
+      fprintf(out, "} %" PRIu64 "\n", v);
+    }
+  }
+}
+
+void cs_metrics_write(FILE *out, const cs_live_list_t *list) {
+  for (cs_metric_t m = CS_METRIC_ALLOCATED; m <= CS_METRIC_OOMS; m++) cs_metrics_family(out, list, m);
+  fputs("# HELP cudasnap_site_allocated_bytes Bytes requested by the live blocks of an allocation site (the site as "
+        "cudasnap summary names it; the top sites of each device).\n"
+        "# TYPE cudasnap_site_allocated_bytes gauge\n",
+        out);
+  for (size_t i = 0; i < list->count; i++) {
+    const cs_live_entry_t *e = &list->items[i];
+    for (size_t k = 0; k < e->header.device_count; k++) {
+      const cs_live_device_t *d = &e->devices[k];
+      for (uint32_t s = 0; s < d->site_count && s < CS_LIVE_TOP_SITES; s++) {
+        fputs("cudasnap_site_allocated_bytes", out);
+        cs_metrics_labels(out, &e->header, d);
+        fputs(",site=\"", out);
+        cs_metrics_value(out, d->sites[s].name, sizeof d->sites[s].name);
+        fprintf(out, "\"} %" PRIu64 "\n", d->sites[s].bytes);
+      }
+    }
+  }
+  fputs("# HELP cudasnap_process_info A profiled process: its executable and how often it publishes (value 1).\n"
+        "# TYPE cudasnap_process_info gauge\n",
+        out);
+  for (size_t i = 0; i < list->count; i++) {
+    const cs_live_header_t *h = &list->items[i].header;
+    fprintf(out, "cudasnap_process_info{pid=\"%" PRId64 "\",rank=\"", h->pid);
+    cs_metrics_int_or_empty(out, h->rank);
+    fputs("\",local_rank=\"", out);
+    cs_metrics_int_or_empty(out, h->local_rank);
+    fputs("\",job=\"", out);
+    cs_metrics_value(out, h->job_id, sizeof h->job_id);
+    fputs("\",host=\"", out);
+    cs_metrics_value(out, h->host, sizeof h->host);
+    fputs("\",exe=\"", out);
+    cs_metrics_value(out, h->exe, sizeof h->exe);
+    fprintf(out, "\",interval_ms=\"%" PRIu64 "\"} 1\n", h->interval_ms);
+  }
+}

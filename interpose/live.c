@@ -1,0 +1,130 @@
+/* The process's live record (contract in interpose/live.h). */
+#include "interpose/live.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cs_log.h"
+#include "interpose/live_gather.h"
+#include "interpose/process_info.h"
+#include "interpose/runtime.h"
+#include "live/live_write.h"
+
+static pthread_mutex_t cs_live_lock = PTHREAD_MUTEX_INITIALIZER; /* start, end and publication */
+static cs_live_writer_t cs_live_writer;
+static cs_live_gather_t *cs_live_gatherer;
+static cs_live_device_t *cs_live_scratch; /* CS_LIVE_MAX_DEVICES, gathered before the copy */
+static atomic_bool cs_live_on;             /* a record exists and figures are published */
+static _Atomic uint64_t cs_live_due_ns;    /* CLOCK_MONOTONIC of the next publication */
+
+static uint64_t cs_live_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cs_live_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void cs_live_start(void) {
+  const cs_options_t *opts = cs_runtime_options();
+  const cs_job_t *job = cs_runtime_job();
+  pthread_mutex_lock(&cs_live_lock);
+  if (cs_live_writer.record) goto out;
+  cs_live_header_t id;
+  memset(&id, 0, sizeof id);
+  id.pid = (int64_t)getpid();
+  id.uid = (uint32_t)getuid();
+  /* the signal that asks for a snapshot, only while it does: dump --all sends it and nothing else */
+  id.signal = (opts->dump_on & CS_DUMP_ON_SIGNAL) ? opts->signal : 0;
+  id.start_ticks = cs_live_start_ticks((long)id.pid);
+  id.pid_ns = cs_live_pid_ns();
+  id.rank = job->rank;
+  id.local_rank = job->local_rank;
+  id.world_size = job->world_size;
+  memcpy(id.job_id, job->job_id, sizeof id.job_id < sizeof job->job_id ? sizeof id.job_id : sizeof job->job_id);
+  id.job_id[sizeof id.job_id - 1] = '\0';
+  memcpy(id.host, job->host, sizeof id.host);
+  id.host[sizeof id.host - 1] = '\0';
+  cs_process_info_t *info = malloc(sizeof *info);
+  if (info) {
+    cs_process_info_read(info);
+    memcpy(id.exe, info->exe, sizeof id.exe);
+    id.exe[sizeof id.exe - 1] = '\0';
+    free(info);
+  }
+  id.interval_ms = opts->live ? opts->live_interval_ms : 0;
+  int err = cs_live_writer_open(&cs_live_writer, CS_LIVE_DIR, &id);
+  if (err) {
+    cs_log_warn("cannot make the live record in %s (%s): cudasnap top, metrics and dump --all will not see "
+                "this process",
+                CS_LIVE_DIR, strerror(err));
+    goto out;
+  }
+  if (!opts->live) goto out; /* the registration only */
+  if (!cs_live_gatherer) cs_live_gatherer = cs_live_gather_create();
+  if (!cs_live_scratch) cs_live_scratch = calloc(CS_LIVE_MAX_DEVICES, sizeof *cs_live_scratch);
+  if (!cs_live_gatherer || !cs_live_scratch) {
+    cs_log_warn("no host memory for the live record's figures; the record only registers this process");
+    goto out;
+  }
+  atomic_store(&cs_live_due_ns, cs_live_now_ns());
+  atomic_store(&cs_live_on, true);
+out:
+  pthread_mutex_unlock(&cs_live_lock);
+}
+
+int cs_live_wait_ms(void) {
+  if (!atomic_load_explicit(&cs_live_on, memory_order_acquire)) return -1;
+  uint64_t due = atomic_load(&cs_live_due_ns), now = cs_live_now_ns();
+  return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
+}
+
+void cs_live_tick(void) {
+  if (cs_live_wait_ms() != 0) return;
+  pthread_mutex_lock(&cs_live_lock);
+  cs_live_record_t *r = cs_live_writer.record;
+  if (r && atomic_load(&cs_live_on)) {
+    uint32_t prev = r->header.device_count;
+    size_t n = cs_live_gather(cs_live_gatherer, cs_live_scratch, r->devices, prev);
+    cs_live_writer_begin(&cs_live_writer);
+    memcpy(r->devices, cs_live_scratch, n * sizeof *r->devices);
+    r->header.device_count = (uint32_t)n;
+    r->header.published_ms = cs_live_wall_ms();
+    r->header.publications++;
+    cs_live_writer_end(&cs_live_writer);
+    /* the interval counts from the end of this one: at most once per interval, whatever it cost */
+    atomic_store(&cs_live_due_ns, cs_live_now_ns() + (uint64_t)r->header.interval_ms * 1000000u);
+  }
+  pthread_mutex_unlock(&cs_live_lock);
+}
+
+void cs_live_end(void) {
+  atomic_store(&cs_live_on, false);
+  /* the control thread may be publishing: wait for it, within bounds (the end must not hang) */
+  for (int i = 0; i < 200; i++) {
+    if (pthread_mutex_trylock(&cs_live_lock) == 0) {
+      cs_live_writer_close(&cs_live_writer, true);
+      pthread_mutex_unlock(&cs_live_lock);
+      return;
+    }
+    struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+    nanosleep(&ms, NULL);
+  }
+  /* not had: remove the file anyway (its mapping stays; the process is ending) */
+  if (cs_live_writer.pid == (long)getpid()) (void)unlink(cs_live_writer.path);
+}
+
+void cs_live_postfork_child(void) {
+  pthread_mutex_init(&cs_live_lock, NULL);
+  atomic_store(&cs_live_on, false);
+  cs_live_writer_close(&cs_live_writer, false); /* never removes the parent's: another pid made it */
+}

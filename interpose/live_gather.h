@@ -1,0 +1,31 @@
+/* The figures of the live record (live/live_format.h), gathered by the control thread at each
+ * publication: per device, the allocators' statistics and their live blocks by allocation site,
+ * the driver's last answer, the open phase.
+ *
+ * The live bytes per site are gathered here, from the allocator's blocks under its lock, rather
+ * than counted as blocks come and go: the allocation path pays nothing, and the lock is held for a
+ * walk of the blocks once per publication (bench/README.md, "The live record", has both costs). A
+ * lock that is not had within CS_LIVE_LOCK_WAIT_MS (its holder is stuck in the driver) leaves that
+ * device's figures as they were, marked stale. Sites are named as `cudasnap summary` names them
+ * (memviz/site_rule.h), each stack once: its name is kept for later publications. */
+#ifndef CS_LIVE_GATHER_H
+#define CS_LIVE_GATHER_H
+
+#include <stddef.h>
+
+#include "live/live_format.h"
+
+enum { CS_LIVE_LOCK_WAIT_MS = 10 };
+
+typedef struct cs_live_gather_s cs_live_gather_t;
+
+/* NULL without host memory. */
+cs_live_gather_t *cs_live_gather_create(void);
+void cs_live_gather_destroy(cs_live_gather_t *g);
+
+/* This moment's figures into out[0..CS_LIVE_MAX_DEVICES): one entry per device that has an
+ * allocator, in device order; `previous` (prev_count entries, the last publication's) gives the
+ * figures of a device whose lock was not had. Returns the entries filled. */
+size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_device_t *previous, size_t prev_count);
+
+#endif

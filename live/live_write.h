@@ -1,0 +1,29 @@
+/* The publisher's side of the live record (live/live_format.h): made once, rewritten in place
+ * under the sequence lock, removed at the end. Used by interpose/live.c on the control thread; no
+ * function here is on the allocation path. */
+#ifndef CS_LIVE_WRITE_H
+#define CS_LIVE_WRITE_H
+
+#include <stdbool.h>
+
+#include "live/live_format.h"
+
+typedef struct cs_live_writer_s {
+  cs_live_record_t *record; /* the file's mapping; NULL: no record */
+  char path[512];
+  long pid;                 /* the process that made it (a fork child must not remove it) */
+} cs_live_writer_t;
+
+/* Make the record under dir from `identity` (magic, sizes and seq are filled in here): written
+ * under a temporary name, mode 0600, then renamed into place. Returns 0, or an errno value (then
+ * w->record is NULL). */
+int cs_live_writer_open(cs_live_writer_t *w, const char *dir, const cs_live_header_t *identity);
+
+/* Around every change of the figures: seq odd, then even again. */
+void cs_live_writer_begin(cs_live_writer_t *w);
+void cs_live_writer_end(cs_live_writer_t *w);
+
+/* Unmap, and remove the file when `remove` and this process made it. */
+void cs_live_writer_close(cs_live_writer_t *w, bool remove);
+
+#endif
