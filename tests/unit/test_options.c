@@ -528,7 +528,7 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 18); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 19); /* one per row of cs_options.def */
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE_INTERVAL=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_RECORD=\n");
