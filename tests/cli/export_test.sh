@@ -48,7 +48,10 @@ for f in "${inputs[@]}"; do
     bytes=${BASH_REMATCH[1]} func=${BASH_REMATCH[2]} base=$(basename "${BASH_REMATCH[3]}") line=${BASH_REMATCH[4]}
     # pprof's short names drop what is in angle brackets (C++ templates), Python's <module> too
     shown=$([[ $func == '<'* ]] || echo " $func ")
-    row=$(grep -F -- "$shown" "$dir/$name.top" | grep -F "$base:$line" | head -1)
+    # line 0: no line information (a build without -g); pprof then shows the file alone
+    where=$base:$line
+    ((line == 0)) && where=$base
+    row=$(grep -F -- "$shown" "$dir/$name.top" | grep -F "$where" | head -1)
   else
     fail "no top site in summary of $f: '$top'"
   fi
