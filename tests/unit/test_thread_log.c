@@ -203,7 +203,10 @@ static void pair_push(pair_t *p, cs_action_t action, int device, uint64_t addr, 
   }
 }
 
-/* The log's copy is the ring's: the same count, dropped count, entries and order. */
+/* The log's copy is the ring's: the same count, dropped count, entries and order. Not their times:
+ * each push reads the clock itself (rdtsc, not ordered with the caller's lock), so entries that
+ * threads on different CPUs pushed one after another under a lock can read times out of order by
+ * a little (seen once in four runs of test_64_threads_at_once on a 2-vCPU VM). */
 static void pair_check(pair_t *p, size_t expect_n) {
   cs_ring_entry_t *a = calloc(cs_thread_log_room(&p->log) + 1, sizeof *a);
   cs_ring_entry_t *b = calloc(p->ring.capacity + 1, sizeof *b);
@@ -223,7 +226,6 @@ static void pair_check(pair_t *p, size_t expect_n) {
     assert_int_equal(cs_ring_entry_device(&a[i]), cs_ring_entry_device(&b[i]));
     assert_int_equal(cs_stream_table_handle(&p->log.streams, a[i].stream),
                      cs_stream_table_handle(&p->ring.streams, b[i].stream));
-    if (i > 0) assert_true(cs_ring_entry_epoch_us(&a[i]) >= cs_ring_entry_epoch_us(&a[i - 1]));
   }
   free(a);
   free(b);
