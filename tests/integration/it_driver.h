@@ -33,6 +33,19 @@ static inline int it_driver_dtoh(void *dst, uint64_t src, size_t n) {
 static const it_ops_t it_driver_ops = {it_driver_alloc, it_driver_free, it_driver_htod, it_driver_dtoh};
 
 /* The parameters of a graph memory node of `bytes` on device 0, for cuGraphAddMemAllocNode. */
+/* cuMemAlloc / cuMemFree that must succeed: the program stops with the driver's error otherwise. */
+static inline CUdeviceptr it_alloc_ok(size_t n) {
+  CUdeviceptr p = 0;
+  CUresult r = cuMemAlloc(&p, n);
+  IT_CHECK(r == CUDA_SUCCESS && p, "cuMemAlloc_v2(%zu): error %d", n, (int)r);
+  return p;
+}
+
+static inline void it_free_ok(CUdeviceptr p) {
+  CUresult r = cuMemFree(p);
+  IT_CHECK(r == CUDA_SUCCESS, "cuMemFree_v2(0x%llx): error %d", (unsigned long long)p, (int)r);
+}
+
 static inline CUDA_MEM_ALLOC_NODE_PARAMS it_alloc_node_params(size_t bytes) {
   CUDA_MEM_ALLOC_NODE_PARAMS p;
   memset(&p, 0, sizeof p);

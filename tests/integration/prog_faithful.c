@@ -35,18 +35,6 @@ static void it_answer(const char *what, long long value) {
   fprintf(stderr, "%s: %lld\n", what, value);
 }
 
-static CUdeviceptr it_alloc_ok(size_t n) {
-  CUdeviceptr p = 0;
-  CUresult r = cuMemAlloc(&p, n);
-  IT_CHECK(r == CUDA_SUCCESS && p, "cuMemAlloc_v2(%zu): error %d", n, (int)r);
-  return p;
-}
-
-static void it_free_ok(CUdeviceptr p) {
-  CUresult r = cuMemFree(p);
-  IT_CHECK(r == CUDA_SUCCESS, "cuMemFree_v2(0x%llx): error %d", (unsigned long long)p, (int)r);
-}
-
 /* Write a pattern and read it back: the memory is usable. Returns the status (0 when it is). */
 static int it_usable(CUdeviceptr p, size_t n, unsigned char seed) {
   static unsigned char in[4096], out[4096];

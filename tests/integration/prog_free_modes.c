@@ -11,18 +11,6 @@
 
 #include "tests/integration/it_driver.h"
 
-static CUdeviceptr it_alloc_ok(size_t n) {
-  CUdeviceptr p = 0;
-  CUresult r = cuMemAlloc(&p, n);
-  IT_CHECK(r == CUDA_SUCCESS && p, "cuMemAlloc_v2(%zu): error %d", n, (int)r);
-  return p;
-}
-
-static void it_free_ok(CUdeviceptr p) {
-  CUresult r = cuMemFree(p);
-  IT_CHECK(r == CUDA_SUCCESS, "cuMemFree_v2(0x%llx): error %d", (unsigned long long)p, (int)r);
-}
-
 /* The block still works: write a pattern and read it back. */
 static void it_use(CUdeviceptr p, size_t n, unsigned char seed) {
   static unsigned char in[8192], out[8192];
