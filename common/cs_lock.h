@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "common/cs_compiler.h"
-#include "common/cs_spin_lock.h" /* cs_cpu_relax */
+#include "common/cs_cpu_relax.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define CS_LOCK_TSAN 1

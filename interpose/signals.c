@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/cs_log.h"
-#include "common/cs_spin_lock.h"
+#include "common/cs_cpu_relax.h"
 #include "interpose/snap.h"
 #include "interpose/ending.h"
 #include "interpose/guard.h"

@@ -12,7 +12,7 @@
 
 #include "common/cs_compiler.h"
 #include "common/cs_log.h"
-#include "common/cs_spin_lock.h"
+#include "common/cs_lock.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Layouts, per CPython version (x86_64 and aarch64 LP64), from CPython's headers:
@@ -211,7 +211,7 @@ static cs_py_slot_t cs_py_slots[CS_PY_SLOTS];
 static size_t cs_py_slots_used;
 static char *cs_py_arena;
 static _Atomic size_t cs_py_arena_used = 8; /* record 0 means "unnamed" */
-static pthread_mutex_t cs_py_lock = PTHREAD_MUTEX_INITIALIZER;
+static cs_lock_t cs_py_lock; /* zero: free */
 
 static bool cs_py_arena_init(void) {
   void *p = mmap(NULL, CS_PY_ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -319,7 +319,7 @@ static uint32_t cs_py_code_record(const cs_py_layout_t *l, const void *code) {
       if (c == 0) break;
       if (c == (uintptr_t)code && s->name == (uintptr_t)name && s->file == (uintptr_t)file &&
           s->table == (uintptr_t)table) {
-        if (locked) pthread_mutex_unlock(&cs_py_lock);
+        if (locked) cs_lock_release(&cs_py_lock);
         return s->record;
       }
     }
@@ -339,15 +339,15 @@ static uint32_t cs_py_code_record(const cs_py_layout_t *l, const void *code) {
         atomic_store_explicit(&s->code, (uintptr_t)code, memory_order_release);
         cs_py_slots_used++;
       }
-      pthread_mutex_unlock(&cs_py_lock);
+      cs_lock_release(&cs_py_lock);
       return record;
     }
-    cs_mutex_acquire(&cs_py_lock);
+    cs_lock_acquire(&cs_py_lock);
     locked = true;
   }
 }
 
-void cs_py_postfork_child(void) { pthread_mutex_init(&cs_py_lock, NULL); }
+void cs_py_postfork_child(void) { cs_lock_init(&cs_py_lock); }
 
 /* ------------------------------------------------------------------------------------------------
  * Reading this thread's frames
