@@ -7,6 +7,7 @@
 
 #include "allocator/internal.h"
 #include "common/cs_assert.h"
+#include "common/cs_deadline.h"
 #include "common/cs_error.h"
 #include "common/cs_lock.h"
 
@@ -244,10 +245,16 @@ size_t cs_allocator_releasable_bytes(cs_allocator_t *a) {
   return bytes;
 }
 
+/* The segment holding addr, or NULL. pre: the lock is held. */
+static const cs_segment_t *cs_segment_at_locked(const cs_allocator_t *a, uintptr_t addr) {
+  const cs_segment_t *s = a->segments;
+  while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
+  return s;
+}
+
 bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base) {
   cs_lock_acquire(&a->lock);
-  cs_segment_t *s = a->segments;
-  while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
+  const cs_segment_t *s = cs_segment_at_locked(a, addr);
   if (s && base) *base = s->addr;
   cs_lock_release(&a->lock);
   return s != NULL;
@@ -255,8 +262,7 @@ bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *bas
 
 bool cs_allocator_find_block(cs_allocator_t *a, uintptr_t addr, uintptr_t *segment, uintptr_t *block) {
   cs_lock_acquire(&a->lock);
-  cs_segment_t *s = a->segments;
-  while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
+  const cs_segment_t *s = cs_segment_at_locked(a, addr);
   const cs_block_t *b = s ? s->first : NULL;
   while (b && !(b->addr <= addr && addr < b->addr + cs_block_size(b))) b = b->next;
   if (s) *segment = s->addr;
@@ -329,6 +335,14 @@ void cs_allocator_reset_accumulated_stats(cs_allocator_t *a) {
 void cs_allocator_lock(cs_allocator_t *a) { cs_lock_acquire(&a->lock); }
 void cs_allocator_unlock(cs_allocator_t *a) { cs_lock_release(&a->lock); }
 bool cs_allocator_trylock(cs_allocator_t *a) { return cs_lock_try(&a->lock); }
+
+bool cs_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns) {
+  for (;;) {
+    if (cs_lock_try(&a->lock)) return true;
+    if (cs_deadline_now_ns() >= deadline_ns) return false;
+    cs_deadline_pause();
+  }
+}
 
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out) { *out = a->stats; }
 

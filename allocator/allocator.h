@@ -158,6 +158,9 @@ void cs_allocator_unlock(cs_allocator_t *a);
 /* The lock if it is free now: true when taken. For a caller that must not wait without bound (a
  * snapshot as the process ends, when the lock's holder may never run again). */
 bool cs_allocator_trylock(cs_allocator_t *a);
+/* The lock, tried every millisecond until deadline_ns (CLOCK_MONOTONIC, common/cs_deadline.h):
+ * true when taken. For the snapshot and the live record, whose wait must stay bounded. */
+bool cs_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns);
 void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx);
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out);
 

@@ -293,14 +293,6 @@ static void cs_contexts_list(cs_slot_list_t *list, uint64_t deadline_ns) {
   if (listed) pthread_mutex_unlock(&cs_contexts_lock);
 }
 
-static bool cs_contexts_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns) {
-  for (;;) {
-    if (cs_allocator_trylock(a)) return true;
-    if (cs_deadline_now_ns() >= deadline_ns) return false;
-    cs_deadline_pause();
-  }
-}
-
 int64_t cs_contexts_allocations(unsigned wait_ms) {
   uint64_t deadline = cs_deadline_in_ms(wait_ms);
   cs_slot_list_t list;
@@ -309,7 +301,7 @@ int64_t cs_contexts_allocations(unsigned wait_ms) {
   for (int i = 0; i < list.count; i++) {
     cs_context_t *c = list.slots[i];
     if (!atomic_load(&c->ctx)) continue; /* as a snapshot counts them */
-    if (!cs_contexts_allocator_lock_by(c->allocator, deadline)) return -1;
+    if (!cs_allocator_lock_by(c->allocator, deadline)) return -1;
     cs_stats_t st;
     cs_allocator_get_stats_locked(c->allocator, &st);
     cs_allocator_unlock(c->allocator);
@@ -332,7 +324,7 @@ uint64_t cs_contexts_snapshot(cs_snap_state_t *state, bool with_history, uint64_
   bool locked[CS_MAX_CONTEXTS] = {false};
   uint64_t left_out = 0;
   for (int i = 0; i < list.count; i++) {
-    locked[i] = cs_contexts_allocator_lock_by(list.slots[i]->allocator, deadline_ns);
+    locked[i] = cs_allocator_lock_by(list.slots[i]->allocator, deadline_ns);
     int device = list.devices[i];
     if (!locked[i] && device >= 0 && device < 64) left_out |= UINT64_C(1) << device;
   }
@@ -383,7 +375,7 @@ void cs_contexts_mark_snapshot(const cs_snap_state_t *state, uint64_t deadline_n
   cs_contexts_list(&list, deadline_ns);
   for (int i = 0; i < list.count; i++) {
     cs_context_t *c = list.slots[i];
-    if (!cs_contexts_allocator_lock_by(c->allocator, deadline_ns)) continue; /* that history goes without */
+    if (!cs_allocator_lock_by(c->allocator, deadline_ns)) continue; /* that history goes without */
     cs_history_mark(&c->history, &m);
     cs_allocator_unlock(c->allocator);
   }

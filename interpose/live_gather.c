@@ -96,20 +96,11 @@ typedef struct cs_live_device_pass_s {
   int allocators, had;
 } cs_live_device_pass_t;
 
-/* The lock within CS_LIVE_LOCK_WAIT_MS, or not at all: its holder may be stuck in the driver. */
-static bool cs_live_lock(cs_allocator_t *a) {
-  uint64_t deadline = cs_deadline_in_ms(CS_LIVE_LOCK_WAIT_MS);
-  while (!cs_allocator_trylock(a)) {
-    if (cs_deadline_now_ns() >= deadline) return false;
-    cs_deadline_pause();
-  }
-  return true;
-}
-
 static void cs_live_visit_allocator(void *ctx, cs_allocator_t *a) {
   cs_live_device_pass_t *p = ctx;
   p->allocators++;
-  if (!cs_live_lock(a)) return;
+  /* within CS_LIVE_LOCK_WAIT_MS, or not at all: its holder may be stuck in the driver */
+  if (!cs_allocator_lock_by(a, cs_deadline_in_ms(CS_LIVE_LOCK_WAIT_MS))) return;
   cs_stats_t stats;
   cs_allocator_get_stats_locked(a, &stats);
   cs_allocator_visit_locked(a, cs_live_count_block, p->g);
