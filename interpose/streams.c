@@ -106,6 +106,18 @@ static uintptr_t cs_event_on(uintptr_t stream) {
   return (uintptr_t)event;
 }
 
+/* Does the stream's work concern ctx's blocks: a stream of ctx, or of a green context (ctx 0),
+ * whose work may use any context's blocks of the device? */
+static bool cs_entry_covers(const cs_stream_entry_t *e, uintptr_t ctx) { return e->ctx == ctx || e->ctx == 0; }
+
+/* Forgets retired stream i: its event is destroyed. pre: cs_streams_lock held. */
+static void cs_retired_forget_locked(size_t i) {
+  PFN_cuEventDestroy_v4000 destroy = CS_REAL_FN(cuEventDestroy_v2, PFN_cuEventDestroy_v4000);
+  if (destroy) destroy((CUevent)cs_retired.items[i].event);
+  cs_retired.items[i] = cs_retired.items[--cs_retired.count];
+  atomic_fetch_sub(&cs_streams_beyond_ctx, 1);
+}
+
 static bool cs_stream_is_capturing_locked(uintptr_t stream) {
   for (size_t i = 0; i < cs_capturing.count; i++)
     if (cs_capturing.items[i].stream == stream) return true;
@@ -187,23 +199,16 @@ bool cs_streams_capture_forbids_this_thread(void) {
  * one is still pending. pre: cs_streams_lock held, no capture underway. */
 static bool cs_retired_pending_locked(uintptr_t ctx) {
   PFN_cuEventQuery_v2000 query = CS_REAL_FN(cuEventQuery, PFN_cuEventQuery_v2000);
-  PFN_cuEventDestroy_v4000 destroy = CS_REAL_FN(cuEventDestroy_v2, PFN_cuEventDestroy_v4000);
   bool pending = false;
   for (size_t i = 0; i < cs_retired.count;) {
-    cs_stream_entry_t *r = &cs_retired.items[i];
-    if (r->ctx != ctx && r->ctx != 0) {
-      i++;
-      continue;
-    }
+    const cs_stream_entry_t *r = &cs_retired.items[i];
     /* a failed query counts as complete: the context is broken, and the program hears of it */
-    if (query && query((CUevent)r->event) == CUDA_ERROR_NOT_READY) {
-      pending = true;
+    if (!cs_entry_covers(r, ctx) || (query && query((CUevent)r->event) == CUDA_ERROR_NOT_READY)) {
+      pending |= cs_entry_covers(r, ctx);
       i++;
       continue;
     }
-    if (destroy) destroy((CUevent)r->event);
-    *r = cs_retired.items[--cs_retired.count];
-    atomic_fetch_sub(&cs_streams_beyond_ctx, 1);
+    cs_retired_forget_locked(i);
   }
   return pending;
 }
@@ -220,7 +225,7 @@ size_t cs_streams_fence_set(uintptr_t ctx, uintptr_t *out, size_t cap) {
   if (cap > 0) out[0] = (uintptr_t)CU_STREAM_LEGACY;
   n++;
   for (size_t i = 0; i < cs_nonblocking.count; i++) {
-    if (cs_nonblocking.items[i].ctx != ctx && cs_nonblocking.items[i].ctx != 0) continue;
+    if (!cs_entry_covers(&cs_nonblocking.items[i], ctx)) continue;
     if (n < cap) out[n] = cs_nonblocking.items[i].stream;
     n++;
   }
@@ -246,19 +251,16 @@ int cs_streams_synchronized(uintptr_t ctx) {
     CUresult r = sync ? sync((CUstream)green[i]) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_HANDLE && !first) first = (int)r; /* destroyed meanwhile */
   }
-  PFN_cuEventDestroy_v4000 destroy = CS_REAL_FN(cuEventDestroy_v2, PFN_cuEventDestroy_v4000);
   PFN_cuEventSynchronize_v2000 wait = CS_REAL_FN(cuEventSynchronize, PFN_cuEventSynchronize_v2000);
   pthread_mutex_lock(&cs_streams_lock);
   for (size_t i = 0; i < cs_retired.count;) {
-    cs_stream_entry_t *r = &cs_retired.items[i];
-    if (r->ctx == 0 && wait) (void)wait((CUevent)r->event); /* a destroyed green stream's last work */
-    if (r->ctx != ctx && r->ctx != 0) {
+    const cs_stream_entry_t *r = &cs_retired.items[i];
+    if (!cs_entry_covers(r, ctx)) {
       i++;
       continue;
     }
-    if (destroy) destroy((CUevent)r->event);
-    *r = cs_retired.items[--cs_retired.count];
-    atomic_fetch_sub(&cs_streams_beyond_ctx, 1);
+    if (r->ctx == 0 && wait) (void)wait((CUevent)r->event); /* a destroyed green stream's last work */
+    cs_retired_forget_locked(i);
   }
   pthread_mutex_unlock(&cs_streams_lock);
   return first;
