@@ -25,11 +25,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cs_compiler.h"
 #include "common/cs_cpu_relax.h"
+#include "common/cs_deadline.h" /* cs_deadline_now_ns */
 
 #if defined(__SANITIZE_THREAD__)
 #define CS_LOCK_TSAN 1
@@ -74,21 +74,15 @@ static inline bool cs_lock_cas(cs_lock_t *l, uint32_t want) {
                                                  memory_order_relaxed);
 }
 
-static inline uint64_t cs_lock_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The contended acquire: spin by time, then sleep. Never inlined: it is the rare path. */
 static CS_NOINLINE CS_UNUSED void cs_lock_acquire_contended(cs_lock_t *l) {
-  const uint64_t start = cs_lock_now_ns();
+  const uint64_t start = cs_deadline_now_ns();
   unsigned gap = 1;
   do {
     for (unsigned k = 0; k < gap; k++) cs_cpu_relax();
     if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && cs_lock_cas(l, 1)) return;
     if (gap < CS_LOCK_MAX_GAP) gap <<= 1;
-  } while (cs_lock_now_ns() - start < CS_LOCK_SPIN_NS);
+  } while (cs_deadline_now_ns() - start < CS_LOCK_SPIN_NS);
   /* Sleep: mark the word "a waiter may sleep" and wait while it stays held. A thread that takes
    * it after a wake-up marks it 2 too, so the release after it wakes the next sleeper. */
   while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)

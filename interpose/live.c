@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cs_deadline.h"
 #include "common/cs_log.h"
 #include "interpose/live_gather.h"
 #include "interpose/process_info.h"
@@ -21,12 +22,6 @@ static cs_live_gather_t *cs_live_gatherer;
 static cs_live_device_t *cs_live_scratch; /* CS_LIVE_MAX_DEVICES, gathered before the copy */
 static atomic_bool cs_live_on;             /* a record exists and figures are published */
 static _Atomic uint64_t cs_live_due_ns;    /* CLOCK_MONOTONIC of the next publication */
-
-static uint64_t cs_live_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t cs_live_wall_ms(void) {
   struct timespec ts;
@@ -76,7 +71,7 @@ void cs_live_start(void) {
     cs_log_warn("no host memory for the live record's figures; the record only registers this process");
     goto out;
   }
-  atomic_store(&cs_live_due_ns, cs_live_now_ns());
+  atomic_store(&cs_live_due_ns, cs_deadline_now_ns());
   atomic_store(&cs_live_on, true);
 out:
   pthread_mutex_unlock(&cs_live_lock);
@@ -84,7 +79,7 @@ out:
 
 int cs_live_wait_ms(void) {
   if (!atomic_load_explicit(&cs_live_on, memory_order_acquire)) return -1;
-  uint64_t due = atomic_load(&cs_live_due_ns), now = cs_live_now_ns();
+  uint64_t due = atomic_load(&cs_live_due_ns), now = cs_deadline_now_ns();
   return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
 }
 
@@ -102,7 +97,7 @@ void cs_live_tick(void) {
     r->header.publications++;
     cs_live_writer_end(&cs_live_writer);
     /* the interval counts from the end of this one: at most once per interval, whatever it cost */
-    atomic_store(&cs_live_due_ns, cs_live_now_ns() + (uint64_t)r->header.interval_ms * 1000000u);
+    atomic_store(&cs_live_due_ns, cs_deadline_now_ns() + (uint64_t)r->header.interval_ms * 1000000u);
   }
   pthread_mutex_unlock(&cs_live_lock);
 }
@@ -110,14 +105,10 @@ void cs_live_tick(void) {
 void cs_live_end(void) {
   atomic_store(&cs_live_on, false);
   /* the control thread may be publishing: wait for it, within bounds (the end must not hang) */
-  for (int i = 0; i < 200; i++) {
-    if (pthread_mutex_trylock(&cs_live_lock) == 0) {
-      cs_live_writer_close(&cs_live_writer, true);
-      pthread_mutex_unlock(&cs_live_lock);
-      return;
-    }
-    struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
-    nanosleep(&ms, NULL);
+  if (cs_deadline_lock(&cs_live_lock, cs_deadline_in_ms(200))) {
+    cs_live_writer_close(&cs_live_writer, true);
+    pthread_mutex_unlock(&cs_live_lock);
+    return;
   }
   /* not had: remove the file anyway (its mapping stays; the process is ending) */
   if (cs_live_writer.pid == (long)getpid()) (void)unlink(cs_live_writer.path);
