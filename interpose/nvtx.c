@@ -209,16 +209,20 @@ static int cs_nvtx_pop(nvtxDomainHandle_t domain) {
   return -1; /* a pop with nothing pushed, as NVTX reports it */
 }
 
-/* Start/end: the range id carries the name, so an end on any thread names its range. */
-static nvtxRangeId_t cs_nvtx_start(uint32_t name) {
+/* Start/end: the range id carries the name (bit 32 set: 0 stays "not recorded"), so no table of
+ * open ranges is needed and an end on any thread names its range. */
+uint64_t cs_nvtx_range_start(uint32_t name) {
   cs_phases_record(name, CS_PHASE_START, cs_nvtx_device());
   return (UINT64_C(1) << 32) | name;
 }
 
-static void cs_nvtx_end(nvtxRangeId_t id) {
+void cs_nvtx_range_end(uint64_t id) {
   uint32_t name = (uint32_t)id;
   if (id >> 32 == 1 && name) cs_phases_record(name, CS_PHASE_END, cs_nvtx_device());
 }
+
+static nvtxRangeId_t cs_nvtx_start(uint32_t name) { return cs_nvtx_range_start(name); }
+static void cs_nvtx_end(nvtxRangeId_t id) { cs_nvtx_range_end(id); }
 
 /* A mark: a phase of no length (START and END at one time), so readers that pair the two see it
  * and none leaves it open. */
