@@ -1,5 +1,5 @@
 /* One frame's unwind rule, compiled from the program's own unwind tables (.eh_frame, reached through
- * .eh_frame_hdr's sorted table), for the frame-walking unwinder of stack_walk.c (issue 36).
+ * .eh_frame_hdr's sorted table), for the frame-walking unwinder of stack_rules.c (issue 36).
  *
  * A rule says where a frame's caller left its state, relative to the frame's canonical frame
  * address (CFA, the stack pointer before the call):
