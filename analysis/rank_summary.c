@@ -230,3 +230,20 @@ int cs_rank_summary_of_head(const cs_doc_t *doc, cs_rank_summary_t *s) {
   }
   return 0;
 }
+
+bool cs_rank_summary_same_process(const cs_rank_summary_t *a, const cs_rank_summary_t *b) {
+  return a->pid >= 0 && a->pid == b->pid &&
+         (a->host == b->host || (a->host != NULL && b->host != NULL && strcmp(a->host, b->host) == 0));
+}
+
+bool cs_rank_summary_later(const cs_rank_summary_t *a, const cs_rank_summary_t *b) {
+  if (a->time_us != b->time_us) return a->time_us > b->time_us;
+  return a->dump_number > b->dump_number;
+}
+
+void cs_rank_summary_share_oom(cs_rank_summary_t *a, cs_rank_summary_t *b) {
+  a->oom = b->oom = a->oom || b->oom;
+  uint64_t a_bytes = a->oom_bytes;
+  if (a->oom_bytes == 0) a->oom_bytes = b->oom_bytes;
+  if (b->oom_bytes == 0) b->oom_bytes = a_bytes;
+}
