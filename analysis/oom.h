@@ -51,9 +51,6 @@ typedef struct cs_oom_s {
  * the snapshot has no oom entry. Returns 0, or -1 without host memory. */
 int cs_oom_find(const cs_doc_t *doc, cs_oom_t *out);
 
-/* PyTorch's way of writing a size: "48.00 MiB", "1.50 GiB", "512 bytes". */
-void cs_oom_size(uint64_t bytes, char *buf, size_t len);
-
 /* "Tried to allocate 48.00 MiB; 24.00 MiB free of 80.00 GiB": PyTorch's words. */
 void cs_oom_headline(const cs_oom_t *o, char *buf, size_t len);
 

@@ -12,6 +12,7 @@
 #include "analysis/phases.h"
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
+#include "common/cs_format.h"
 #include "common/cs_saturate.h"
 #include "export/kinds.h"
 #include "memviz/emit.h"
@@ -278,7 +279,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
       text[0] = '\0';
       for (size_t i = 0; i < o->nholders && used < sizeof text; i++) {
         char size[32], where[512];
-        cs_oom_size(o->holders[i].bytes, size, sizeof size);
+        cs_format_size_torch(o->holders[i].bytes, size, sizeof size);
         cs_site_format(&o->holders[i].site, where, sizeof where);
         int n = snprintf(text + used, sizeof text - used, "%s%s %s", i ? "; " : "", size, where);
         if (n < 0) break;
@@ -288,7 +289,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     }
   } else if (cs_view_int_key(d->doc, entry, CS_KEY_SIZE, &v) && v >= 0) {
     char asked[32];
-    cs_oom_size((uint64_t)v, asked, sizeof asked);
+    cs_format_size_torch((uint64_t)v, asked, sizeof asked);
     snprintf(text, sizeof text, "Tried to allocate %s", asked);
     cs_emit_kv_str(e, "message", text);
   }
