@@ -112,6 +112,7 @@ int cs_oom_find(const cs_doc_t *doc, cs_oom_t *o) {
   o->free_known = cs_view_int_key(doc, entry, CS_KEY_DEVICE_FREE, &v) && v >= 0;
   if (o->free_known) o->driver_free = (uint64_t)v;
   o->site = cs_site_of(doc, cs_doc_get_key(doc, entry, CS_KEY_FRAMES));
+  o->pytorch = !cs_val_is_dict(cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP));
   cs_val_t memory = cs_oom_memory(doc, o->device);
   o->total_known = cs_view_int(doc, memory, "driver_total", &v) && v > 0;
   if (o->total_known) o->driver_total = (uint64_t)v;
@@ -143,7 +144,7 @@ void cs_oom_headline(const cs_oom_t *o, char *buf, size_t len) {
   else snprintf(buf, len, "Tried to allocate %s; %s free", asked, free_text);
 }
 
-void cs_oom_verdict_text(const cs_oom_t *o, bool pytorch, char *buf, size_t len) {
+void cs_oom_verdict_text(const cs_oom_t *o, char *buf, size_t len) {
   char asked[32], a[32], b[32];
   cs_format_size_torch(o->requested, asked, sizeof asked);
   switch (o->verdict) {
@@ -154,7 +155,7 @@ void cs_oom_verdict_text(const cs_oom_t *o, bool pytorch, char *buf, size_t len)
              "fragmentation: %s free inside the cache's segments, but no free block of %s (the largest is %s); "
              "%s=expandable_segments:True lets segments grow instead, or max_split_size_mb keeps large blocks "
              "from being split",
-             a, asked, b, pytorch ? "PYTORCH_CUDA_ALLOC_CONF" : "CUDASNAP_ALLOC_CONF");
+             a, asked, b, o->pytorch ? "PYTORCH_CUDA_ALLOC_CONF" : "CUDASNAP_ALLOC_CONF");
     break;
   case CS_OOM_OUTSIDE:
     cs_format_size_torch(o->outside, a, sizeof a);
@@ -213,7 +214,7 @@ void cs_oom_write(FILE *out, const cs_doc_t *doc, const cs_oom_t *o, const char 
     cs_format_size_torch(o->outside, a, sizeof a);
     fprintf(out, "%s  outside the cache: %s (the driver's used bytes less the cache's reserved)\n", indent, a);
   }
-  cs_oom_verdict_text(o, !cs_val_is_dict(cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP)), text, sizeof text);
+  cs_oom_verdict_text(o, text, sizeof text);
   fprintf(out, "%s  verdict: %s\n", indent, text);
   if (o->verdict == CS_OOM_EXHAUSTED || o->verdict == CS_OOM_UNDECIDED) {
     for (size_t i = 0; i < o->nholders; i++) {

@@ -271,7 +271,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     cs_emit_kv_int(e, "cache_reserved", (int64_t)o->reserved_then);
     cs_emit_kv_int(e, "cache_free", (int64_t)o->cached_free);
     cs_emit_kv_int(e, "largest_free_block", (int64_t)o->largest_free);
-    cs_oom_verdict_text(o, !cs_val_is_dict(cs_doc_get_key(d->doc, cs_doc_root(d->doc), CS_KEY_CUDASNAP)), text, sizeof text);
+    cs_oom_verdict_text(o, text, sizeof text);
     cs_emit_kv_str(e, "verdict", text);
     if (o->verdict == CS_OOM_EXHAUSTED || o->verdict == CS_OOM_UNDECIDED) {
       /* the sites that hold most, "SIZE SITE; ..." (an argument is a string or a number) */
