@@ -24,8 +24,9 @@ static void cs_oom_after(const cs_doc_t *doc, cs_val_t trace, cs_oom_t *o, int64
     o->events_after++;
     int64_t size;
     if (!cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
-    if (strcmp(a, "segment_alloc") == 0 || strcmp(a, "segment_map") == 0) *reserved_since += size;
-    else if (strcmp(a, "segment_free") == 0 || strcmp(a, "segment_unmap") == 0) *reserved_since -= size;
+    int sign = cs_view_segment_sign(a);
+    if (sign > 0) *reserved_since += size;
+    else if (sign < 0) *reserved_since -= size;
   }
 }
 

@@ -76,9 +76,9 @@ static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oo
     const char *action = cs_view_str_key(doc, entry, CS_KEY_ACTION);
     int64_t size = 0;
     if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
-    if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) now = cs_add_sat_i64(now, size);
-    else if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0)
-      now = cs_sub_sat_i64(now, size);
+    int sign = cs_view_segment_sign(action);
+    if (sign > 0) now = cs_add_sat_i64(now, size);
+    else if (sign < 0) now = cs_sub_sat_i64(now, size);
     else if (strcmp(action, "oom") == 0) *oom = true;
     if (now > net) net = now;
     if (now < low) low = now;

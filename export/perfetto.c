@@ -178,12 +178,6 @@ static int64_t cs_pf_time(const cs_pf_device_t *d, cs_val_t entry, size_t index)
   return (int64_t)index;
 }
 
-static int cs_pf_segment_sign(const char *action) {
-  if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) return 1;
-  if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) return -1;
-  return 0;
-}
-
 static int cs_pf_block_sign(const char *action) {
   if (strcmp(action, "alloc") == 0) return 1;
   if (strcmp(action, "free_completed") == 0 || strcmp(action, "free") == 0) return -1;
@@ -222,7 +216,7 @@ static void cs_pf_initial(cs_pf_device_t *d, cs_val_t trace, size_t n) {
         !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) || size < 0)
       continue;
     d->tracks[CS_PF_RESERVED].value =
-        cs_sub_sat_i64(d->tracks[CS_PF_RESERVED].value, cs_pf_segment_sign(action) * size);
+        cs_sub_sat_i64(d->tracks[CS_PF_RESERVED].value, cs_view_segment_sign(action) * size);
     int sign = cs_pf_block_sign(action);
     const char *kind = sign ? cs_kinds_of(&d->kinds, addr) : cs_kind_cache;
     int k = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
@@ -309,7 +303,7 @@ static void cs_pf_each(void *ctx, const cs_doc_t *doc, cs_val_t entry, uint64_t 
   if (action != NULL && strcmp(action, "oom") == 0) cs_pf_oom(d, entry, ts);
   if (action != NULL && cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr) &&
       cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) && size >= 0) {
-    int seg = cs_pf_segment_sign(action), block = cs_pf_block_sign(action);
+    int seg = cs_view_segment_sign(action), block = cs_pf_block_sign(action);
     if (seg) cs_pf_sample(d, CS_PF_RESERVED, ts, cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, seg * size));
     const char *kind = block ? cs_kinds_of(&d->kinds, addr) : cs_kind_cache;
     int k = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
