@@ -94,8 +94,7 @@ static int cs_top_parse(int argc, char **argv, cs_top_opts_t *o) {
 }
 
 static int cs_top_list(const cs_top_opts_t *o, cs_live_list_t *list) {
-  cs_live_filter_t f = {.all_users = getuid() == 0, .uid = getuid(), .pid = o->pid, .job_id = NULL};
-  int err = cs_live_list(CS_LIVE_DIR, &f, list);
+  int err = cs_live_rows_list(o->pid, list);
   if (err) cs_cli_error(cs_top_name, "cannot read the live records in %s: %s", CS_LIVE_DIR, strerror(err));
   return err;
 }
