@@ -7,6 +7,7 @@
 #include "analysis/device_blocks.h"
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
+#include "common/cs_saturate.h"
 
 static bool cs_oom_is(const cs_doc_t *doc, cs_val_t entry, const char *action) {
   const char *a = cs_view_str_key(doc, entry, CS_KEY_ACTION);
@@ -24,9 +25,9 @@ static void cs_oom_after(const cs_doc_t *doc, cs_val_t trace, cs_oom_t *o, int64
     o->events_after++;
     int64_t size;
     if (!cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
-    int sign = cs_view_segment_sign(a);
-    if (sign > 0) *reserved_since += size;
-    else if (sign < 0) *reserved_since -= size;
+    int sign = cs_view_segment_sign(a); /* held at the int64 limits, as rank_summary.c's replay */
+    if (sign > 0) *reserved_since = cs_add_sat_i64(*reserved_since, size);
+    else if (sign < 0) *reserved_since = cs_sub_sat_i64(*reserved_since, size);
   }
 }
 
@@ -122,7 +123,7 @@ int cs_oom_find(const cs_doc_t *doc, cs_oom_t *o) {
   cs_oom_cache(doc, o);
   /* the reserved bytes at the failure: the segment events since undone (exact while the trace
    * holds them; the blocks inside are the snapshot's) */
-  int64_t reserved_then = (int64_t)o->reserved - reserved_since;
+  int64_t reserved_then = cs_sub_sat_i64((int64_t)o->reserved, reserved_since);
   o->reserved_then = reserved_then > 0 ? (uint64_t)reserved_then : 0;
   if (o->total_known && o->free_known && o->driver_total >= o->driver_free + o->reserved_then)
     o->outside = o->driver_total - o->driver_free - o->reserved_then;
