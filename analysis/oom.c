@@ -6,6 +6,8 @@
 
 #include "analysis/device_blocks.h"
 #include "analysis/snapview.h"
+#include "common/cs_format.h"
+#include "common/cs_saturate.h"
 
 static bool cs_oom_is(const cs_doc_t *doc, cs_val_t entry, const char *action) {
   const char *a = cs_view_str_key(doc, entry, CS_KEY_ACTION);
@@ -23,8 +25,9 @@ static void cs_oom_after(const cs_doc_t *doc, cs_val_t trace, cs_oom_t *o, int64
     o->events_after++;
     int64_t size;
     if (!cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
-    if (strcmp(a, "segment_alloc") == 0 || strcmp(a, "segment_map") == 0) *reserved_since += size;
-    else if (strcmp(a, "segment_free") == 0 || strcmp(a, "segment_unmap") == 0) *reserved_since -= size;
+    int sign = cs_view_segment_sign(a); /* held at the int64 limits, as rank_summary.c's replay */
+    if (sign > 0) *reserved_since = cs_add_sat_i64(*reserved_since, size);
+    else if (sign < 0) *reserved_since = cs_sub_sat_i64(*reserved_since, size);
   }
 }
 
@@ -111,6 +114,7 @@ int cs_oom_find(const cs_doc_t *doc, cs_oom_t *o) {
   o->free_known = cs_view_int_key(doc, entry, CS_KEY_DEVICE_FREE, &v) && v >= 0;
   if (o->free_known) o->driver_free = (uint64_t)v;
   o->site = cs_site_of(doc, cs_doc_get_key(doc, entry, CS_KEY_FRAMES));
+  o->pytorch = !cs_val_is_dict(cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP));
   cs_val_t memory = cs_oom_memory(doc, o->device);
   o->total_known = cs_view_int(doc, memory, "driver_total", &v) && v > 0;
   if (o->total_known) o->driver_total = (uint64_t)v;
@@ -119,7 +123,7 @@ int cs_oom_find(const cs_doc_t *doc, cs_oom_t *o) {
   cs_oom_cache(doc, o);
   /* the reserved bytes at the failure: the segment events since undone (exact while the trace
    * holds them; the blocks inside are the snapshot's) */
-  int64_t reserved_then = (int64_t)o->reserved - reserved_since;
+  int64_t reserved_then = cs_sub_sat_i64((int64_t)o->reserved, reserved_since);
   o->reserved_then = reserved_then > 0 ? (uint64_t)reserved_then : 0;
   if (o->total_known && o->free_known && o->driver_total >= o->driver_free + o->reserved_then)
     o->outside = o->driver_total - o->driver_free - o->reserved_then;
@@ -132,46 +136,31 @@ int cs_oom_find(const cs_doc_t *doc, cs_oom_t *o) {
   return cs_oom_holders(doc, o);
 }
 
-void cs_oom_size(uint64_t bytes, char *buf, size_t len) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) {
-    snprintf(buf, len, "%" PRIu64 " bytes", bytes);
-    return;
-  }
-  double v = (double)bytes / 1024.0;
-  size_t u = 0;
-  while (v >= 1024.0 && u + 1 < sizeof units / sizeof *units) {
-    v /= 1024.0;
-    u++;
-  }
-  snprintf(buf, len, "%.2f %s", v, units[u]);
-}
-
 void cs_oom_headline(const cs_oom_t *o, char *buf, size_t len) {
   char asked[32], free_text[32], total[32];
-  cs_oom_size(o->requested, asked, sizeof asked);
-  cs_oom_size(o->driver_free, free_text, sizeof free_text);
-  cs_oom_size(o->driver_total, total, sizeof total);
+  cs_format_size_torch(o->requested, asked, sizeof asked);
+  cs_format_size_torch(o->driver_free, free_text, sizeof free_text);
+  cs_format_size_torch(o->driver_total, total, sizeof total);
   if (!o->free_known) snprintf(buf, len, "Tried to allocate %s; the driver's free bytes were not recorded", asked);
   else if (o->total_known) snprintf(buf, len, "Tried to allocate %s; %s free of %s", asked, free_text, total);
   else snprintf(buf, len, "Tried to allocate %s; %s free", asked, free_text);
 }
 
-void cs_oom_verdict_text(const cs_oom_t *o, bool pytorch, char *buf, size_t len) {
+void cs_oom_verdict_text(const cs_oom_t *o, char *buf, size_t len) {
   char asked[32], a[32], b[32];
-  cs_oom_size(o->requested, asked, sizeof asked);
+  cs_format_size_torch(o->requested, asked, sizeof asked);
   switch (o->verdict) {
   case CS_OOM_FRAGMENTED:
-    cs_oom_size(o->cached_free, a, sizeof a);
-    cs_oom_size(o->largest_free, b, sizeof b);
+    cs_format_size_torch(o->cached_free, a, sizeof a);
+    cs_format_size_torch(o->largest_free, b, sizeof b);
     snprintf(buf, len,
              "fragmentation: %s free inside the cache's segments, but no free block of %s (the largest is %s); "
              "%s=expandable_segments:True lets segments grow instead, or max_split_size_mb keeps large blocks "
              "from being split",
-             a, asked, b, pytorch ? "PYTORCH_CUDA_ALLOC_CONF" : "CUDASNAP_ALLOC_CONF");
+             a, asked, b, o->pytorch ? "PYTORCH_CUDA_ALLOC_CONF" : "CUDASNAP_ALLOC_CONF");
     break;
   case CS_OOM_OUTSIDE:
-    cs_oom_size(o->outside, a, sizeof a);
+    cs_format_size_torch(o->outside, a, sizeof a);
     snprintf(buf, len,
              "memory held outside the cache: %s of the device is neither free nor the cache's (other kinds "
              "of memory, the CUDA context, other processes on the GPU: the reconciliation below says which)",
@@ -179,15 +168,15 @@ void cs_oom_verdict_text(const cs_oom_t *o, bool pytorch, char *buf, size_t len)
     break;
   case CS_OOM_EXHAUSTED:
     if (o->events_after == 0) {
-      cs_oom_size(o->allocated, a, sizeof a);
+      cs_format_size_torch(o->allocated, a, sizeof a);
       snprintf(buf, len, "the device is full: the cache holds %s in allocated blocks; the sites that hold most:", a);
     } else {
-      cs_oom_size(o->reserved_then, a, sizeof a);
+      cs_format_size_torch(o->reserved_then, a, sizeof a);
       snprintf(buf, len, "the device is full: the cache held %s at the OOM; the sites that hold most at the snapshot:", a);
     }
     break;
   case CS_OOM_UNDECIDED:
-    cs_oom_size(o->allocated, a, sizeof a);
+    cs_format_size_torch(o->allocated, a, sizeof a);
     snprintf(buf, len,
              "not fragmentation: the cache had no %s free; it holds %s in allocated blocks (the snapshot has no driver "
              "total, so memory outside the cache is not known); the sites that hold most:",
@@ -209,29 +198,29 @@ void cs_oom_write(FILE *out, const cs_doc_t *doc, const cs_oom_t *o, const char 
     cs_site_format(&s, text, sizeof text);
     fprintf(out, "%s      from %s\n", indent, text);
   }
-  cs_oom_size(o->reserved, a, sizeof a);
-  cs_oom_size(o->cached_free, b, sizeof b);
-  cs_oom_size(o->largest_free, c, sizeof c);
+  cs_format_size_torch(o->reserved, a, sizeof a);
+  cs_format_size_torch(o->cached_free, b, sizeof b);
+  cs_format_size_torch(o->largest_free, c, sizeof c);
   if (o->events_after == 0) {
     fprintf(out, "%s  the cache: %s reserved, %s of it reserved but unallocated, largest free block %s\n", indent, a,
             b, c);
   } else {
     char then[32];
-    cs_oom_size(o->reserved_then, then, sizeof then);
+    cs_format_size_torch(o->reserved_then, then, sizeof then);
     fprintf(out,
             "%s  the cache: %s reserved at the OOM; at the snapshot, %zu event%s later: %s reserved, %s of it "
             "reserved but unallocated, largest free block %s\n",
             indent, then, o->events_after, o->events_after == 1 ? "" : "s", a, b, c);
   }
   if (o->total_known && o->free_known) {
-    cs_oom_size(o->outside, a, sizeof a);
+    cs_format_size_torch(o->outside, a, sizeof a);
     fprintf(out, "%s  outside the cache: %s (the driver's used bytes less the cache's reserved)\n", indent, a);
   }
-  cs_oom_verdict_text(o, !cs_val_is_dict(cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP)), text, sizeof text);
+  cs_oom_verdict_text(o, text, sizeof text);
   fprintf(out, "%s  verdict: %s\n", indent, text);
   if (o->verdict == CS_OOM_EXHAUSTED || o->verdict == CS_OOM_UNDECIDED) {
     for (size_t i = 0; i < o->nholders; i++) {
-      cs_oom_size(o->holders[i].bytes, a, sizeof a);
+      cs_format_size_torch(o->holders[i].bytes, a, sizeof a);
       cs_site_format(&o->holders[i].site, text, sizeof text);
       fprintf(out, "%s    %s in %" PRIu64 " block%s: %s\n", indent, a, o->holders[i].blocks,
               o->holders[i].blocks == 1 ? "" : "s", text);

@@ -36,6 +36,8 @@ typedef struct cs_oom_s {
   bool total_known;      /* cudasnap.memory[].driver_total (a device's total does not change) */
   uint64_t driver_total;
   cs_site_t site;        /* who asked (name NULL: no stack) */
+  bool pytorch;          /* PyTorch's own snapshot (no cudasnap metadata): its setting is
+                            PYTORCH_CUDA_ALLOC_CONF, not CUDASNAP_ALLOC_CONF */
   /* The cache, from the snapshot's segments of the device (its own; not memory passed through). */
   uint64_t reserved, allocated, cached_free, largest_free;
   size_t events_after;   /* trace entries after the OOM that change blocks or segments: the cache's
@@ -51,14 +53,11 @@ typedef struct cs_oom_s {
  * the snapshot has no oom entry. Returns 0, or -1 without host memory. */
 int cs_oom_find(const cs_doc_t *doc, cs_oom_t *out);
 
-/* PyTorch's way of writing a size: "48.00 MiB", "1.50 GiB", "512 bytes". */
-void cs_oom_size(uint64_t bytes, char *buf, size_t len);
-
 /* "Tried to allocate 48.00 MiB; 24.00 MiB free of 80.00 GiB": PyTorch's words. */
 void cs_oom_headline(const cs_oom_t *o, char *buf, size_t len);
 
 /* The verdict in one sentence (with the setting that helps, for fragmentation). */
-void cs_oom_verdict_text(const cs_oom_t *o, bool pytorch, char *buf, size_t len);
+void cs_oom_verdict_text(const cs_oom_t *o, char *buf, size_t len);
 
 /* The answer as lines, each begun with `indent`: the headline with device and stream, the site and
  * up to `callers` of its user callers, the cache, the verdict, the holders. */

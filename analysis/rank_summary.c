@@ -10,6 +10,7 @@
 #include "analysis/sites.h"
 #include "analysis/snapstats.h"
 #include "analysis/snapview.h"
+#include "common/cs_saturate.h"
 
 void cs_rank_summary_init(cs_rank_summary_t *s) {
   memset(s, 0, sizeof *s);
@@ -56,20 +57,6 @@ static void cs_rank_who(const cs_doc_t *doc, cs_rank_summary_t *s, bool *failed)
   if (s->trigger && strcmp(s->trigger, "oom") == 0) s->oom = true;
 }
 
-/* a + b, held at the int64 limits: a file's sizes can be any int64, and their sum is undefined
- * behaviour in C once it leaves the range. */
-static int64_t cs_rank_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (!__builtin_add_overflow(a, b, &r)) return r;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-static int64_t cs_rank_sub(int64_t a, int64_t b) {
-  int64_t r;
-  if (!__builtin_sub_overflow(a, b, &r)) return r;
-  return b < 0 ? INT64_MAX : INT64_MIN;
-}
-
 /* The reserved bytes' high point over the trace: the segments at the snapshot, unwound through
  * the trace's segment events to its start, then replayed forward. */
 static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oom) {
@@ -79,7 +66,7 @@ static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oo
     cs_val_t seg = cs_doc_at(doc, segments, i);
     int64_t size;
     if (cs_view_segment_device(doc, seg) == device && cs_view_int_key(doc, seg, CS_KEY_TOTAL_SIZE, &size))
-      end = cs_rank_add(end, size);
+      end = cs_add_sat_i64(end, size);
   }
   cs_val_t trace = cs_view_trace(doc, device);
   size_t n = cs_doc_len(doc, trace);
@@ -89,16 +76,17 @@ static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oo
     const char *action = cs_view_str_key(doc, entry, CS_KEY_ACTION);
     int64_t size = 0;
     if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
-    if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) now = cs_rank_add(now, size);
-    else if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) now = cs_rank_sub(now, size);
+    int sign = cs_view_segment_sign(action);
+    if (sign > 0) now = cs_add_sat_i64(now, size);
+    else if (sign < 0) now = cs_sub_sat_i64(now, size);
     else if (strcmp(action, "oom") == 0) *oom = true;
     if (now > net) net = now;
     if (now < low) low = now;
   }
   /* start = end - now; the peak is start + the highest running sum */
-  int64_t start = cs_rank_sub(end, now);
-  if (cs_rank_add(start, low) < 0) start = cs_rank_sub(0, low); /* a trace cut short: never below nothing */
-  int64_t peak = cs_rank_add(start, net);
+  int64_t start = cs_sub_sat_i64(end, now);
+  if (cs_add_sat_i64(start, low) < 0) start = cs_sub_sat_i64(0, low); /* a trace cut short: never below nothing */
+  int64_t peak = cs_add_sat_i64(start, net);
   return peak > end ? (uint64_t)peak : (uint64_t)end;
 }
 
@@ -241,4 +229,21 @@ int cs_rank_summary_of_head(const cs_doc_t *doc, cs_rank_summary_t *s) {
     return -1;
   }
   return 0;
+}
+
+bool cs_rank_summary_same_process(const cs_rank_summary_t *a, const cs_rank_summary_t *b) {
+  return a->pid >= 0 && a->pid == b->pid &&
+         (a->host == b->host || (a->host != NULL && b->host != NULL && strcmp(a->host, b->host) == 0));
+}
+
+bool cs_rank_summary_later(const cs_rank_summary_t *a, const cs_rank_summary_t *b) {
+  if (a->time_us != b->time_us) return a->time_us > b->time_us;
+  return a->dump_number > b->dump_number;
+}
+
+void cs_rank_summary_share_oom(cs_rank_summary_t *a, cs_rank_summary_t *b) {
+  a->oom = b->oom = a->oom || b->oom;
+  uint64_t a_bytes = a->oom_bytes;
+  if (a->oom_bytes == 0) a->oom_bytes = b->oom_bytes;
+  if (b->oom_bytes == 0) b->oom_bytes = a_bytes;
 }

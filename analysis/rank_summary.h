@@ -51,6 +51,19 @@ int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *out);
  * had no memory for the replay: read the file whole), or -1 without host memory. */
 int cs_rank_summary_of_head(const cs_doc_t *head, cs_rank_summary_t *out);
 
+/* Several snapshots of one process (a dump, then the exit) make one row, in `ranks` and in the
+ * report's job page alike; these are the rules for it. */
+
+/* Are a and b snapshots of the same process: the same host and pid (cudasnap's files only)? */
+bool cs_rank_summary_same_process(const cs_rank_summary_t *a, const cs_rank_summary_t *b);
+
+/* Was a taken after b: by time_us, then dump_number? The later one speaks for the process. */
+bool cs_rank_summary_later(const cs_rank_summary_t *a, const cs_rank_summary_t *b);
+
+/* Before one of two snapshots of a process is dropped: each takes the other's OOM, so that the one
+ * kept says the process had one if either does, and the size asked, its own first. */
+void cs_rank_summary_share_oom(cs_rank_summary_t *a, cs_rank_summary_t *b);
+
 /* An empty summary: every number unknown, no strings. */
 void cs_rank_summary_init(cs_rank_summary_t *s);
 void cs_rank_summary_free(cs_rank_summary_t *s);

@@ -40,6 +40,12 @@ int cs_view_segment_device(const cs_doc_t *doc, cs_val_t segment) {
   return (int)device;
 }
 
+int cs_view_segment_sign(const char *action) {
+  if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) return 1;
+  if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) return -1;
+  return 0;
+}
+
 static int cs_view_max(int a, int b) { return a > b ? a : b; }
 
 static int cs_view_list_len(const cs_doc_t *doc, cs_val_t list) {

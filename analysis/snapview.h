@@ -38,6 +38,10 @@ enum { CS_VIEW_MAX_DEVICES = 1024 };
 /* The `device` of a segment, -1 when it has none (the viewer never shows such segments). */
 int cs_view_segment_device(const cs_doc_t *doc, cs_val_t segment);
 
+/* How a trace action changes the reserved bytes by its size: +1 for segment_alloc and segment_map
+ * (an expandable segment's pages), -1 for segment_free and segment_unmap, 0 for any other. */
+int cs_view_segment_sign(const char *action);
+
 typedef enum cs_view_state_e {
   CS_VIEW_ALLOCATED = 0, /* active_allocated: the program holds it */
   CS_VIEW_PENDING = 1,   /* active_pending_free: freed, waiting on other streams */

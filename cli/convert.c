@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -127,8 +126,7 @@ int cs_cli_convert(int argc, char **argv) {
   const char *in = argv[optind], *out = argv[optind + 1];
   bool pickle = format_name != NULL ? strcmp(format_name, "pickle") == 0
                                     : cs_convert_has_suffix(out, ".pickle") || cs_convert_has_suffix(out, ".pkl");
-  struct stat a, b;
-  if (stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+  if (cs_replace_same_file(in, out)) {
     cs_cli_error(cs_convert_name, "%s is the snapshot being read: give another OUT", out);
     return CS_CLI_FAIL;
   }

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/load.h"
@@ -82,11 +81,6 @@ static char *cs_export_default_out(const char *in, const char *suffix) {
     memcpy(out + len, suffix, slen + 1);
   }
   return out;
-}
-
-static bool cs_export_same_file(const char *in, const char *out) {
-  struct stat a, b;
-  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* ---- pprof ----------------------------------------------------------------------------------- */
@@ -195,7 +189,7 @@ int cs_cli_export(int argc, char **argv) {
     return CS_CLI_FAIL;
   }
   for (int i = 0; i < ninputs; i++) {
-    if (cs_export_same_file(inputs[i], out)) {
+    if (cs_replace_same_file(inputs[i], out)) {
       cs_cli_error(cs_export_name, "%s is a snapshot being read: give another OUT with -o", out);
       free(out);
       return CS_CLI_FAIL;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cs_format.h"
 
@@ -13,6 +14,11 @@ static const char *const cs_live_sort_names[CS_LIVE_SORTS] = {"ALLOCATED", "RESE
 
 const char *cs_live_sort_name(cs_live_sort_t sort) {
   return sort < CS_LIVE_SORTS ? cs_live_sort_names[sort] : "?";
+}
+
+int cs_live_rows_list(long pid, cs_live_list_t *list) {
+  cs_live_filter_t f = {.all_users = getuid() == 0, .uid = getuid(), .pid = pid, .job_id = NULL};
+  return cs_live_list(CS_LIVE_DIR, &f, list);
 }
 
 static uint64_t cs_live_key(const cs_live_row_t *r, cs_live_sort_t sort) {

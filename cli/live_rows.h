@@ -1,6 +1,6 @@
 /* The rows `cudasnap top` shows and `top --once --json` prints: one per profiled process and
- * device, from the live records (live/live_read.h), sorted, and the text of the table and of one
- * row's sites at a given width. */
+ * device, from the live records (live/live_read.h; which of them top and metrics read), sorted,
+ * and the text of the table and of one row's sites at a given width. */
 #ifndef CS_CLI_LIVE_ROWS_H
 #define CS_CLI_LIVE_ROWS_H
 
@@ -24,6 +24,10 @@ typedef enum cs_live_sort_e {
   CS_LIVE_SORT_RANK,
   CS_LIVE_SORTS,
 } cs_live_sort_t;
+
+/* The live records `top` and `metrics` show: this user's processes, every user's when run as
+ * root; only process pid's when pid > 0. 0, or the errno of cs_live_list. */
+int cs_live_rows_list(long pid, cs_live_list_t *list);
 
 /* The column a sort orders by, as the header names it ("ALLOCATED"). */
 const char *cs_live_sort_name(cs_live_sort_t sort);

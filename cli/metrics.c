@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/live_rows.h"
 #include "cli/metrics_text.h"
 
 static const char cs_metrics_help[] =
@@ -50,9 +51,8 @@ static void cs_metrics_on_signal(int sig) {
 
 /* The exposition now, in a malloc'ed buffer. */
 static char *cs_metrics_body(size_t *len) {
-  cs_live_filter_t f = {.all_users = getuid() == 0, .uid = getuid(), .pid = 0, .job_id = NULL};
   cs_live_list_t list;
-  int err = cs_live_list(CS_LIVE_DIR, &f, &list);
+  int err = cs_live_rows_list(0, &list);
   char *text = NULL;
   FILE *mem = open_memstream(&text, len);
   if (!mem) {

@@ -19,8 +19,9 @@ static void cs_metrics_int_or_empty(FILE *out, int64_t v) {
   if (v >= 0) fprintf(out, "%" PRId64, v);
 }
 
-/* {pid="..",rank="..",local_rank="..",job="..",host="..",device=".."} without the closing brace. */
-static void cs_metrics_labels(FILE *out, const cs_live_header_t *h, const cs_live_device_t *d) {
+/* {pid="..",rank="..",local_rank="..",job="..",host=".." : the process's labels, every sample's,
+ * without the closing quote and brace. */
+static void cs_metrics_process_labels(FILE *out, const cs_live_header_t *h) {
   fprintf(out, "{pid=\"%" PRId64 "\",rank=\"", h->pid);
   cs_metrics_int_or_empty(out, h->rank);
   fputs("\",local_rank=\"", out);
@@ -29,7 +30,12 @@ static void cs_metrics_labels(FILE *out, const cs_live_header_t *h, const cs_liv
   cs_metrics_value(out, h->job_id, sizeof h->job_id);
   fputs("\",host=\"", out);
   cs_metrics_value(out, h->host, sizeof h->host);
-  fprintf(out, "\",device=\"%d\"", d ? d->device : -1);
+}
+
+/* {pid="..",rank="..",local_rank="..",job="..",host="..",device=".."} without the closing brace. */
+static void cs_metrics_labels(FILE *out, const cs_live_header_t *h, const cs_live_device_t *d) {
+  cs_metrics_process_labels(out, h);
+  fprintf(out, "\",device=\"%d\"", d->device);
 }
 
 typedef enum { CS_METRIC_ALLOCATED, CS_METRIC_RESERVED, CS_METRIC_PEAK, CS_METRIC_DRIVER, CS_METRIC_OOMS } cs_metric_t;
@@ -93,14 +99,8 @@ void cs_metrics_write(FILE *out, const cs_live_list_t *list) {
         out);
   for (size_t i = 0; i < list->count; i++) {
     const cs_live_header_t *h = &list->items[i].header;
-    fprintf(out, "cudasnap_process_info{pid=\"%" PRId64 "\",rank=\"", h->pid);
-    cs_metrics_int_or_empty(out, h->rank);
-    fputs("\",local_rank=\"", out);
-    cs_metrics_int_or_empty(out, h->local_rank);
-    fputs("\",job=\"", out);
-    cs_metrics_value(out, h->job_id, sizeof h->job_id);
-    fputs("\",host=\"", out);
-    cs_metrics_value(out, h->host, sizeof h->host);
+    fputs("cudasnap_process_info", out);
+    cs_metrics_process_labels(out, h);
     fputs("\",exe=\"", out);
     cs_metrics_value(out, h->exe, sizeof h->exe);
     fprintf(out, "\",interval_ms=\"%" PRIu64 "\"} 1\n", h->interval_ms);

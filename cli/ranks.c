@@ -101,18 +101,9 @@ static void cs_ranks_free(cs_ranks_job_t *job) {
 
 /* The row of the same process (same host and pid: cudasnap's files only), or NULL. */
 static cs_ranks_row_t *cs_ranks_find(cs_ranks_job_t *job, const cs_rank_summary_t *s) {
-  if (s->pid < 0) return NULL;
-  for (size_t i = 0; i < job->count; i++) {
-    const cs_rank_summary_t *r = &job->rows[i].s;
-    if (r->pid == s->pid && (r->host == s->host || (r->host && s->host && strcmp(r->host, s->host) == 0)))
-      return &job->rows[i];
-  }
+  for (size_t i = 0; i < job->count; i++)
+    if (cs_rank_summary_same_process(s, &job->rows[i].s)) return &job->rows[i];
   return NULL;
-}
-
-static bool cs_ranks_later(const cs_rank_summary_t *a, const cs_rank_summary_t *b) {
-  if (a->time_us != b->time_us) return a->time_us > b->time_us;
-  return a->dump_number > b->dump_number;
 }
 
 /* Take s (owned from now on) as a snapshot of its process. 0, or -1 without host memory. */
@@ -121,9 +112,8 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
   char *file = strdup(path);
   if (file == NULL) return -1;
   if (row != NULL) {
-    bool oom = row->s.oom || s->oom;
-    uint64_t oom_bytes = s->oom_bytes ? s->oom_bytes : row->s.oom_bytes; /* an earlier snapshot's OOM */
-    if (cs_ranks_later(s, &row->s)) {
+    cs_rank_summary_share_oom(&row->s, s); /* an earlier snapshot's OOM stays the process's */
+    if (cs_rank_summary_later(s, &row->s)) {
       cs_rank_summary_free(&row->s);
       free(row->file);
       row->s = *s;
@@ -132,8 +122,6 @@ static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *p
       cs_rank_summary_free(s);
       free(file);
     }
-    row->s.oom = oom;
-    if (row->s.oom_bytes == 0) row->s.oom_bytes = oom_bytes;
     row->snapshots++;
     return 0;
   }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/recover_replay.h"
@@ -321,8 +320,7 @@ int cs_cli_recover(int argc, char **argv) {
     output = default_output;
   }
 
-  struct stat a, b;
-  if (stat(recording, &a) == 0 && stat(output, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+  if (cs_replace_same_file(recording, output)) {
     fprintf(stderr, "%s: is the recording being read: give another SNAPSHOT with -o\n", output);
     return CS_CLI_FAIL;
   }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cs_replace_commit(cs_output_t *out, const char *path) {
@@ -17,4 +18,9 @@ int cs_replace_commit(cs_output_t *out, const char *path) {
   }
   snprintf(out->final_path, sizeof out->final_path, "%s", path);
   return 0;
+}
+
+bool cs_replace_same_file(const char *in, const char *out) {
+  struct stat a, b;
+  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }

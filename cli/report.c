@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/load.h"
@@ -97,12 +96,6 @@ static char *cs_report_default_out(const char *in) {
   return out;
 }
 
-/* Is out the file `in` (so that writing it would destroy the snapshot)? */
-static bool cs_report_same_file(const char *in, const char *out) {
-  struct stat a, b;
-  return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 /* The data blob of doc, in memory. Returns 0, or -1 after reporting why. */
 static int cs_report_build(const cs_doc_t *doc, const cs_report_source_t *src, cs_mem_sink_t *data) {
   cs_mem_sink_init(data);
@@ -176,7 +169,7 @@ static int cs_report_job(int n, char **files, const char *out) {
     return CS_CLI_USAGE;
   }
   for (int i = 0; i < n; i++) {
-    if (cs_report_same_file(files[i], out)) {
+    if (cs_replace_same_file(files[i], out)) {
       cs_cli_error(cs_report_name, "%s is one of the snapshots: give another OUT with -o", out);
       return CS_CLI_FAIL;
     }
@@ -217,7 +210,7 @@ int cs_cli_report(int argc, char **argv) {
     cs_cli_error(cs_report_name, "out of host memory");
     return CS_CLI_FAIL;
   }
-  if (cs_report_same_file(in, out)) {
+  if (cs_replace_same_file(in, out)) {
     cs_cli_error(cs_report_name, "%s is the snapshot itself: give another OUT with -o", out);
     free(out);
     return CS_CLI_FAIL;

@@ -94,8 +94,7 @@ static int cs_top_parse(int argc, char **argv, cs_top_opts_t *o) {
 }
 
 static int cs_top_list(const cs_top_opts_t *o, cs_live_list_t *list) {
-  cs_live_filter_t f = {.all_users = getuid() == 0, .uid = getuid(), .pid = o->pid, .job_id = NULL};
-  int err = cs_live_list(CS_LIVE_DIR, &f, list);
+  int err = cs_live_rows_list(o->pid, list);
   if (err) cs_cli_error(cs_top_name, "cannot read the live records in %s: %s", CS_LIVE_DIR, strerror(err));
   return err;
 }
@@ -177,16 +176,20 @@ static void cs_top_dump_start(cs_top_dump_t *d, long pid, char *message, size_t 
   snprintf(message, len, "asking %ld for a snapshot...", pid);
 }
 
-/* Collect what the dump printed; once it ended, its last line becomes the message. */
-static void cs_top_dump_poll(cs_top_dump_t *d, char *message, size_t len) {
-  if (d->child <= 0) return;
+/* What the dump printed so far, up to the buffer's size (the pipe does not block). */
+static void cs_top_dump_read(cs_top_dump_t *d) {
   ssize_t n;
   while (d->len < sizeof d->out - 1 && (n = read(d->fd, d->out + d->len, sizeof d->out - 1 - d->len)) > 0)
     d->len += (size_t)n;
+}
+
+/* Collect what the dump printed; once it ended, its last line becomes the message. */
+static void cs_top_dump_poll(cs_top_dump_t *d, char *message, size_t len) {
+  if (d->child <= 0) return;
+  cs_top_dump_read(d);
   int status;
   if (waitpid(d->child, &status, WNOHANG) != d->child) return;
-  while (d->len < sizeof d->out - 1 && (n = read(d->fd, d->out + d->len, sizeof d->out - 1 - d->len)) > 0)
-    d->len += (size_t)n;
+  cs_top_dump_read(d); /* what it wrote between the read and its end */
   d->out[d->len] = '\0';
   while (d->len > 0 && d->out[d->len - 1] == '\n') d->out[--d->len] = '\0';
   const char *last = strrchr(d->out, '\n');
@@ -314,11 +317,8 @@ static int cs_top_loop(const cs_top_opts_t *o) {
         break;
       default: break;
       }
-      if (redraw && n > 0) {
-        selected_pid = (long)rows[selected].process->pid;
-        selected_dev = rows[selected].device->device;
-      }
     }
+    /* the selection to follow: a key that moved it also ended the wait, so it is final here */
     if (n > 0 && selected < n) {
       selected_pid = (long)rows[selected].process->pid;
       selected_dev = rows[selected].device->device;

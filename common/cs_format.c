@@ -4,19 +4,38 @@
 #include <stdio.h>
 #include <time.h>
 
+static const char *const cs_format_units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+
+/* bytes (1 KiB or more) in the largest of the first `units` binary units that keeps it at 1 or
+ * more; *unit: its index in cs_format_units. */
+static double cs_format_scale(uint64_t bytes, size_t units, size_t *unit) {
+  double value = (double)bytes / 1024.0;
+  *unit = 0;
+  while (value >= 1024.0 && *unit + 1 < units) {
+    value /= 1024.0;
+    ++*unit;
+  }
+  return value;
+}
+
 void cs_format_size(uint64_t bytes, char *buf, size_t len) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) {
     snprintf(buf, len, "%llu B", (unsigned long long)bytes);
     return;
   }
-  double value = (double)bytes / 1024.0;
-  size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
-    value /= 1024.0;
-    unit++;
+  size_t unit;
+  double value = cs_format_scale(bytes, sizeof cs_format_units / sizeof cs_format_units[0], &unit);
+  snprintf(buf, len, "%.1f %s", value, cs_format_units[unit]);
+}
+
+void cs_format_size_torch(uint64_t bytes, char *buf, size_t len) {
+  if (bytes < 1024) {
+    snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+    return;
   }
-  snprintf(buf, len, "%.1f %s", value, units[unit]);
+  size_t unit;
+  double value = cs_format_scale(bytes, 4, &unit); /* TiB at most */
+  snprintf(buf, len, "%.2f %s", value, cs_format_units[unit]);
 }
 
 void cs_format_bytes(uint64_t bytes, char *buf, size_t len) {

@@ -9,6 +9,10 @@
 /* "3.0 MiB": readable only; "512 B" below 1 KiB. */
 void cs_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* PyTorch's way of writing a size in its out-of-memory message: "48.00 MiB", "1.50 GiB",
+ * "512 bytes" below 1 KiB; TiB at most. */
+void cs_format_size_torch(uint64_t bytes, char *buf, size_t len);
+
 /* "12582912 B (12.0 MiB)": exact, then readable; just "512 B" below 1 KiB. */
 void cs_format_bytes(uint64_t bytes, char *buf, size_t len);
 

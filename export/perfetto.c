@@ -12,6 +12,8 @@
 #include "analysis/phases.h"
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
+#include "common/cs_format.h"
+#include "common/cs_saturate.h"
 #include "export/kinds.h"
 #include "memviz/emit.h"
 
@@ -56,20 +58,6 @@ typedef struct cs_pf_device_s {
 enum { CS_PF_DEVICE_TYPE_CUDA = 1 }; /* torch.profiler's DeviceType::CUDA */
 
 /* ---- events ---------------------------------------------------------------------------------- */
-
-/* a + b and a - b held at the int64 limits: a file's sizes and times can be any int64, and C leaves
- * an overflowing sum undefined. */
-static int64_t cs_pf_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (!__builtin_add_overflow(a, b, &r)) return r;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-static int64_t cs_pf_sub(int64_t a, int64_t b) {
-  int64_t r;
-  if (!__builtin_sub_overflow(a, b, &r)) return r;
-  return b < 0 ? INT64_MAX : INT64_MIN;
-}
 
 static void cs_pf_event_head(cs_emitter_t *e, const char *ph, const char *name, int pid, int tid, int64_t ts) {
   cs_emit_dict_begin(e);
@@ -125,7 +113,7 @@ static void cs_pf_write_point(cs_pf_device_t *d, int t, const cs_pf_point_t *p) 
     cs_emit_key(e, "Device Id");
     cs_emit_int(e, d->device);
     cs_emit_key(e, "Bytes");
-    cs_emit_int(e, cs_pf_sub(p->value, k->written ? k->last_out.value : 0));
+    cs_emit_int(e, cs_sub_sat_i64(p->value, k->written ? k->last_out.value : 0));
     cs_emit_key(e, "Total Allocated");
     cs_emit_int(e, p->value);
     cs_emit_key(e, "Total Reserved");
@@ -190,12 +178,6 @@ static int64_t cs_pf_time(const cs_pf_device_t *d, cs_val_t entry, size_t index)
   return (int64_t)index;
 }
 
-static int cs_pf_segment_sign(const char *action) {
-  if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) return 1;
-  if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) return -1;
-  return 0;
-}
-
 static int cs_pf_block_sign(const char *action) {
   if (strcmp(action, "alloc") == 0) return 1;
   if (strcmp(action, "free_completed") == 0 || strcmp(action, "free") == 0) return -1;
@@ -212,11 +194,11 @@ static void cs_pf_initial(cs_pf_device_t *d, cs_val_t trace, size_t n) {
     if (b.state == CS_VIEW_INACTIVE) continue;
     const char *kind = cs_kinds_of(&d->kinds, b.addr);
     int t = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
-    if (t >= 0) d->tracks[t].value = cs_pf_add(d->tracks[t].value, b.requested);
+    if (t >= 0) d->tracks[t].value = cs_add_sat_i64(d->tracks[t].value, b.requested);
   }
   for (size_t i = 0; i < d->kinds.count; i++)
     d->tracks[CS_PF_RESERVED].value =
-        cs_pf_add(d->tracks[CS_PF_RESERVED].value, d->kinds.ranges[i].end - d->kinds.ranges[i].addr);
+        cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, d->kinds.ranges[i].end - d->kinds.ranges[i].addr);
   d->t0 = INT64_MAX;
   d->t1 = INT64_MIN;
   d->timed = n > 0;
@@ -233,11 +215,12 @@ static void cs_pf_initial(cs_pf_device_t *d, cs_val_t trace, size_t n) {
     if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr) ||
         !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) || size < 0)
       continue;
-    d->tracks[CS_PF_RESERVED].value = cs_pf_sub(d->tracks[CS_PF_RESERVED].value, cs_pf_segment_sign(action) * size);
+    d->tracks[CS_PF_RESERVED].value =
+        cs_sub_sat_i64(d->tracks[CS_PF_RESERVED].value, cs_view_segment_sign(action) * size);
     int sign = cs_pf_block_sign(action);
     const char *kind = sign ? cs_kinds_of(&d->kinds, addr) : cs_kind_cache;
     int k = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
-    if (k >= 0) d->tracks[k].value = cs_pf_sub(d->tracks[k].value, sign * size);
+    if (k >= 0) d->tracks[k].value = cs_sub_sat_i64(d->tracks[k].value, sign * size);
   }
   if (n == 0) d->t0 = d->t1 = 0;
   /* t1 >= t0, but their difference may not fit an int64; a bucket's width does */
@@ -282,7 +265,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     cs_emit_kv_int(e, "cache_reserved", (int64_t)o->reserved_then);
     cs_emit_kv_int(e, "cache_free", (int64_t)o->cached_free);
     cs_emit_kv_int(e, "largest_free_block", (int64_t)o->largest_free);
-    cs_oom_verdict_text(o, !cs_val_is_dict(cs_doc_get_key(d->doc, cs_doc_root(d->doc), CS_KEY_CUDASNAP)), text, sizeof text);
+    cs_oom_verdict_text(o, text, sizeof text);
     cs_emit_kv_str(e, "verdict", text);
     if (o->verdict == CS_OOM_EXHAUSTED || o->verdict == CS_OOM_UNDECIDED) {
       /* the sites that hold most, "SIZE SITE; ..." (an argument is a string or a number) */
@@ -290,7 +273,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
       text[0] = '\0';
       for (size_t i = 0; i < o->nholders && used < sizeof text; i++) {
         char size[32], where[512];
-        cs_oom_size(o->holders[i].bytes, size, sizeof size);
+        cs_format_size_torch(o->holders[i].bytes, size, sizeof size);
         cs_site_format(&o->holders[i].site, where, sizeof where);
         int n = snprintf(text + used, sizeof text - used, "%s%s %s", i ? "; " : "", size, where);
         if (n < 0) break;
@@ -300,7 +283,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     }
   } else if (cs_view_int_key(d->doc, entry, CS_KEY_SIZE, &v) && v >= 0) {
     char asked[32];
-    cs_oom_size((uint64_t)v, asked, sizeof asked);
+    cs_format_size_torch((uint64_t)v, asked, sizeof asked);
     snprintf(text, sizeof text, "Tried to allocate %s", asked);
     cs_emit_kv_str(e, "message", text);
   }
@@ -320,11 +303,11 @@ static void cs_pf_each(void *ctx, const cs_doc_t *doc, cs_val_t entry, uint64_t 
   if (action != NULL && strcmp(action, "oom") == 0) cs_pf_oom(d, entry, ts);
   if (action != NULL && cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr) &&
       cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) && size >= 0) {
-    int seg = cs_pf_segment_sign(action), block = cs_pf_block_sign(action);
-    if (seg) cs_pf_sample(d, CS_PF_RESERVED, ts, cs_pf_add(d->tracks[CS_PF_RESERVED].value, seg * size));
+    int seg = cs_view_segment_sign(action), block = cs_pf_block_sign(action);
+    if (seg) cs_pf_sample(d, CS_PF_RESERVED, ts, cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, seg * size));
     const char *kind = block ? cs_kinds_of(&d->kinds, addr) : cs_kind_cache;
     int k = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
-    if (k >= 0) cs_pf_sample(d, k, ts, cs_pf_add(d->tracks[k].value, block * size));
+    if (k >= 0) cs_pf_sample(d, k, ts, cs_add_sat_i64(d->tracks[k].value, block * size));
   }
   cs_pf_sample(d, CS_PF_ALLOCATED, ts, (int64_t)live_bytes);
 }

@@ -102,27 +102,20 @@ static int cs_job_by_process(cs_job_row_t *rows, int n) {
   int kept = 0;
   for (int i = 0; i < n; i++) {
     cs_job_row_t *r = &rows[i], *same = NULL;
-    for (int k = 0; k < kept && r->s.pid >= 0 && same == NULL; k++) {
-      const cs_rank_summary_t *a = &rows[k].s;
-      if (a->pid == r->s.pid && (a->host == r->s.host || (a->host && r->s.host && strcmp(a->host, r->s.host) == 0)))
-        same = &rows[k];
-    }
+    for (int k = 0; k < kept && same == NULL; k++)
+      if (cs_rank_summary_same_process(&r->s, &rows[k].s)) same = &rows[k];
     if (same == NULL) {
       if (kept != i) rows[kept] = *r;
       kept++;
       continue;
     }
-    bool oom = same->s.oom || r->s.oom;
-    uint64_t oom_bytes = r->s.oom_bytes ? r->s.oom_bytes : same->s.oom_bytes;
-    bool later = r->s.time_us != same->s.time_us ? r->s.time_us > same->s.time_us : r->s.dump_number > same->s.dump_number;
-    if (later) {
+    cs_rank_summary_share_oom(&same->s, &r->s);
+    if (cs_rank_summary_later(&r->s, &same->s)) {
       cs_job_row_t t = *same;
       *same = *r;
       *r = t;
     }
     cs_job_row_free(r);
-    same->s.oom = oom;
-    if (same->s.oom_bytes == 0) same->s.oom_bytes = oom_bytes;
   }
   return kept;
 }

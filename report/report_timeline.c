@@ -143,9 +143,7 @@ static int64_t cs_tl_reserved_change(const cs_doc_t *doc, cs_val_t entry) {
   const char *action = cs_view_str_key(doc, entry, CS_KEY_ACTION);
   int64_t size;
   if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) || size < 0) return 0;
-  if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0) return size;
-  if (strcmp(action, "segment_free") == 0 || strcmp(action, "segment_unmap") == 0) return -size;
-  return 0;
+  return cs_view_segment_sign(action) * size;
 }
 
 /* Reserved bytes before the first entry: the segments at the snapshot, the trace undone. */
