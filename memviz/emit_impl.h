@@ -150,8 +150,5 @@ void cs_emit_capture_done(cs_emitter_t *e, uint32_t id);
 
 /* Write s[0..n) with every invalid subpart replaced by U+FFFD. */
 void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n);
-/* The bytes cs_emit_utf8_fixed writes for s[0..n) when the emitter writes surrogates as bytes
- * (pickle); *valid: nothing is replaced. */
-size_t cs_emit_utf8_fixed_len(const cs_emitter_t *e, const unsigned char *s, size_t n, bool *valid);
 
 #endif

@@ -240,49 +240,19 @@ static bool cs_unpickle_push(cs_unpickle_t *u, cs_val_t v) {
   return true;
 }
 
-/* A surrogate in generalized UTF-8 (ED A0-BF 80-BF): what CPython's pickle writes for a str with
- * a lone surrogate ("surrogatepass"), and what cudasnap writes for a JSON "\ud800". */
-static bool cs_unpickle_is_surrogate(const uint8_t *s, size_t n) {
-  return n >= 3 && s[0] == 0xED && s[1] >= 0xA0 && s[1] <= 0xBF && s[2] >= 0x80 && s[2] <= 0xBF;
-}
-
-/* s[0..n) with every invalid sequence but a surrogate replaced by U+FFFD into out (when not NULL);
- * returns the length. */
-static size_t cs_unpickle_fix(char *out, const uint8_t *s, size_t n) {
-  size_t o = 0;
-  for (size_t i = 0; i < n;) {
-    size_t len = 1;
-    const void *from = s + i;
-    size_t put = 1;
-    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
-      put = len;
-    } else if (cs_unpickle_is_surrogate(s + i, n - i)) {
-      len = put = 3;
-    } else {
-      from = CS_UTF8_REPLACEMENT;
-      put = sizeof CS_UTF8_REPLACEMENT - 1;
-    }
-    if (out != NULL) memcpy(out + o, from, put);
-    o += put;
-    i += len;
-  }
-  return o;
-}
-
 /* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does,
  * but for lone surrogates, which are kept as CPython's unpickler keeps them (docs/tool.md). */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
   bool valid;
-  cs_utf8_fixed_len(s, n, &valid);
+  size_t out_len = cs_utf8_fixed_len(s, n, true, &valid);
   if (valid) return cs_unpickle_push(u, cs_build_str(u->b, s, n));
-  size_t out_len = cs_unpickle_fix(NULL, s, n);
   if (out_len + 1 > u->capstrbuf) {
     char *nb = realloc(u->strbuf, out_len + 1);
     if (nb == NULL) return cs_unpickle_fail(u, "out of host memory");
     u->strbuf = nb;
     u->capstrbuf = out_len + 1;
   }
-  cs_unpickle_fix(u->strbuf, s, n);
+  cs_utf8_fix(u->strbuf, s, n, true);
   return cs_unpickle_push(u, cs_build_str(u->b, u->strbuf, out_len));
 }
 
