@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,17 +81,7 @@ void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
       continue;
     }
     if (e->keep_surrogates && cs_utf8_surrogate(s + i, n - i)) {
-      if (!e->ops->escapes_surrogates) {
-        i += 3; /* written with the run */
-        continue;
-      }
-      cs_emit_write(e, s + run, i - run);
-      unsigned unit = 0xD000u | (unsigned)(s[i + 1] & 0x3F) << 6 | (unsigned)(s[i + 2] & 0x3F);
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", unit);
-      cs_emit_write(e, esc, 6);
-      i += 3;
-      run = i;
+      i += 3; /* written with the run (JSON escapes them before: cs_json_quoted_slow) */
       continue;
     }
     cs_emit_write(e, s + run, i - run);

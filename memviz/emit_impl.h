@@ -62,7 +62,6 @@ typedef struct cs_emit_ops_s {
   /* Memo of frame lists; NULL for formats that write every list out (JSON). */
   void (*memo_put)(cs_emitter_t *e, uint32_t index); /* memoize the value just written */
   void (*memo_get)(cs_emitter_t *e, uint32_t index); /* write a reference to it */
-  bool escapes_surrogates; /* a kept surrogate is written as \uXXXX (JSON), else as its 3 bytes */
 } cs_emit_ops_t;
 
 extern const cs_emit_ops_t cs_emit_json_ops;
