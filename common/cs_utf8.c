@@ -9,7 +9,7 @@ static inline bool cs_ascii8(const unsigned char *s) {
   return (w & UINT64_C(0x8080808080808080)) == 0;
 }
 
-size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool *valid) {
+size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool keep_surrogates, bool *valid) {
   size_t out = n;
   *valid = true;
   for (size_t i = 0; i < n;) {
@@ -23,18 +23,24 @@ size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool *valid) {
     }
     size_t len;
     if (!cs_utf8_seq(s + i, n - i, &len)) {
-      out = out - len + (sizeof CS_UTF8_REPLACEMENT - 1);
       *valid = false;
+      if (keep_surrogates && cs_utf8_surrogate(s + i, n - i)) len = 3; /* kept: the same 3 bytes */
+      else out = out - len + (sizeof CS_UTF8_REPLACEMENT - 1);
     }
     i += len;
   }
   return out;
 }
 
-void cs_utf8_fix(char *out, const unsigned char *s, size_t n) {
+void cs_utf8_fix(char *out, const unsigned char *s, size_t n, bool keep_surrogates) {
   for (size_t i = 0; i < n;) {
     size_t len = 1;
-    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
+    bool keep = s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len);
+    if (!keep && keep_surrogates && cs_utf8_surrogate(s + i, n - i)) {
+      keep = true;
+      len = 3;
+    }
+    if (keep) {
       memcpy(out, s + i, len);
       out += len;
     } else {

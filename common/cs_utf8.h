@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The replacement character U+FFFD. */
 #define CS_UTF8_REPLACEMENT "\xEF\xBF\xBD"
@@ -42,12 +43,46 @@ static inline bool cs_utf8_seq(const unsigned char *s, size_t n, size_t *len) {
   return i == need;
 }
 
-/* The length of s[0..n) once every invalid subpart is replaced by U+FFFD, and whether s is valid
- * (the length alone cannot tell: a 3-byte invalid subpart becomes the 3 bytes of U+FFFD). */
-size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool *valid);
+/* A surrogate (U+D800..U+DFFF) in generalized UTF-8 at s: ED A0-BF 80-BF, which UTF-8 forbids but
+ * CPython's pickle writes for a str with a lone surrogate ("surrogatepass"), and which the tool's
+ * readers keep for a JSON "\ud800" (reader/json_surrogates.h, docs/tool.md). */
+static inline bool cs_utf8_surrogate(const unsigned char *s, size_t n) {
+  return n >= 3 && s[0] == 0xED && s[1] >= 0xA0 && s[1] <= 0xBF && s[2] >= 0x80 && s[2] <= 0xBF;
+}
 
-/* Copy s[0..n) to out (room for cs_utf8_fixed_len(s, n) bytes) with every invalid subpart replaced
- * by U+FFFD. */
-void cs_utf8_fix(char *out, const unsigned char *s, size_t n);
+/* Writes code point cp (at most U+10FFFF; a surrogate too, in generalized UTF-8) at out (room for
+ * 4 bytes); returns its length. */
+static inline size_t cs_utf8_put(unsigned char *out, uint32_t cp) {
+  if (cp < 0x80) {
+    out[0] = (unsigned char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (unsigned char)(0xC0 | cp >> 6);
+    out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (unsigned char)(0xE0 | cp >> 12);
+    out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (unsigned char)(0xF0 | cp >> 18);
+  out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+  out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+  out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* The length of s[0..n) once every invalid subpart is replaced by U+FFFD, and whether s is valid
+ * (the length alone cannot tell: a 3-byte invalid subpart becomes the 3 bytes of U+FFFD). With
+ * keep_surrogates, a surrogate (cs_utf8_surrogate) is kept as its 3 bytes, though s is then not
+ * valid. */
+size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool keep_surrogates, bool *valid);
+
+/* Copy s[0..n) to out (room for cs_utf8_fixed_len(s, n, keep_surrogates) bytes) with every invalid
+ * subpart replaced by U+FFFD, but for surrogates with keep_surrogates. */
+void cs_utf8_fix(char *out, const unsigned char *s, size_t n, bool keep_surrogates);
 
 #endif

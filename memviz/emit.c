@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,12 +68,6 @@ void cs_emit_keep_surrogates(cs_emitter_t *e) {
   e->keep_surrogates = true;
 }
 
-/* A surrogate in generalized UTF-8 at s (ED A0-BF 80-BF), kept when the emitter keeps them. */
-static bool cs_emit_kept_surrogate(const cs_emitter_t *e, const unsigned char *s, size_t n) {
-  return e->keep_surrogates && n >= 3 && s[0] == 0xED && s[1] >= 0xA0 && s[1] <= 0xBF && s[2] >= 0x80 &&
-         s[2] <= 0xBF;
-}
-
 void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
   size_t run = 0; /* start of the bytes not yet written */
   for (size_t i = 0; i < n;) {
@@ -87,18 +80,8 @@ void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
       i += len;
       continue;
     }
-    if (cs_emit_kept_surrogate(e, s + i, n - i)) {
-      if (!e->ops->escapes_surrogates) {
-        i += 3; /* written with the run */
-        continue;
-      }
-      cs_emit_write(e, s + run, i - run);
-      unsigned unit = 0xD000u | (unsigned)(s[i + 1] & 0x3F) << 6 | (unsigned)(s[i + 2] & 0x3F);
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", unit);
-      cs_emit_write(e, esc, 6);
-      i += 3;
-      run = i;
+    if (e->keep_surrogates && cs_utf8_surrogate(s + i, n - i)) {
+      i += 3; /* written with the run (JSON escapes them before: cs_json_quoted_slow) */
       continue;
     }
     cs_emit_write(e, s + run, i - run);
@@ -107,26 +90,6 @@ void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n) {
     run = i;
   }
   cs_emit_write(e, s + run, n - run);
-}
-
-size_t cs_emit_utf8_fixed_len(const cs_emitter_t *e, const unsigned char *s, size_t n, bool *valid) {
-  size_t out = 0;
-  *valid = true;
-  for (size_t i = 0; i < n;) {
-    size_t len = 1;
-    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
-      out += len;
-    } else if (cs_emit_kept_surrogate(e, s + i, n - i)) {
-      len = 3;
-      out += 3;
-      *valid = false;
-    } else {
-      out += sizeof CS_UTF8_REPLACEMENT - 1;
-      *valid = false;
-    }
-    i += len;
-  }
-  return out;
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -62,7 +62,6 @@ typedef struct cs_emit_ops_s {
   /* Memo of frame lists; NULL for formats that write every list out (JSON). */
   void (*memo_put)(cs_emitter_t *e, uint32_t index); /* memoize the value just written */
   void (*memo_get)(cs_emitter_t *e, uint32_t index); /* write a reference to it */
-  bool escapes_surrogates; /* a kept surrogate is written as \uXXXX (JSON), else as its 3 bytes */
 } cs_emit_ops_t;
 
 extern const cs_emit_ops_t cs_emit_json_ops;
@@ -150,8 +149,5 @@ void cs_emit_capture_done(cs_emitter_t *e, uint32_t id);
 
 /* Write s[0..n) with every invalid subpart replaced by U+FFFD. */
 void cs_emit_utf8_fixed(cs_emitter_t *e, const unsigned char *s, size_t n);
-/* The bytes cs_emit_utf8_fixed writes for s[0..n) when the emitter writes surrogates as bytes
- * (pickle); *valid: nothing is replaced. */
-size_t cs_emit_utf8_fixed_len(const cs_emitter_t *e, const unsigned char *s, size_t n, bool *valid);
 
 #endif

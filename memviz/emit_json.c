@@ -179,26 +179,33 @@ static CS_NOINLINE void cs_json_quoted_slow(cs_emitter_t *e, const unsigned char
                                             bool colon) {
   cs_emit_byte(e, '"');
   /* The runs between escapes go through the emitter's UTF-8 repair: a byte that needs an escape is
-   * ASCII, and no valid sequence or invalid subpart contains one, so splitting there changes
-   * nothing. */
+   * ASCII or the lead of a kept surrogate (ED), and no valid sequence or invalid subpart contains
+   * one, so splitting there changes nothing. */
   size_t run = 0; /* start of the bytes not yet written */
   for (size_t i = 0; i < len; i++) {
-    unsigned char escape = s[i] < 0x80 ? cs_json_escape[s[i]] : 0;
+    unsigned char escape = 0;
+    unsigned unit = s[i]; /* for \uXXXX */
+    size_t width = 1;     /* the bytes the escape stands for */
+    if (s[i] < 0x80) {
+      escape = cs_json_escape[s[i]];
+    } else if (e->keep_surrogates && cs_utf8_surrogate(s + i, len - i)) { /* cs_emit_keep_surrogates */
+      escape = 'u';
+      unit = 0xD000u | (unsigned)(s[i + 1] & 0x3F) << 6 | (unsigned)(s[i + 2] & 0x3F);
+      width = 3;
+    }
     if (escape == 0) continue;
     cs_emit_utf8_fixed(e, s + run, i - run);
     unsigned char *p = cs_emit_reserve(e, 6);
     p[0] = '\\';
     p[1] = escape;
     if (escape == 'u') {
-      p[2] = '0';
-      p[3] = '0';
-      p[4] = (unsigned char)cs_json_hex[s[i] >> 4];
-      p[5] = (unsigned char)cs_json_hex[s[i] & 15];
+      for (int k = 0; k < 4; k++) p[2 + k] = (unsigned char)cs_json_hex[unit >> (12 - 4 * k) & 15];
       cs_emit_commit(e, 6);
     } else {
       cs_emit_commit(e, 2);
     }
-    run = i + 1;
+    run = i + width;
+    i = run - 1;
   }
   cs_emit_utf8_fixed(e, s + run, len - run);
   cs_emit_byte(e, '"');
@@ -274,5 +281,4 @@ const cs_emit_ops_t cs_emit_json_ops = {
     .none = cs_json_none,
     .memo_put = NULL, /* JSON cannot share: every frame list is written out (section 3.2) */
     .memo_get = NULL,
-    .escapes_surrogates = true,
 };

@@ -94,7 +94,7 @@ static void cs_pickle_float(cs_emitter_t *e, double value) {
 static void cs_pickle_str(cs_emitter_t *e, const char *value, size_t len) {
   const unsigned char *s = (const unsigned char *)value;
   bool valid;
-  size_t out = e->keep_surrogates ? cs_emit_utf8_fixed_len(e, s, len, &valid) : cs_utf8_fixed_len(s, len, &valid);
+  size_t out = cs_utf8_fixed_len(s, len, e->keep_surrogates, &valid);
   if (out > UINT32_MAX) { /* would need BINUNICODE8, which the viewer lacks */
     cs_emit_fail(e, EOVERFLOW);
     return;

@@ -263,7 +263,7 @@ bool cs_build_set(cs_build_t *b, cs_val_t open, uint32_t key_id, cs_val_t value)
 
 /* A key given twice keeps its first position and its last value (JSON.parse, JavaScript's d[k] = v).
  * Quadratic for small dicts, which is every dict of a snapshot but the few big ones (statistics). */
-static void cs_build_dedupe(cs_open_t *o, uint64_t key) {
+static void cs_build_dedupe(cs_open_t *o, const cs_doc_t *d) {
   if (o->n < 2) return;
   if (o->n <= 32) {
     size_t out = 0;
@@ -288,7 +288,7 @@ static void cs_build_dedupe(cs_open_t *o, uint64_t key) {
   if (slots == NULL) return; /* leave duplicates: lookups find the first */
   size_t out = 0;
   for (size_t i = 0; i < o->n; i++) {
-    size_t s = cs_doc_mix(o->keys[i] ^ key) & (nslots - 1);
+    size_t s = cs_doc_mix(o->keys[i], d) & (nslots - 1);
     while (slots[2 * s] != 0 && slots[2 * s] != o->keys[i] + 1) s = (s + 1) & (nslots - 1);
     if (slots[2 * s] != 0) {
       o->items[slots[2 * s + 1]] = o->items[i];
@@ -347,7 +347,7 @@ cs_val_t cs_build_close(cs_build_t *b, cs_val_t open) {
     return CS_VAL_ABSENT;
   }
   unsigned tag = o->tag;
-  if (tag == CS_TAG_DICT) cs_build_dedupe(o, b->doc->hash_key.k0);
+  if (tag == CS_TAG_DICT) cs_build_dedupe(o, b->doc);
   cs_doc_t *d = b->doc;
   unsigned depth = 1;
   for (size_t i = 0; i < o->n; i++) {

@@ -57,9 +57,10 @@ static inline size_t cs_doc_container_words(size_t n, unsigned tag) {
   return 1 + n + (tag == CS_TAG_DICT ? (n + 1) / 2 : 0);
 }
 
-/* 64-bit mixing for tables keyed by the model's own numbers (a multiply-xorshift finalizer); the
- * caller xors in a key word first, so that a file cannot aim at a slot (model/hash.h). */
-static inline uint64_t cs_doc_mix(uint64_t h) {
+/* 64-bit mixing for tables keyed by the model's own numbers (a multiply-xorshift finalizer over
+ * h and a word of the doc's key, so that a file cannot aim at a slot: model/hash.h). */
+static inline uint64_t cs_doc_mix(uint64_t h, const cs_doc_t *d) {
+  h ^= d->hash_key.k0;
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;

@@ -11,7 +11,7 @@
 /* ---- a map from container offset to a 64-bit word --------------------------------------------- */
 
 typedef struct cs_offmap_s {
-  uint64_t salt; /* the doc's key word: offsets come from the file */
+  const cs_doc_t *doc; /* its key (cs_doc_mix): offsets come from the file */
   uint64_t *keys; /* offset, 0 = empty (no container lives at 0) */
   uint64_t *vals;
   size_t nslots, count;
@@ -25,7 +25,7 @@ static void cs_offmap_free(cs_offmap_t *m) {
 static uint64_t *cs_offmap_find(const cs_offmap_t *m, uint64_t key) {
   if (m->nslots == 0) return NULL;
   size_t mask = m->nslots - 1;
-  for (size_t i = cs_doc_mix(key ^ m->salt) & mask;; i = (i + 1) & mask) {
+  for (size_t i = cs_doc_mix(key, m->doc) & mask;; i = (i + 1) & mask) {
     if (m->keys[i] == key) return &m->vals[i];
     if (m->keys[i] == 0) return NULL;
   }
@@ -42,7 +42,7 @@ static int cs_offmap_put(cs_offmap_t *m, uint64_t key, uint64_t val) {
     }
     for (size_t s = 0; s < m->nslots; s++) {
       if (m->keys[s] == 0) continue;
-      size_t i = cs_doc_mix(m->keys[s] ^ m->salt) & (n - 1);
+      size_t i = cs_doc_mix(m->keys[s], m->doc) & (n - 1);
       while (keys[i] != 0) i = (i + 1) & (n - 1);
       keys[i] = m->keys[s];
       vals[i] = m->vals[s];
@@ -53,7 +53,7 @@ static int cs_offmap_put(cs_offmap_t *m, uint64_t key, uint64_t val) {
     m->nslots = n;
   }
   size_t mask = m->nslots - 1;
-  size_t i = cs_doc_mix(key ^ m->salt) & mask;
+  size_t i = cs_doc_mix(key, m->doc) & mask;
   while (m->keys[i] != 0 && m->keys[i] != key) i = (i + 1) & mask;
   if (m->keys[i] == 0) m->count++;
   m->keys[i] = key;
@@ -78,7 +78,7 @@ int cs_doc_extent(const cs_doc_t *doc, cs_doc_extent_t *out) {
   if (!cs_val_is_container(root)) return 0;
   /* Children are closed before their parents, so they sit at lower offsets: one forward pass over
    * the arena sees every container after everything in it. */
-  cs_offmap_t m = {.salt = doc->hash_key.k0};
+  cs_offmap_t m = {.doc = doc};
   for (size_t off = 1; off < doc->nwords;) {
     uint64_t h = doc->words[off];
     size_t n = cs_doc_header_count(h);
@@ -212,7 +212,7 @@ int cs_doc_write(const cs_doc_t *doc, cs_emitter_t *e, cs_emit_format_t format, 
                  void *tick_ctx) {
   cs_doc_writer_t w = {
       .doc = doc, .e = e, .share = format == CS_EMIT_PICKLE, .tick = tick, .tick_ctx = tick_ctx,
-      .ids = {.salt = doc->hash_key.k0}};
+      .ids = {.doc = doc}};
   cs_emit_keep_surrogates(e); /* the readers keep a JSON file's lone surrogates (reader/json_surrogates.h) */
   cs_doc_write_value(&w, doc->root, UINT32_MAX);
   cs_offmap_free(&w.ids);

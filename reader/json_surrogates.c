@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_utf8.h"
+
 void cs_json_sur_free(cs_json_sur_t *s) {
   free(s->carry);
   free(s->items);
@@ -36,29 +38,6 @@ static int cs_json_sur_hex(const uint8_t *p) {
   return v;
 }
 
-static size_t cs_json_sur_utf8(uint8_t *out, unsigned cp) {
-  if (cp < 0x80) {
-    out[0] = (uint8_t)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (uint8_t)(0xC0 | cp >> 6);
-    out[1] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) { /* surrogates too: generalized UTF-8 */
-    out[0] = (uint8_t)(0xE0 | cp >> 12);
-    out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-    out[2] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (uint8_t)(0xF0 | cp >> 18);
-  out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
-  out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-  out[3] = (uint8_t)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 /* Decodes the raw string r[0..n) (between its quotes) into s->bytes when it holds a lone surrogate
  * escape, and queues it for token `token`. An escape YAJL would refuse leaves it to YAJL. */
 static bool cs_json_sur_decode(cs_json_sur_t *s, const uint8_t *r, size_t n, uint64_t token) {
@@ -87,13 +66,13 @@ static bool cs_json_sur_decode(cs_json_sur_t *s, const uint8_t *r, size_t n, uin
     if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 <= n && r[i] == '\\' && r[i + 1] == 'u') {
       int lo = cs_json_sur_hex(r + i + 2);
       if (lo >= 0xDC00 && lo <= 0xDFFF) {
-        len += cs_json_sur_utf8(out + len, 0x10000u + (((unsigned)cp - 0xD800u) << 10) + ((unsigned)lo - 0xDC00u));
+        len += cs_utf8_put(out + len, 0x10000u + (((unsigned)cp - 0xD800u) << 10) + ((unsigned)lo - 0xDC00u));
         i += 6;
         continue;
       }
     }
     if (cp >= 0xD800 && cp <= 0xDFFF) lone = true;
-    len += cs_json_sur_utf8(out + len, (unsigned)cp);
+    len += cs_utf8_put(out + len, (unsigned)cp);
   }
   if (!lone) return true;
   if (!cs_json_sur_room((void **)&s->items, &s->capitems, s->first + s->nitems + 1, sizeof *s->items)) return false;

@@ -161,22 +161,23 @@ typedef struct cs_unpickle_s {
   size_t nmemo, capmemo;
   size_t memo_puts;    /* MEMOIZE/BINPUT/LONG_BINPUT executed */
   size_t memoize_next; /* MEMOIZE's own counter, like the viewer's memo_id */
-  /* Memo entries that name an open container, updated at its close: a list per open container
-   * (open_memo_head, by open index: node + 1, 0 for none) of memo indices, so that a close visits
-   * only its own entries and a put costs O(1) whatever else is open. A link whose memo entry was
-   * replaced since stays in its list and is skipped at the close (the entry no longer holds the
-   * handle). Drained nodes go to a free list: the nodes in use are at most the puts of containers
-   * still open. */
+  /* By open index (cs_build_open_index), what an open container needs: its stack slot, which
+   * never moves, and the memo entries that name it, updated at its close. Those are a list
+   * (memo: node + 1 in links, 0 for none) of memo indices, so that a close visits only its own
+   * entries and a put costs O(1) whatever else is open. A link whose memo entry was replaced since
+   * stays in its list and is skipped at the close (the entry no longer holds the handle). Drained
+   * nodes go to a free list: the nodes in use are at most the puts of containers still open. */
+  struct cs_unpickle_open_s {
+    size_t slot;
+    size_t memo;
+  } *opens;
+  size_t capopens;
   struct cs_unpickle_memo_link_s {
     size_t idx;
     size_t next; /* node + 1, 0 at the end */
   } *links;
   size_t nlinks, caplinks;
   size_t free_link; /* node + 1 of the first free node, 0 for none */
-  size_t *open_memo_head;
-  size_t capopen_memo_head;
-  size_t *open_slot; /* by open index (cs_build_open_index): its stack slot, which never moves */
-  size_t capopen_slot;
   char *strbuf; /* UTF-8 repair of a string */
   size_t capstrbuf;
 
@@ -229,60 +230,32 @@ static bool cs_unpickle_push(cs_unpickle_t *u, cs_val_t v) {
   u->stack = a;
   size_t open = cs_build_open_index(u->b, v);
   if (open != SIZE_MAX) {
-    while (open >= u->capopen_slot) {
-      a = u->open_slot;
-      if (!cs_unpickle_reserve(u, &a, &u->capopen_slot, u->capopen_slot, sizeof(size_t))) return false;
-      u->open_slot = a;
+    while (open >= u->capopens) {
+      size_t old = u->capopens;
+      a = u->opens;
+      if (!cs_unpickle_reserve(u, &a, &u->capopens, old, sizeof *u->opens)) return false;
+      u->opens = a;
+      memset(u->opens + old, 0, (u->capopens - old) * sizeof *u->opens); /* no memo links yet */
     }
-    u->open_slot[open] = u->nstack;
+    u->opens[open].slot = u->nstack;
   }
   u->stack[u->nstack++] = v;
   return true;
-}
-
-/* A surrogate in generalized UTF-8 (ED A0-BF 80-BF): what CPython's pickle writes for a str with
- * a lone surrogate ("surrogatepass"), and what cudasnap writes for a JSON "\ud800". */
-static bool cs_unpickle_is_surrogate(const uint8_t *s, size_t n) {
-  return n >= 3 && s[0] == 0xED && s[1] >= 0xA0 && s[1] <= 0xBF && s[2] >= 0x80 && s[2] <= 0xBF;
-}
-
-/* s[0..n) with every invalid sequence but a surrogate replaced by U+FFFD into out (when not NULL);
- * returns the length. */
-static size_t cs_unpickle_fix(char *out, const uint8_t *s, size_t n) {
-  size_t o = 0;
-  for (size_t i = 0; i < n;) {
-    size_t len = 1;
-    const void *from = s + i;
-    size_t put = 1;
-    if (s[i] < 0x80 || cs_utf8_seq(s + i, n - i, &len)) {
-      put = len;
-    } else if (cs_unpickle_is_surrogate(s + i, n - i)) {
-      len = put = 3;
-    } else {
-      from = CS_UTF8_REPLACEMENT;
-      put = sizeof CS_UTF8_REPLACEMENT - 1;
-    }
-    if (out != NULL) memcpy(out + o, from, put);
-    o += put;
-    i += len;
-  }
-  return o;
 }
 
 /* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does,
  * but for lone surrogates, which are kept as CPython's unpickler keeps them (docs/tool.md). */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
   bool valid;
-  cs_utf8_fixed_len(s, n, &valid);
+  size_t out_len = cs_utf8_fixed_len(s, n, true, &valid);
   if (valid) return cs_unpickle_push(u, cs_build_str(u->b, s, n));
-  size_t out_len = cs_unpickle_fix(NULL, s, n);
   if (out_len + 1 > u->capstrbuf) {
     char *nb = realloc(u->strbuf, out_len + 1);
     if (nb == NULL) return cs_unpickle_fail(u, "out of host memory");
     u->strbuf = nb;
     u->capstrbuf = out_len + 1;
   }
-  cs_unpickle_fix(u->strbuf, s, n);
+  cs_utf8_fix(u->strbuf, s, n, true);
   return cs_unpickle_push(u, cs_build_str(u->b, u->strbuf, out_len));
 }
 
@@ -295,9 +268,9 @@ static bool cs_unpickle_close(cs_unpickle_t *u, cs_val_t *v) {
   cs_val_t closed = cs_build_close(u->b, open);
   if (cs_val_absent(closed)) return cs_unpickle_build_failed(u);
   *v = closed;
-  if (k < u->capopen_memo_head) {
-    size_t node = u->open_memo_head[k];
-    u->open_memo_head[k] = 0;
+  if (k < u->capopens) { /* else never pushed (a tuple, closed when made): no links */
+    size_t node = u->opens[k].memo;
+    u->opens[k].memo = 0;
     while (node != 0) {
       struct cs_unpickle_memo_link_s *l = &u->links[node - 1];
       if (u->memo[l->idx] == open) u->memo[l->idx] = closed;
@@ -447,15 +420,9 @@ static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k, bo
   return cs_unpickle_push(u, list);
 }
 
-/* Links memo entry idx to the open container of open index `open`, for its close to update. */
+/* Links memo entry idx to the open container of open index `open` (on the stack, so pushed: its
+ * entry in opens exists), for its close to update. */
 static bool cs_unpickle_link(cs_unpickle_t *u, size_t open, size_t idx) {
-  while (open >= u->capopen_memo_head) {
-    size_t old = u->capopen_memo_head;
-    void *a = u->open_memo_head;
-    if (!cs_unpickle_reserve(u, &a, &u->capopen_memo_head, old, sizeof(size_t))) return false;
-    u->open_memo_head = a;
-    memset(u->open_memo_head + old, 0, (u->capopen_memo_head - old) * sizeof(size_t));
-  }
   size_t node = u->free_link;
   if (node != 0) {
     u->free_link = u->links[node - 1].next;
@@ -465,8 +432,8 @@ static bool cs_unpickle_link(cs_unpickle_t *u, size_t open, size_t idx) {
     u->links = a;
     node = ++u->nlinks;
   }
-  u->links[node - 1] = (struct cs_unpickle_memo_link_s){idx, u->open_memo_head[open]};
-  u->open_memo_head[open] = node;
+  u->links[node - 1] = (struct cs_unpickle_memo_link_s){idx, u->opens[open].memo};
+  u->opens[open].memo = node;
   return true;
 }
 
@@ -497,7 +464,7 @@ static bool cs_unpickle_memo_get(cs_unpickle_t *u, size_t idx) {
   size_t open = cs_build_open_index(u->b, v);
   if (open != SIZE_MAX) {
     /* Handed out again: it is complete (see the top). Close it where it stands on the stack. */
-    size_t slot = u->open_slot[open];
+    size_t slot = u->opens[open].slot;
     if (slot >= u->nstack || u->stack[slot] != v)
       return cs_unpickle_fail(u, "memo index %zu names a container that is no longer on the stack", idx);
     if (!cs_unpickle_close(u, &u->stack[slot])) return false;
@@ -722,9 +689,8 @@ static void cs_unpickle_free(cs_unpickle_t *u) {
   cs_region_free(u->stack, u->capstack * sizeof *u->stack);
   cs_region_free(u->marks, u->capmarks * sizeof *u->marks);
   cs_region_free(u->memo, u->capmemo * sizeof *u->memo);
+  cs_region_free(u->opens, u->capopens * sizeof *u->opens);
   cs_region_free(u->links, u->caplinks * sizeof *u->links);
-  cs_region_free(u->open_memo_head, u->capopen_memo_head * sizeof *u->open_memo_head);
-  cs_region_free(u->open_slot, u->capopen_slot * sizeof *u->open_slot);
   free(u->strbuf);
 }
 

@@ -23,8 +23,7 @@ def _project():
     with open(os.path.join(HERE, "pyproject.toml"), encoding="utf-8") as f:
         text = f.read()
     table = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.S | re.M).group(1)
-    fields = dict(re.findall(r'^([A-Za-z-]+)\s*=\s*"([^"]*)"\s*$', table, re.M))
-    return fields
+    return dict(re.findall(r'^([A-Za-z-]+)\s*=\s*"([^"]*)"\s*$', table, re.M))
 
 
 def _metadata(project):

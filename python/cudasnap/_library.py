@@ -84,8 +84,8 @@ def _mapped_library():
 
 
 def _installed_library():
-    """libcudasnap.so of the prefix this package was installed into by `cmake --install`
-    (PREFIX/lib/pythonX.Y/site-packages/cudasnap), or None."""
+    """(libcudasnap.so, the cudasnap tool) of the prefix this package was installed into by
+    `cmake --install` (PREFIX/lib/pythonX.Y/site-packages/cudasnap), or (None, None)."""
     here = os.path.dirname(os.path.abspath(__file__))
     prefix = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
     library = os.path.join(prefix, "lib", "libcudasnap.so")
