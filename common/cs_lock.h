@@ -6,10 +6,16 @@
  * acquire first spins a little: it reads the word (no locked write, which would take the line
  * from the holder) with growing gaps of `pause` between reads, as before (issue 27), and tries
  * when the word says free. But the spin is bounded by time, CS_LOCK_SPIN_NS, not by a count of
- * `pause`s: a `pause` costs about 140 cycles on Intel cores since Skylake and a few on older
- * and AMD cores, so 511 of them spun 25 times longer on one CPU than the other. After that the
- * waiter sleeps in FUTEX_WAIT until a release wakes it: with more threads than cores the holder
- * may be descheduled, and spinning then only takes the CPU from it.
+ * `pause`s, whose cost differs by CPU: about 140 cycles on Intel cores since Skylake, a few on
+ * older ones, 57-76 ns measured on the AMD EPYC VM of bench/README.md. After that the waiter
+ * sleeps in FUTEX_WAIT until a release wakes it: with more threads than cores the holder may be
+ * descheduled, and spinning longer only takes the CPU from it.
+ *
+ * CS_LOCK_SPIN_NS is about what a sleep and a wake-up cost (two system calls and a reschedule,
+ * tens of microseconds under a hypervisor), so spinning costs at most about as much as sleeping
+ * at once would. Measured on that VM with 2-16 threads (bench/README.md, "Issue 36: the lock,
+ * measured with threads"), a 20 us spin gave 3-4 times the throughput of sleeping at once with
+ * same-size pairs, where a 2 us spin was slower than the 511-`pause` spin before it.
  *
  * The word: 0 free, 1 held, 2 held and a waiter may sleep (the release then wakes one). That is
  * the mutex of Drepper's "Futexes Are Tricky" (2011), section 5 ("mutex2"). An uncontended
@@ -42,9 +48,9 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-/* How long a waiter spins before it sleeps: a few sections' worth. */
+/* How long a waiter spins before it sleeps (see above). */
 #ifndef CS_LOCK_SPIN_NS
-#define CS_LOCK_SPIN_NS 2000
+#define CS_LOCK_SPIN_NS 20000
 #endif
 /* The longest gap between two reads of the word, in `pause`s (growing 1, 2, 4, ...). */
 enum { CS_LOCK_MAX_GAP = 64 };
