@@ -38,7 +38,14 @@ static void cs_metrics_labels(FILE *out, const cs_live_header_t *h, const cs_liv
   fprintf(out, "\",device=\"%d\"", d->device);
 }
 
-typedef enum { CS_METRIC_ALLOCATED, CS_METRIC_RESERVED, CS_METRIC_PEAK, CS_METRIC_DRIVER, CS_METRIC_OOMS } cs_metric_t;
+typedef enum {
+  CS_METRIC_ALLOCATED,
+  CS_METRIC_RESERVED,
+  CS_METRIC_PEAK,
+  CS_METRIC_DRIVER,
+  CS_METRIC_DRIVER_TIME,
+  CS_METRIC_OOMS
+} cs_metric_t;
 
 static const struct {
   const char *name, *type, *help;
@@ -47,6 +54,7 @@ static const struct {
     {"cudasnap_reserved_bytes", "gauge", "Bytes of device memory cudasnap's cache holds (torch reserved_bytes.all.current)."},
     {"cudasnap_peak_allocated_bytes", "gauge", "The most bytes held at once so far (torch allocated_bytes.all.peak)."},
     {"cudasnap_driver_used_bytes", "gauge", "Device memory in use by every process as the driver last answered (total - free)."},
+    {"cudasnap_driver_used_timestamp_seconds", "gauge", "When the driver gave that answer (Unix time): it is asked where the cache grows."},
     {"cudasnap_ooms_total", "counter", "Out-of-memory errors returned to the program."},
 };
 
@@ -63,14 +71,16 @@ static void cs_metrics_family(FILE *out, const cs_live_list_t *list, cs_metric_t
       case CS_METRIC_RESERVED: v = d->reserved_bytes; break;
       case CS_METRIC_PEAK: v = d->peak_allocated_bytes; break;
       case CS_METRIC_DRIVER:
+      case CS_METRIC_DRIVER_TIME:
         if (!d->driver_known) continue; /* never asked: no sample rather than a false 0 */
-        v = d->driver_used_bytes;
+        v = m == CS_METRIC_DRIVER ? d->driver_used_bytes : d->driver_time_us;
         break;
       case CS_METRIC_OOMS: v = d->ooms; break;
       }
       fputs(cs_metrics[m].name, out);
       cs_metrics_labels(out, &e->header, d);
-      fprintf(out, "} %" PRIu64 "\n", v);
+      if (m == CS_METRIC_DRIVER_TIME) fprintf(out, "} %" PRIu64 ".%06" PRIu64 "\n", v / 1000000u, v % 1000000u);
+      else fprintf(out, "} %" PRIu64 "\n", v);
     }
   }
 }

@@ -235,12 +235,13 @@ void cs_driver_watch_copy(cs_snap_state_t *s, bool with_last) {
   }
 }
 
-bool cs_driver_watch_last_used(int device, uint64_t *used) {
+bool cs_driver_watch_last_used(int device, uint64_t *used, uint64_t *time_us) {
   cs_dw_device_t *d = cs_dw_of(device);
   cs_dw_record_t r;
   if (!d || !cs_dw_read(d, &r) || !r.last.known || !r.last.answer.driver_known) return false;
   const cs_snap_driver_t *a = &r.last.answer;
   *used = a->driver_total > a->driver_free ? a->driver_total - a->driver_free : 0;
+  *time_us = r.last.time_us;
   return true;
 }
 

@@ -55,7 +55,7 @@ void cs_driver_watch_copy(cs_snap_state_t *s, bool with_last);
 
 /* The device's used bytes (total - free) at the driver's last answer, for the live record; false
  * when the driver has not been asked on device yet. Lock-free, no call. */
-bool cs_driver_watch_last_used(int device, uint64_t *used);
+bool cs_driver_watch_last_used(int device, uint64_t *used, uint64_t *time_us);
 
 /* fork: the child starts with no answers and nothing seen (the parent's memory is not its own). */
 void cs_driver_watch_postfork_child(void);

@@ -252,9 +252,10 @@ size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_
     d->reserved_bytes = (uint64_t)pass.stats.reserved_bytes[CS_STAT_ALL].current;
     d->peak_allocated_bytes = (uint64_t)pass.stats.allocated_bytes[CS_STAT_ALL].peak;
     d->ooms = (uint64_t)pass.stats.num_ooms;
-    uint64_t used;
-    if (cs_driver_watch_last_used(device, &used)) {
+    uint64_t used, time_us;
+    if (cs_driver_watch_last_used(device, &used, &time_us)) {
       d->driver_used_bytes = used;
+      d->driver_time_us = time_us;
       d->driver_known = 1;
     }
     snprintf(d->phase, sizeof d->phase, "%s", cs_phases_name_text(cs_phases_open(device)));

@@ -24,7 +24,7 @@
 
 enum {
   CS_LIVE_MAGIC = 0x4556494c, /* "LIVE" */
-  CS_LIVE_VERSION = 1,
+  CS_LIVE_VERSION = 2,       /* 2: driver_time_us */
   CS_LIVE_MAX_DEVICES = 64,
   CS_LIVE_TOP_SITES = 16,     /* per device, most live bytes first */
   CS_LIVE_SITE_LEN = 240,     /* a site as `cudasnap summary` names it, cut to fit */
@@ -47,6 +47,8 @@ typedef struct cs_live_device_s {
   uint64_t driver_used_bytes;    /* total - free, as the driver last answered */
   uint32_t driver_known;         /* 0: the driver was not asked yet */
   uint32_t stale;                /* 1: the allocator was busy at the last publication: older figures */
+  uint64_t driver_time_us;       /* wall clock (us since 1970) of that answer: the driver is asked
+                                    where the cache grows, so it can be minutes old */
   uint64_t ooms;                 /* num_ooms */
   char phase[CS_LIVE_PHASE_LEN]; /* the innermost open NVTX range, "" when none */
   cs_live_site_t sites[CS_LIVE_TOP_SITES];

@@ -74,6 +74,7 @@ PY
 
 case $test in
 json)
+  started=$(date +%s.%N)
   start a RANK=3 LOCAL_RANK=1 WORLD_SIZE=8 SLURM_JOB_ID=4711
   start b RANK=5 LOCAL_RANK=0 SLURM_JOB_ID=4711
   send a 2 "hold 0 4"
@@ -86,13 +87,13 @@ json)
   until_json "$pid_a" 'len(e) == 2 and e[0]["allocated_bytes"] + e[1]["allocated_bytes"] == 12 * 2**20'
   until_json "$pid_b" 'len(e) == 1 and e[0]["ooms"] == 1'
   "$cudasnap" top --once --json >"$dir/all.json" || fail "top --once --json"
-  "$python" - "$dir/all.json" "$pid_a" "$pid_b" "$(hostname)" <<'PY' || fail "fields: $(cat "$dir/all.json")"
-import json, sys
+  "$python" - "$dir/all.json" "$pid_a" "$pid_b" "$(hostname)" "$started" <<'PY' || fail "fields: $(cat "$dir/all.json")"
+import json, sys, time
 doc = json.load(open(sys.argv[1]))
-a, b, host = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+a, b, host, started = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 assert set(doc) == {"processes"}, doc.keys()
 keys = {"pid", "rank", "local_rank", "host", "device", "allocated_bytes", "reserved_bytes", "peak_allocated_bytes",
-        "driver_used_bytes", "phase", "ooms", "top_sites"}
+        "driver_used_bytes", "driver_used_timestamp_seconds", "phase", "ooms", "top_sites"}
 rows = {(p["pid"], p["device"]): p for p in doc["processes"] if p["pid"] in (a, b)}
 assert set(rows) == {(a, 0), (a, 1), (b, 0)}, sorted(rows)
 for p in rows.values():
@@ -102,6 +103,10 @@ for p in rows.values():
     assert p["reserved_bytes"] >= p["allocated_bytes"]
     # the driver's answer when last asked (on a segment's growth, at most every 100 ms): a count
     assert p["driver_used_bytes"] is None or p["driver_used_bytes"] > 0, p
+    # and when it answered: within this test, for the age top shows
+    ts = p["driver_used_timestamp_seconds"]
+    assert (ts is None) == (p["driver_used_bytes"] is None), p
+    assert ts is None or started - 1 <= ts <= time.time() + 1, (ts, started, p)
     for s in p["top_sites"]:
         assert set(s) == {"site", "bytes", "blocks"}, s
 MiB = 2**20
@@ -134,6 +139,9 @@ PY
   head -1 "$dir/table" | grep -qE '^ +PID RANK DEV ALLOCATED +RESERVED +PEAK DRIVER USED PHASE +OOMS TOP SITE' ||
     fail "table header: $(cat "$dir/table")"
   grep -qE "^ +$pid_b +5 +0 +2.0M " "$dir/table" || fail "b's row: $(cat "$dir/table")"
+  # DRIVER USED: the driver's answer and its age ("2.0M 3s"), or "-" before it was asked
+  grep -E "^ +$pid_b " "$dir/table" | grep -qE ' 2.0M +(- |[0-9.]+[0-9BKMGTP]* [0-9]+[smhd] )' ||
+    fail "b's DRIVER USED: $(cat "$dir/table")"
   # killed: its record is skipped, then removed by the reader
   rec=$(ls /dev/shm/cudasnap-live-"$(id -u)"-*-"$pid_b")
   kill -9 "$pid_b"
@@ -168,7 +176,8 @@ metrics)
   until_json "$pid_a" 'len(e) == 1 and e[0]["allocated_bytes"] == 4 * 2**20'
   "$cudasnap" metrics --once >"$dir/m.txt" || fail "metrics --once"
   promtool check metrics <"$dir/m.txt" >"$dir/promtool.out" 2>&1 || fail "promtool: $(cat "$dir/promtool.out")"
-  for m in allocated_bytes reserved_bytes peak_allocated_bytes driver_used_bytes ooms_total site_allocated_bytes process_info; do
+  for m in allocated_bytes reserved_bytes peak_allocated_bytes driver_used_bytes driver_used_timestamp_seconds ooms_total \
+    site_allocated_bytes process_info; do
     grep -q "^# TYPE cudasnap_$m " "$dir/m.txt" || fail "no TYPE for cudasnap_$m"
     grep -q "^# HELP cudasnap_$m " "$dir/m.txt" || fail "no HELP for cudasnap_$m"
   done
@@ -178,6 +187,18 @@ metrics)
   grep -qxF "cudasnap_ooms_total{$labels} 0" "$dir/m.txt" || fail "ooms"
   grep -qE "^cudasnap_site_allocated_bytes\{$labels,site=\"live_hold [^\"]*prog_live.c:[0-9]+\"\} 4194304$" "$dir/m.txt" ||
     fail "site: $(grep site_allocated "$dir/m.txt")"
+  # the driver's answer and when it was given come together, the time within this test
+  "$python" - "$dir/m.txt" "$labels" "$(date +%s)" <<'PY' || fail "driver samples: $(grep driver_ "$dir/m.txt")"
+import sys, time
+lines = open(sys.argv[1]).read().splitlines()
+def sample(name):
+    for line in lines:
+        if line.startswith(name + "{" + sys.argv[2] + "} "):
+            return float(line.rsplit(" ", 1)[1])
+used, when = sample("cudasnap_driver_used_bytes"), sample("cudasnap_driver_used_timestamp_seconds")
+assert (used is None) == (when is None), (used, when)
+assert when is None or float(sys.argv[3]) - 60 <= when <= time.time() + 1, when
+PY
   # over HTTP, on a port the kernel picks
   "$cudasnap" metrics --listen 127.0.0.1:0 >"$dir/listen.out" 2>"$dir/listen.err" &
   pids="$pids $!"
