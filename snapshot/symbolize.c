@@ -25,6 +25,7 @@
 #include "common/cs_compiler.h"
 #include "common/cs_log.h"
 #include "snapshot/symbolize.h"
+#include "snapshot/symbol_name.h"
 #include "common/cs_private_libs.h"
 #include "record/pyframes.h"
 #include "snapshot/pyframes.h"
@@ -230,13 +231,13 @@ static const char *cs_sym_name(cs_symbolizer_t *s, const char *sym) {
     int status = -1;
     char *d = s->demangle(sym, NULL, NULL, &status);
     if (d && status == 0) {
-      const char *r = cs_sym_intern_cstr(s, d);
+      const char *r = cs_sym_intern_str(s, d, cs_symbol_name_length(d, strlen(d)));
       free(d);
       return r;
     }
     free(d);
   }
-  return cs_sym_intern_str(s, sym, len);
+  return cs_sym_intern_str(s, sym, cs_symbol_name_length(sym, len));
 }
 
 /* ---- symbol tables ---- */

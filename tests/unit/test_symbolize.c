@@ -7,12 +7,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "record/stack.h"
 #include "snapshot/symbolize.h"
+#include "snapshot/symbol_name.h"
 
 /* noclone: GCC must not rename these to "x.constprop.0" clones; and a call followed by
  * KEEP_FRAME is not a tail call, so the return address stays in the caller. */
@@ -238,6 +240,30 @@ static void test_demangle(void **state) {
   assert_int_equal(cs_test_mangled(1), 2);
 }
 
+/* A compiler's clone of a function is named as the function: "alloc.constprop.0.isra.0" is the
+ * user's "alloc", and a site must not split by how the compiler optimized it. */
+static void cs_check_base_name(const char *name, const char *want) {
+  const size_t n = cs_symbol_name_length(name, strlen(name));
+  char got[128];
+  snprintf(got, sizeof got, "%.*s", (int)n, name);
+  assert_string_equal(got, want);
+}
+
+static void test_clone_suffixes(void **state) {
+  (void)state;
+  cs_check_base_name("allocate_leak.constprop.0.isra.0", "allocate_leak");
+  cs_check_base_name("train_step.part.0", "train_step");
+  cs_check_base_name("main.cold", "main");
+  cs_check_base_name("helper.lto_priv.0", "helper");
+  cs_check_base_name("f.llvm.8812334", "f");
+  cs_check_base_name("ns::Alloc::grow(unsigned long) [clone .constprop.0] [clone .cold]", "ns::Alloc::grow(unsigned long)");
+  /* names whose dots are their own */
+  cs_check_base_name("_GLOBAL__sub_I_main.cpp", "_GLOBAL__sub_I_main.cpp");
+  cs_check_base_name("train_step", "train_step");
+  cs_check_base_name(".cold", ".cold");
+  cs_check_base_name("operator[]", "operator[]");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_static_function),
@@ -248,6 +274,7 @@ int main(void) {
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_many_pcs),
       cmocka_unit_test(test_demangle),
+      cmocka_unit_test(test_clone_suffixes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
