@@ -76,12 +76,14 @@ typedef struct cs_rule_read_s {
   uint64_t rule;
 } cs_rule_read_t;
 
+/* Acquire loads of fields a writer stores with release after making `seq` odd: a reader that
+ * reads one writer's field reads that odd `seq`, or a later one, after it. No fence (ThreadSanitizer
+ * does not follow fences); on x86-64 these are plain loads and stores. */
 static inline bool cs_rule_slot_read(cs_rule_slot_t *s, cs_rule_read_t *out) {
   out->seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-  out->key = atomic_load_explicit(&s->key, memory_order_relaxed);
-  out->generation = atomic_load_explicit(&s->generation, memory_order_relaxed);
-  out->rule = atomic_load_explicit(&s->rule, memory_order_relaxed);
-  atomic_thread_fence(memory_order_acquire);
+  out->key = atomic_load_explicit(&s->key, memory_order_acquire);
+  out->generation = atomic_load_explicit(&s->generation, memory_order_acquire);
+  out->rule = atomic_load_explicit(&s->rule, memory_order_acquire);
   return (out->seq & 1) == 0 && atomic_load_explicit(&s->seq, memory_order_relaxed) == out->seq;
 }
 
@@ -103,10 +105,9 @@ static void cs_rule_keep(uintptr_t ra, uint64_t generation, uint64_t word) {
     if (!atomic_compare_exchange_strong_explicit(&s->seq, &expected, held.seq + 1, memory_order_acq_rel,
                                                  memory_order_relaxed))
       continue;
-    atomic_thread_fence(memory_order_release); /* a reader that sees a field below sees `seq` odd */
-    atomic_store_explicit(&s->key, ra, memory_order_relaxed);
-    atomic_store_explicit(&s->generation, generation, memory_order_relaxed);
-    atomic_store_explicit(&s->rule, word, memory_order_relaxed);
+    atomic_store_explicit(&s->key, ra, memory_order_release); /* after `seq` odd (cs_rule_slot_read) */
+    atomic_store_explicit(&s->generation, generation, memory_order_release);
+    atomic_store_explicit(&s->rule, word, memory_order_release);
     atomic_store_explicit(&s->seq, held.seq + 2, memory_order_release);
     return;
   }

@@ -9,7 +9,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -334,6 +336,7 @@ static void swap_capture_and_check(const swap_lib_t *lib, both_t *b) {
   check_both(b, true);
 }
 
+#ifndef __SANITIZE_THREAD__ /* test_new_thread says why no thread may end here under TSan */
 /* The thread that walked library A last keeps A's rules in its memo of its last walk; after the
  * swap it walks B's frames at the same depths and return addresses. */
 typedef struct swap_thread_s {
@@ -351,6 +354,7 @@ static void *swap_thread_main(void *arg) {
   }
   return NULL;
 }
+#endif
 
 /* A library is unloaded (dlclose) and another with the same code and other frames is loaded at its
  * addresses: the rules compiled from the first, in the table and in each thread's memo, must not
@@ -366,7 +370,7 @@ static void test_library_swapped_at_same_address(void **state) {
   const void *a_chain = a.chain_at;
   for (int round = 0; round < 2; round++) swap_capture_and_check(&a, b); /* compiled, then from the memo */
 
-#ifndef __SANITIZE_THREAD__ /* test_new_thread says why no thread may end here under TSan */
+#ifndef __SANITIZE_THREAD__
   swap_thread_t t = {.lib = &a, .b = tb};
   pthread_t thread;
   assert_int_equal(pthread_barrier_init(&t.step, NULL, 2), 0);
@@ -396,6 +400,71 @@ static void test_library_swapped_at_same_address(void **state) {
   free(tb);
 }
 
+/* ---- walks while generations end ---- */
+
+enum { WALKERS = 3, WALKS = 20000, CHAIN_DEPTH = 8 };
+
+typedef struct walker_s {
+  uintptr_t pcs[CS_STACK_MAX_DEPTH];
+  long n;
+} walker_t;
+
+static atomic_int walkers_running;
+static atomic_long walks_wrong;
+static pthread_barrier_t walkers_start;
+
+static size_t walker_capture(void *arg) {
+  walker_t *w = arg;
+  w->n = cs_stack_capture_by_rules(w->pcs, CS_STACK_MAX_DEPTH);
+  KEEP_FRAME();
+  return 1;
+}
+
+/* The frames from the capture through the library's chain, the same in every walk (the call
+ * site in walker_main may differ: the compiler may copy the loop's call). */
+static bool walker_same(const walker_t *a, const walker_t *b) {
+  const size_t common = CHAIN_DEPTH + 2;
+  return a->n == b->n && a->n > (long)common && memcmp(a->pcs, b->pcs, common * sizeof a->pcs[0]) == 0;
+}
+
+/* Every walk gives the frames of the first, while the rules they use are refilled: libunwind is
+ * never called here, so the threads may end under TSan. */
+static void *walker_main(void *arg) {
+  (void)arg;
+  walker_t first = {0}, again = {0};
+  pthread_barrier_wait(&walkers_start);
+  stack_rules_lib_chain(CHAIN_DEPTH, walker_capture, &first);
+  for (int i = 0; i < WALKS; i++) {
+    stack_rules_lib_chain(CHAIN_DEPTH, walker_capture, &again);
+    if (!walker_same(&first, &again)) atomic_fetch_add(&walks_wrong, 1);
+  }
+  atomic_fetch_sub(&walkers_running, 1);
+  KEEP_FRAME();
+  return NULL;
+}
+
+/* Threads walk by rules while generations end one after another (as dlclose ends them): slots are
+ * refilled and memos forgotten under the readers, who must never read a rule half written or
+ * another address's rule. */
+static void test_walks_while_generations_end(void **state) {
+  (void)state;
+  pthread_t t[WALKERS];
+  atomic_store(&walkers_running, WALKERS);
+  atomic_store(&walks_wrong, 0);
+  assert_int_equal(pthread_barrier_init(&walkers_start, NULL, WALKERS + 1), 0);
+  for (int i = 0; i < WALKERS; i++) assert_int_equal(pthread_create(&t[i], NULL, walker_main, NULL), 0);
+  const uint64_t before = cs_stack_rules_generation();
+  pthread_barrier_wait(&walkers_start);
+  do {
+    cs_stack_rules_forget();
+    sched_yield();
+  } while (atomic_load(&walkers_running) > 0);
+  for (int i = 0; i < WALKERS; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+  pthread_barrier_destroy(&walkers_start);
+  assert_true(cs_stack_rules_generation() > before);
+  assert_int_equal(atomic_load(&walks_wrong), 0);
+}
+
 /* The counters: the walk answered ordinary stacks and gave up only where it had to. */
 static void test_rules_answered(void **state) {
   (void)state;
@@ -414,6 +483,7 @@ int main(void) {
       cmocka_unit_test_setup(test_signal_handler, no_skip),
       cmocka_unit_test_setup(test_signal_inside_fake_driver, no_skip),
       cmocka_unit_test_setup(test_library_swapped_at_same_address, no_skip),
+      cmocka_unit_test_setup(test_walks_while_generations_end, no_skip),
       cmocka_unit_test_setup(test_rules_answered, no_skip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
