@@ -14,14 +14,32 @@
 static pthread_once_t cs_unwind_once = PTHREAD_ONCE_INIT;
 static cs_unw_backtrace_fn cs_unw_backtrace;
 
+static cs_unw_step_api_t cs_unw_step_table;
+static const cs_unw_step_api_t *cs_unw_step_api;
+
 static void cs_load_unwind(void) {
   void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-  if (h) CS_SYM(h, "unw_backtrace", cs_unw_backtrace);
+  if (!h) return;
+  CS_SYM(h, "unw_backtrace", cs_unw_backtrace);
+  cs_unw_step_api_t *t = &cs_unw_step_table;
+  CS_SYM(h, "_Ux86_64_getcontext", t->getcontext);
+  CS_SYM(h, "_ULx86_64_init_local", t->init_local);
+  CS_SYM(h, "_ULx86_64_step", t->step);
+  CS_SYM(h, "_ULx86_64_get_reg", t->get_reg);
+  CS_SYM(h, "_Ux86_64_flush_cache", t->flush_cache);
+  t->local_space = dlsym(h, "_ULx86_64_local_addr_space");
+  if (t->getcontext && t->init_local && t->step && t->get_reg && t->flush_cache && t->local_space)
+    cs_unw_step_api = t;
 }
 
 cs_unw_backtrace_fn cs_private_unw_backtrace(void) {
   pthread_once(&cs_unwind_once, cs_load_unwind);
   return cs_unw_backtrace;
+}
+
+const cs_unw_step_api_t *cs_private_unw_step(void) {
+  pthread_once(&cs_unwind_once, cs_load_unwind);
+  return cs_unw_step_api;
 }
 
 static pthread_once_t cs_dw_once = PTHREAD_ONCE_INIT;

@@ -21,6 +21,20 @@
 typedef int (*cs_unw_backtrace_fn)(void **buffer, int size);
 cs_unw_backtrace_fn cs_private_unw_backtrace(void);
 
+/* libunwind's step-by-step walk and its cache flush (the local-only unwinder's names, for
+ * <libunwind.h> with UNW_LOCAL_ONLY; contexts and cursors passed as that header's types), or NULL
+ * when one is missing. unw_backtrace keeps each thread's frame layouts by return address for
+ * good; unw_step's caches are the address space's, which flush_cache empties. */
+typedef struct cs_unw_step_api_s {
+  int (*getcontext)(void *context);                  /* unw_getcontext */
+  int (*init_local)(void *cursor, void *context);    /* unw_init_local */
+  int (*step)(void *cursor);                         /* unw_step */
+  int (*get_reg)(void *cursor, int reg, unsigned long *value); /* unw_get_reg */
+  void (*flush_cache)(void *space, unsigned long lo, unsigned long hi); /* unw_flush_cache */
+  void **local_space;                                /* &unw_local_addr_space */
+} cs_unw_step_api_t;
+const cs_unw_step_api_t *cs_private_unw_step(void);
+
 /* The libdw/libdwfl/libelf functions symbolize.c calls. */
 #define CS_DW_FUNCTIONS(X)                                                                         \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_ranges) X(dwelf_elf_gnu_build_id)  \

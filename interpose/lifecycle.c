@@ -9,6 +9,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/dlclose.h"
 #include "interpose/driver_watch.h"
 #include "interpose/snap.h"
 #include "interpose/ending.h"
@@ -153,10 +154,11 @@ __attribute__((constructor)) static void cs_lifecycle_constructor(void) {
   cs_lifecycle_follow_children();
   cs_lifecycle_note_run();
   cs_lifecycle_note_dlsym_order();
-  /* _exit and the signal functions are interposed from the start; what they call next is found
-   * now, while calling the loader is safe */
+  /* _exit, the signal functions and dlclose are interposed from the start; what they call next is
+   * found now, while calling the loader is safe */
   cs_exit_resolve();
   cs_signals_resolve();
+  cs_dlclose_resolve();
 }
 
 __attribute__((destructor)) static void cs_lifecycle_destructor(void) {

@@ -93,6 +93,7 @@ static int cs_rec_ring(cs_recording_t *rec, const cs_recfile_header_t *h, const 
   if (r->passthrough) r->kinds = calloc(n ? n : 1, sizeof *r->kinds);
   if (!r->entries || (r->passthrough && !r->kinds))
     return cs_rec_fail(why, why_len, "out of host memory for %llu entries", (unsigned long long)n);
+  uint64_t last_us = 0; /* times never go back along a ring (record/ring.h, cs_ring_convert_next) */
   for (uint64_t j = 0; j < n; j++) { /* by count: a damaged `published` near 2^64 cannot loop */
     const uint64_t k = published - n + 1 + j;
     const cs_ring_entry_t *e = &slots[(k - 1) % cap];
@@ -109,7 +110,10 @@ static int cs_rec_ring(cs_recording_t *rec, const cs_recfile_header_t *h, const 
       out.stack_id = e->stack_id & CS_RECFILE_STACK_MASK;
     }
     out.stream = e->stream & CS_RECFILE_STREAM_MASK;
-    out.when = cs_rec_epoch_us(clock, e->when) << CS_RING_TIME_SHIFT | (e->when & ((1u << CS_RING_TIME_SHIFT) - 1));
+    uint64_t us = cs_rec_epoch_us(clock, e->when);
+    if (us < last_us) us = last_us;
+    last_us = us;
+    out.when = us << CS_RING_TIME_SHIFT | (e->when & ((1u << CS_RING_TIME_SHIFT) - 1));
     r->entries[r->count++] = out;
   }
   return 0;

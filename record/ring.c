@@ -88,43 +88,39 @@ void cs_ring_set_enabled(cs_ring_t *r, bool enabled) {
   if (r->enabled) cs_populate(r->entries, r->capacity * sizeof *r->entries);
 }
 
-bool cs_ring_converter_begin(cs_ring_converter_t *cv, const cs_ticks_anchor_t *start,
+void cs_ring_converter_begin(cs_ring_converter_t *cv, const cs_ticks_anchor_t *start,
                              const cs_ticks_anchor_t *from, const cs_ticks_anchor_t *now) {
   cv->ns_per_tick = cs_ticks_rate(from, now);
   cv->start_ticks = start->ticks;
   cv->from_ticks = from->ticks;
   cv->from_ns = (double)(from->monotonic_ns - start->monotonic_ns);
-  return cv->ns_per_tick > 0.0;
+  cv->converts = cv->ns_per_tick > 0.0;
+  cv->fallback_us = (from->monotonic_ns - start->monotonic_ns) / 1000u;
+  cv->last_us = 0;
 }
 
-void cs_ring_convert_entry(const cs_ring_converter_t *cv, cs_ring_entry_t *e) {
-  if (e->when & CS_RING_TIME_CONVERTED) return;
-  uint64_t ticks = cv->start_ticks + ((e->when >> CS_RING_TIME_SHIFT) << CS_RING_TICK_SHIFT);
-  uint64_t since = ticks > cv->from_ticks ? ticks - cv->from_ticks : 0;
-  uint64_t us = (uint64_t)((cv->from_ns + (double)since * cv->ns_per_tick) / 1000.0);
-  e->when = cs_ring_pack(us & CS_RING_TIME_MASK, cs_ring_entry_device(e), cs_ring_entry_action(e)) |
-            CS_RING_TIME_CONVERTED;
+uint64_t cs_ring_convert_next(cs_ring_converter_t *cv, cs_ring_entry_t *e) {
+  uint64_t us;
+  if (e->when & CS_RING_TIME_CONVERTED) {
+    us = e->when >> CS_RING_TIME_SHIFT & CS_RING_TIME_MASK;
+  } else if (cv->converts) {
+    uint64_t ticks = cv->start_ticks + ((e->when >> CS_RING_TIME_SHIFT) << CS_RING_TICK_SHIFT);
+    uint64_t since = ticks > cv->from_ticks ? ticks - cv->from_ticks : 0;
+    us = (uint64_t)((cv->from_ns + (double)since * cv->ns_per_tick) / 1000.0) & CS_RING_TIME_MASK;
+    if (us < cv->last_us) us = cv->last_us; /* kept clamped: every later copy reads the same */
+    e->when = cs_ring_pack(us, cs_ring_entry_device(e), cs_ring_entry_action(e)) | CS_RING_TIME_CONVERTED;
+  } else {
+    us = cv->fallback_us;
+  }
+  if (us < cv->last_us) us = cv->last_us;
+  cv->last_us = us;
+  return us;
 }
 
-void cs_ring_entry_export(cs_ring_entry_t *out, const cs_ring_entry_t *e, uint64_t start_epoch_us,
-                          uint64_t fallback_us) {
-  uint64_t us = e->when & CS_RING_TIME_CONVERTED ? e->when >> CS_RING_TIME_SHIFT & CS_RING_TIME_MASK : fallback_us;
+void cs_ring_entry_export(cs_ring_entry_t *out, const cs_ring_entry_t *e, uint64_t start_epoch_us, uint64_t us) {
   *out = *e;
   out->stream = e->stream & CS_RECFILE_STREAM_MASK; /* without a recording file's tag */
   out->when = cs_ring_pack(start_epoch_us + us, cs_ring_entry_device(e), cs_ring_entry_action(e));
-}
-
-/* Converts the entries pushed since the last copy in place: microseconds since the origin, from
- * the last copy's anchor at the rate measured between it and now. pre: the entries are
- * [oldest, oldest + n) modulo the capacity. */
-static void cs_ring_convert(cs_ring_t *r, size_t oldest, size_t n) {
-  cs_ticks_anchor_t now = cs_ticks_anchor();
-  cs_ring_converter_t cv;
-  if (!cs_ring_converter_begin(&cv, &r->start, &r->converted_until, &now))
-    return; /* the counter did not advance: convert at the next copy */
-  for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1)
-    cs_ring_convert_entry(&cv, &r->entries[slot]);
-  r->converted_until = now;
 }
 
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
@@ -134,11 +130,14 @@ size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped) {
   }
   size_t n = r->pushed < r->capacity ? (size_t)r->pushed : r->capacity;
   size_t oldest = r->pushed < r->capacity ? 0 : r->head;
-  cs_ring_convert(r, oldest, n);
-  /* entries the conversion had to leave (a counter that did not advance) get the last copy's time */
-  uint64_t fallback_us = (r->converted_until.monotonic_ns - r->start.monotonic_ns) / 1000u;
+  /* the entries pushed since the last copy are converted in place, oldest first: from the last
+   * copy's anchor at the rate measured between it and now */
+  cs_ticks_anchor_t now = cs_ticks_anchor();
+  cs_ring_converter_t cv;
+  cs_ring_converter_begin(&cv, &r->start, &r->converted_until, &now);
   for (size_t i = 0, slot = oldest; i < n; i++, slot = slot + 1 == r->capacity ? 0 : slot + 1)
-    cs_ring_entry_export(&out[i], &r->entries[slot], r->start_epoch_us, fallback_us);
+    cs_ring_entry_export(&out[i], &r->entries[slot], r->start_epoch_us, cs_ring_convert_next(&cv, &r->entries[slot]));
+  if (cv.converts) r->converted_until = now;
   if (dropped) *dropped = r->pushed - n;
   return n;
 }

@@ -153,8 +153,9 @@ void cs_ring_set_enabled(cs_ring_t *r, bool enabled);
 /* Copy the history, oldest first, into out (room for r->capacity entries), with times converted to
  * wall-clock microseconds; returns the count and the number of entries dropped because the ring
  * was full. Entries pushed since the last copy are converted in place, piecewise: from the last
- * copy's anchor at the tick rate measured between it and now, so times never go backwards from
- * one copy to the next and every snapshot gives an entry the same time. */
+ * copy's anchor at the tick rate measured between it and now, each no earlier than the entry
+ * before it (cs_ring_convert_next), so times never go backwards along the history or from one copy
+ * to the next, and every snapshot gives an entry the same time. */
 size_t cs_ring_copy(cs_ring_t *r, cs_ring_entry_t *out, uint64_t *dropped);
 
 /* Entry times, for the ring and for record/thread_log.c, which keeps entries the same way. */
@@ -182,23 +183,32 @@ static inline uint64_t cs_ring_pack(uint64_t time, int device, cs_action_t actio
   return time << CS_RING_TIME_SHIFT | device_bits << CS_RING_ACTION_BITS | (uint64_t)action;
 }
 
-/* One conversion pass: ring units -> microseconds since start, from the anchor `from` (the last
- * pass's `now`) at the rate measured between it and `now`. begin returns false when the counter
- * did not advance (convert nothing; the next pass will). */
+/* One conversion pass over a history, oldest entry first: ring units -> microseconds since start,
+ * from the anchor `from` (the last pass's `now`) at the rate measured between it and `now`; when
+ * the counter did not advance, entries are left (the next pass converts them) and read as the
+ * last pass's time. No entry reads earlier than the one before it: each push reads the counter
+ * itself, not ordered with the owner's lock, so two entries pushed one after the other by threads
+ * on different CPUs can read it out of order by a little, and viewers and the merge of histories
+ * (snapshot/snapshot.c) take a history's times as never going back. An entry's time is clamped
+ * when it is converted and kept so, so every snapshot gives it the same time. */
 typedef struct cs_ring_converter_s {
   uint64_t start_ticks;
   uint64_t from_ticks;
   double from_ns;
   double ns_per_tick;
+  bool converts;        /* the counter advanced: this pass converts */
+  uint64_t fallback_us; /* an entry left as it was: the last pass's time */
+  uint64_t last_us;     /* the time of the entry before: no entry reads earlier */
 } cs_ring_converter_t;
-bool cs_ring_converter_begin(cs_ring_converter_t *cv, const cs_ticks_anchor_t *start,
+void cs_ring_converter_begin(cs_ring_converter_t *cv, const cs_ticks_anchor_t *start,
                              const cs_ticks_anchor_t *from, const cs_ticks_anchor_t *now);
-void cs_ring_convert_entry(const cs_ring_converter_t *cv, cs_ring_entry_t *e); /* once: converted stay */
+/* The next entry of the history: converted in place unless it was (converted stay), and its time
+ * in microseconds since start. */
+uint64_t cs_ring_convert_next(cs_ring_converter_t *cv, cs_ring_entry_t *e);
 
-/* An entry as a copy hands it out: microseconds since the epoch (fallback_us since the start for
- * one not converted), the stream without a recording file's tag. */
-void cs_ring_entry_export(cs_ring_entry_t *out, const cs_ring_entry_t *e, uint64_t start_epoch_us,
-                          uint64_t fallback_us);
+/* An entry as a copy hands it out: its time `us` since the start (cs_ring_convert_next) as
+ * microseconds since the epoch, the stream without a recording file's tag. */
+void cs_ring_entry_export(cs_ring_entry_t *out, const cs_ring_entry_t *e, uint64_t start_epoch_us, uint64_t us);
 
 /* Forget the history (after fork, in the child: it is the parent's). */
 void cs_ring_clear(cs_ring_t *r);

@@ -3,6 +3,7 @@
  * frames. See stack.h for the contract. */
 #define UNW_LOCAL_ONLY /* the local-only unwinder: no remote address spaces, faster lookups */
 
+#include <libunwind.h> /* types only: the functions are libunwind's, opened privately */
 #include <link.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -47,6 +48,43 @@ static atomic_uint cs_stack_skip_hint = CS_STACK_SKIP_INITIAL;
 /* libunwind, loaded privately by cs_stack_init (private_libs.h); NULL: no stacks. */
 static _Atomic(cs_unw_backtrace_fn) cs_stack_unwinder;
 
+/* unw_backtrace keeps each return address's frame layout in a per-thread table that it never
+ * empties (libunwind 1.6's trace cache): once a library is unloaded and another mapped at its
+ * addresses, a thread that walked the old one would walk the new one's frames by the old layouts
+ * (wrong frames, or reads at wrong offsets). So a thread uses unw_backtrace only in the generation
+ * of the loaded objects (stack_rules.h) it first used it in, and unw_step, whose caches
+ * cs_stack_forget_unloaded flushes, after. The generation + 1 of its first use; 0: none yet. */
+static CS_TLS uint64_t cs_stack_backtrace_generation;
+
+/* The walk of unw_backtrace by unw_step, from this function outward; 0 without libunwind. */
+CS_NOINLINE static int cs_stack_step_unw(void **raw, int max) {
+  const cs_unw_step_api_t *api = cs_private_unw_step();
+  if (!api) return 0;
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (api->getcontext(&context) != 0 || api->init_local(&cursor, &context) != 0) return 0;
+  int n = 0;
+  while (n < max && api->step(&cursor) > 0) {
+    unsigned long ip;
+    if (api->get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+    raw[n++] = (void *)ip;
+  }
+  return n;
+}
+
+/* Whether this thread's unw_backtrace table may hold layouts of code unloaded since. */
+static inline bool cs_stack_backtrace_stale(void) {
+  const uint64_t now = cs_stack_rules_generation() + 1;
+  if (CS_UNLIKELY(cs_stack_backtrace_generation == 0)) cs_stack_backtrace_generation = now;
+  return cs_stack_backtrace_generation != now;
+}
+
+void cs_stack_forget_unloaded(void) {
+  cs_stack_rules_forget();
+  const cs_unw_step_api_t *api = cs_private_unw_step();
+  if (api) api->flush_cache(*api->local_space, 0, 0);
+}
+
 static size_t cs_stack_capture_unw(uintptr_t *pcs, size_t max) {
   if (max == 0) return 0;
   if (max > CS_STACK_MAX_DEPTH) max = CS_STACK_MAX_DEPTH;
@@ -59,7 +97,8 @@ static size_t cs_stack_capture_unw(uintptr_t *pcs, size_t max) {
     if (!backtrace_fn) return 0;
     atomic_store_explicit(&cs_stack_unwinder, backtrace_fn, memory_order_relaxed);
   }
-  const int got = backtrace_fn(raw, (int)(max + margin));
+  const int got = cs_stack_backtrace_stale() ? cs_stack_step_unw(raw, (int)(max + margin))
+                                             : backtrace_fn(raw, (int)(max + margin));
   if (got <= 0) return 0;
 
   const uintptr_t lo = atomic_load_explicit(&cs_stack_skip_lo, memory_order_relaxed);

@@ -18,6 +18,12 @@ size_t cs_stack_capture(uintptr_t *pcs, size_t max);
  * unwinder. Idempotent. */
 void cs_stack_init(void);
 
+/* A library was unloaded (interpose/dlclose.c): the unwind rules kept so far are forgotten
+ * (stack_rules.h), libunwind's caches flushed, and threads whose libunwind walks kept frame layouts
+ * from before (unw_backtrace never forgets them) walk with unw_step instead from now on. Another
+ * library may now be mapped at the same addresses, with other frames. Lock-free. */
+void cs_stack_forget_unloaded(void);
+
 #ifdef CS_TESTING
 /* test seam: replace the capture function (e.g. to produce identical stacks on purpose) */
 typedef size_t (*cs_stack_capture_fn)(uintptr_t *pcs, size_t max);

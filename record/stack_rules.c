@@ -11,23 +11,32 @@
 /* The walk reads the program's own stack outside the frames the compiler knows about. */
 #define CS_NO_SANITIZE __attribute__((no_sanitize("address", "thread")))
 
-/* 16,384 slots of 16 bytes (256 KiB of zero pages until used): a program's allocation stacks
+/* 16,384 slots of 32 bytes (512 KiB of zero pages until used): a program's allocation stacks
  * pass through a few thousand return addresses at most. Open addressing, 8 probes. */
 enum { CS_RULE_TABLE_BITS = 14, CS_RULE_TABLE_SIZE = 1 << CS_RULE_TABLE_BITS, CS_RULE_PROBES = 8 };
-/* A slot's key: 0 empty, 1 being filled, else the return address it holds. A slot is filled once
- * and never changes after (no eviction), so a reader that sees the key sees the rule written
- * before it (release/acquire) and no reader can pair a key with another key's rule. */
-enum { CS_RULE_EMPTY = 0, CS_RULE_FILLING = 1 };
 /* A CFA more than this far above the previous one means the rules or the stack are not what they
  * seem: let libunwind decide. */
 #define CS_STACK_FRAME_MAX ((uintptr_t)1 << 26)
 
-typedef struct cs_rule_slot_s {
-  _Atomic uintptr_t key;
-  _Atomic uint64_t rule; /* a cs_frame_rule_t */
-} cs_rule_slot_t;
+/* The loaded objects' generation: bumped when a library is unloaded (cs_stack_rules_forget, from
+ * interpose/dlclose.c), since another one may then be mapped at the same addresses with other
+ * frames. A rule is used only in the generation it was compiled in: a stale one would read a
+ * caller's state at the wrong offsets, outside any frame. 64 bits: it never wraps. */
+static _Atomic uint64_t cs_rule_generation;
 
-static cs_rule_slot_t cs_rule_table[CS_RULE_TABLE_SIZE];
+/* A slot under a sequence lock, so that it can be filled again when its rule is of a past
+ * generation while other threads read it, without a lock (a signal handler may read it): `seq` is
+ * odd while a writer changes the slot, 0 while it was never filled, and grows by 2 with each fill,
+ * so a reader that reads the same even `seq` before and after the fields read one fill's fields. */
+typedef struct cs_rule_slot_s {
+  _Atomic uint64_t seq;
+  _Atomic uintptr_t key;        /* the return address */
+  _Atomic uint64_t generation;  /* the generation the rule was compiled in */
+  _Atomic uint64_t rule;        /* a cs_frame_rule_t */
+} cs_rule_slot_t;
+_Static_assert(sizeof(cs_rule_slot_t) == 32, "two slots a cache line");
+
+static _Alignas(64) cs_rule_slot_t cs_rule_table[CS_RULE_TABLE_SIZE];
 
 #ifdef CS_TESTING
 static atomic_ulong cs_stack_rules_walked, cs_stack_rules_failed;
@@ -40,6 +49,14 @@ void cs_stack_rules_counts(unsigned long *walked, unsigned long *failed) {
 #define CS_RULES_COUNT(counter) ((void)0)
 #endif
 
+void cs_stack_rules_forget(void) { atomic_fetch_add_explicit(&cs_rule_generation, 1, memory_order_acq_rel); }
+
+static inline uint64_t cs_rules_generation_now(void) {
+  return atomic_load_explicit(&cs_rule_generation, memory_order_acquire);
+}
+
+uint64_t cs_stack_rules_generation(void) { return cs_rules_generation_now(); }
+
 static inline size_t cs_rule_hash(uintptr_t ra) {
   return (size_t)(((uint64_t)ra * 0x9e3779b97f4a7c15ull) >> (64 - CS_RULE_TABLE_BITS));
 }
@@ -50,35 +67,74 @@ static inline cs_frame_rule_t cs_rule_unpack(uint64_t word) {
   return rule;
 }
 
-CS_NOINLINE static cs_frame_rule_t cs_stack_rule_miss(uintptr_t ra) {
+/* One slot's fields as one fill left them; false while a writer is changing the slot or changed
+ * it during the read (the caller goes on as if the slot held another address). */
+typedef struct cs_rule_read_s {
+  uint64_t seq;
+  uintptr_t key;
+  uint64_t generation;
+  uint64_t rule;
+} cs_rule_read_t;
+
+/* Acquire loads of fields a writer stores with release after making `seq` odd: a reader that
+ * reads one writer's field reads that odd `seq`, or a later one, after it. No fence (ThreadSanitizer
+ * does not follow fences); on x86-64 these are plain loads and stores. */
+static inline bool cs_rule_slot_read(cs_rule_slot_t *s, cs_rule_read_t *out) {
+  out->seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+  out->key = atomic_load_explicit(&s->key, memory_order_acquire);
+  out->generation = atomic_load_explicit(&s->generation, memory_order_acquire);
+  out->rule = atomic_load_explicit(&s->rule, memory_order_acquire);
+  return (out->seq & 1) == 0 && atomic_load_explicit(&s->seq, memory_order_relaxed) == out->seq;
+}
+
+/* Keeps `word`, the rule of `ra` compiled in `generation`, in an empty slot or one whose rule is of
+ * an earlier generation; leaves the table as it is when there is none among the probes, or when
+ * the rule is there already. */
+static void cs_rule_keep(uintptr_t ra, uint64_t generation, uint64_t word) {
+  size_t i = cs_rule_hash(ra);
+  for (int k = 0; k < CS_RULE_PROBES; k++, i = (i + 1) & (CS_RULE_TABLE_SIZE - 1)) {
+    cs_rule_slot_t *s = &cs_rule_table[i];
+    cs_rule_read_t held;
+    if (!cs_rule_slot_read(s, &held)) continue;
+    if (held.seq != 0) {
+      if (held.key == ra && held.generation == generation) return; /* another thread kept it first */
+      if (held.generation >= generation) continue; /* a rule of this generation, or of a later one */
+    }
+    /* Claimed only if no writer came between the read and now (`seq` never repeats). */
+    uint64_t expected = held.seq;
+    if (!atomic_compare_exchange_strong_explicit(&s->seq, &expected, held.seq + 1, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+      continue;
+    atomic_store_explicit(&s->key, ra, memory_order_release); /* after `seq` odd (cs_rule_slot_read) */
+    atomic_store_explicit(&s->generation, generation, memory_order_release);
+    atomic_store_explicit(&s->rule, word, memory_order_release);
+    atomic_store_explicit(&s->seq, held.seq + 2, memory_order_release);
+    return;
+  }
+}
+
+CS_NOINLINE static cs_frame_rule_t cs_stack_rule_miss(uintptr_t ra, uint64_t generation) {
   const cs_frame_rule_t rule = cs_frame_rule_compile(ra);
   uint64_t word;
   memcpy(&word, &rule, sizeof word);
-  size_t i = cs_rule_hash(ra);
-  for (int k = 0; k < CS_RULE_PROBES; k++, i = (i + 1) & (CS_RULE_TABLE_SIZE - 1)) {
-    uintptr_t key = atomic_load_explicit(&cs_rule_table[i].key, memory_order_acquire);
-    if (key == ra) break; /* another thread kept it first */
-    if (key != CS_RULE_EMPTY) continue;
-    if (!atomic_compare_exchange_strong_explicit(&cs_rule_table[i].key, &key, CS_RULE_FILLING,
-                                                 memory_order_acquire, memory_order_relaxed))
-      continue;
-    atomic_store_explicit(&cs_rule_table[i].rule, word, memory_order_relaxed);
-    atomic_store_explicit(&cs_rule_table[i].key, ra, memory_order_release);
-    break;
-  }
+  cs_rule_keep(ra, generation, word);
   return rule;
 }
 
-cs_frame_rule_t cs_stack_rule_for(uintptr_t ra) {
+/* The rule of `ra` in `generation`, read before the walk began: a rule compiled in it may be kept
+ * after a library is unloaded, but only a walk that began before will use it. */
+static inline cs_frame_rule_t cs_rule_lookup(uintptr_t ra, uint64_t generation) {
   size_t i = cs_rule_hash(ra);
   for (int k = 0; k < CS_RULE_PROBES; k++, i = (i + 1) & (CS_RULE_TABLE_SIZE - 1)) {
-    const uintptr_t key = atomic_load_explicit(&cs_rule_table[i].key, memory_order_acquire);
-    if (CS_LIKELY(key == ra))
-      return cs_rule_unpack(atomic_load_explicit(&cs_rule_table[i].rule, memory_order_relaxed));
-    if (key == CS_RULE_EMPTY) break;
+    cs_rule_read_t held;
+    if (!cs_rule_slot_read(&cs_rule_table[i], &held)) continue;
+    if (CS_LIKELY(held.key == ra && held.generation == generation)) return cs_rule_unpack(held.rule);
+    if (held.seq == 0) break; /* never filled: the probes of `ra` end here */
   }
-  return cs_stack_rule_miss(ra);
+  return cs_stack_rule_miss(ra, generation);
 }
+
+cs_frame_rule_t cs_stack_rule_for(uintptr_t ra) { return cs_rule_lookup(ra, cs_rules_generation_now()); }
 
 /* ---- the thread's last walk ----
  *
@@ -87,25 +143,32 @@ cs_frame_rule_t cs_stack_rule_for(uintptr_t ra) {
  * from a load that does not wait for the walk so far; the table's lookup (hash, key, rule) sits
  * on the walk's chain of dependent loads, and costs about as much again as the rest of a step.
  * A capture from a signal handler that interrupted a capture does not use it (`busy`): its
- * entries may be half written. 40 entries: the default 32 frames and the leading frames skipped. */
+ * entries may be half written. The memo holds rules of one generation: a walk in a later one
+ * forgets them first. 40 entries: the default 32 frames and the leading frames skipped. */
 enum { CS_WALK_MEMO = 40 };
 typedef struct cs_walk_memo_s {
   uintptr_t ra;
   cs_frame_rule_t rule; /* unpacked: its fields are read as they are */
 } cs_walk_memo_t;
 static CS_TLS cs_walk_memo_t cs_walk_memo[CS_WALK_MEMO];
+static CS_TLS uint64_t cs_walk_memo_generation;
 static CS_TLS volatile sig_atomic_t cs_walk_busy;
 
-static inline cs_frame_rule_t cs_walk_rule(uintptr_t pc, size_t frame, bool memo) {
+static inline cs_frame_rule_t cs_walk_rule(uintptr_t pc, size_t frame, bool memo, uint64_t generation) {
   if (memo && frame < CS_WALK_MEMO) {
     cs_walk_memo_t *m = &cs_walk_memo[frame];
     if (CS_LIKELY(m->ra == pc)) return m->rule;
-    const cs_frame_rule_t rule = cs_stack_rule_for(pc);
+    const cs_frame_rule_t rule = cs_rule_lookup(pc, generation);
     m->rule = rule;
     m->ra = pc;
     return rule;
   }
-  return cs_stack_rule_for(pc);
+  return cs_rule_lookup(pc, generation);
+}
+
+CS_COLD static void cs_walk_memo_forget(uint64_t generation) {
+  for (size_t i = 0; i < CS_WALK_MEMO; i++) cs_walk_memo[i].ra = 0;
+  cs_walk_memo_generation = generation;
 }
 
 /* Reads the program's own stack: the slots the unwind tables name (a return address, a saved
@@ -119,13 +182,15 @@ CS_NO_SANITIZE long cs_stack_walk_rules(const cs_stack_start_t *start, uintptr_t
   const bool memo = !cs_walk_busy;
   cs_walk_busy = 1;
   atomic_signal_fence(memory_order_seq_cst);
+  const uint64_t generation = cs_rules_generation_now();
+  if (memo && CS_UNLIKELY(cs_walk_memo_generation != generation)) cs_walk_memo_forget(generation);
   for (size_t frame = 0; frame < limit; frame++) {
     if (!leading || pc - skip_lo >= skip_hi - skip_lo) { /* not lo <= pc < hi */
       leading = false;
       if (n == max) break;
       pcs[n++] = pc;
     }
-    const cs_frame_rule_t rule = cs_walk_rule(pc, frame, memo);
+    const cs_frame_rule_t rule = cs_walk_rule(pc, frame, memo, generation);
     if (CS_UNLIKELY(rule.kind != CS_FRAME_RULE_STEP)) {
       if (rule.kind == CS_FRAME_RULE_LAST) break;
       goto done;

@@ -88,7 +88,7 @@ static void cs_thread_log_reset_chunks(cs_thread_log_t *l) {
 }
 
 typedef struct cs_log_cursor_s {
-  const cs_log_chunk_t *chunk;
+  cs_log_chunk_t *chunk; /* its entries are converted as the copy reaches them */
   uint32_t at;
 } cs_log_cursor_t;
 
@@ -217,38 +217,32 @@ static void cs_heap_sift_down(cs_log_cursor_t *heap, size_t n, size_t i, uint32_
   }
 }
 
-static void cs_thread_log_convert(cs_thread_log_t *l) {
-  cs_ticks_anchor_t now = cs_ticks_anchor();
-  cs_ring_converter_t cv;
-  if (!cs_ring_converter_begin(&cv, &l->start, &l->converted_until, &now)) return; /* next copy */
-  for (size_t i = 0; i < l->chunk_count; i++)
-    for (uint32_t k = 0; k < l->chunks[i].count; k++) cs_ring_convert_entry(&cv, &l->chunks[i].entries[k]);
-  l->converted_until = now;
-}
-
 size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped) {
   *dropped = 0;
   if (l->capacity == 0 || l->pushed == 0) return 0;
   cs_log_cursor_t *heap = l->heap;
-  cs_thread_log_convert(l);
-  /* entries the conversion had to leave (a counter that did not advance) get the last copy's time */
-  uint64_t fallback_us = (l->converted_until.monotonic_ns - l->start.monotonic_ns) / 1000u;
   const uint32_t cut = l->cut;
   size_t n_heap = 0;
   for (size_t i = 0; i < l->chunk_count; i++) {
-    const cs_log_chunk_t *c = &l->chunks[i];
+    cs_log_chunk_t *c = &l->chunks[i];
     uint32_t at = 0;
     while (at < c->count && cs_seq_before(c->seq[at], cut)) at++; /* before the cut: not a suffix */
     if (at < c->count) heap[n_heap++] = (cs_log_cursor_t){.chunk = c, .at = at};
   }
   for (size_t i = n_heap / 2; i-- > 0;) cs_heap_sift_down(heap, n_heap, i, cut);
+  /* entries are converted in the order they were made, as a ring's are (cs_ring_convert_next) */
+  cs_ticks_anchor_t now = cs_ticks_anchor();
+  cs_ring_converter_t cv;
+  cs_ring_converter_begin(&cv, &l->start, &l->converted_until, &now);
   size_t n = 0;
   while (n_heap > 0) {
     cs_log_cursor_t *top = &heap[0];
-    cs_ring_entry_export(&out[n++], &top->chunk->entries[top->at], l->start_epoch_us, fallback_us);
+    cs_ring_entry_t *e = &top->chunk->entries[top->at];
+    cs_ring_entry_export(&out[n++], e, l->start_epoch_us, cs_ring_convert_next(&cv, e));
     if (++top->at == top->chunk->count) heap[0] = heap[--n_heap];
     cs_heap_sift_down(heap, n_heap, 0, cut);
   }
+  if (cv.converts) l->converted_until = now;
   if (n > l->capacity) { /* the chunks hold more: a copy keeps CUDASNAP_MAX_ENTRIES, as a ring does */
     memmove(out, out + (n - l->capacity), l->capacity * sizeof *out);
     n = l->capacity;

@@ -2,13 +2,16 @@
  * gives, on every kind of stack the tests can build: this file's own -O2 code, a shared library
  * built -O2 -fomit-frame-pointer and reached through the PLT, libc calling back (qsort), a frame
  * with a big array and alloca (a CFA on rbp), a new thread down to its outermost frame, signal
- * handlers (where the walk must give up and libunwind answer), and a timer signal landing inside
- * the fake libcuda. Each capture runs both unwinders from the same frame and compares the frames
+ * handlers (where the walk must give up and libunwind answer), a timer signal landing inside
+ * the fake libcuda, and a library unloaded and another loaded at its addresses with other frames
+ * (the rules of the first must be forgotten). Each capture runs both unwinders from the same frame and compares the frames
  * from that frame's caller outward, to the end of the stack. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -291,6 +294,177 @@ static void test_signal_inside_fake_driver(void **state) {
   free(timer_both);
 }
 
+/* ---- a library unloaded, another at its addresses ---- */
+
+typedef size_t (*swap_chain_fn)(int depth, stack_rules_lib_fn fn, void *arg);
+typedef size_t (*swap_frame_fn)(void);
+enum { SWAP_DEPTH = 6 };
+
+typedef struct swap_lib_s {
+  void *handle;
+  void *chain_at; /* the chain function's address, as dlsym gave it */
+  swap_chain_fn chain;
+  size_t frame;
+} swap_lib_t;
+
+static swap_lib_t swap_open(const char *path) {
+  swap_lib_t lib = {.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)};
+  assert_non_null(lib.handle);
+  lib.chain_at = dlsym(lib.handle, "stack_rules_swap_chain");
+  void *frame = dlsym(lib.handle, "stack_rules_swap_frame");
+  assert_non_null(lib.chain_at);
+  assert_non_null(frame);
+  swap_frame_fn frame_fn;
+  memcpy(&lib.chain, &lib.chain_at, sizeof lib.chain_at);
+  memcpy(&frame_fn, &frame, sizeof frame);
+  lib.frame = frame_fn();
+  return lib;
+}
+
+/* A capture SWAP_DEPTH + 1 frames deep in the library: libunwind's frames hold that many in the
+ * chain function (the reference is right), and the rules' are libunwind's. */
+static void swap_capture_and_check(const swap_lib_t *lib, both_t *b) {
+  assert_int_equal(lib->chain(SWAP_DEPTH, capture_cb, b), 1);
+  Dl_info at;
+  assert_true(dladdr(lib->chain_at, &at) != 0);
+  size_t in_chain = 0;
+  for (size_t i = 0; i < b->n_unw; i++) {
+    Dl_info pc;
+    if (dladdr((void *)(b->unw[i] - 1), &pc) && pc.dli_saddr == at.dli_saddr) in_chain++;
+  }
+  assert_int_equal(in_chain, SWAP_DEPTH + 1);
+  check_both(b, true);
+}
+
+#ifndef __SANITIZE_THREAD__ /* test_new_thread says why no thread may end here under TSan */
+/* The thread that walked library A last keeps A's rules in its memo of its last walk; after the
+ * swap it walks B's frames at the same depths and return addresses. */
+typedef struct swap_thread_s {
+  pthread_barrier_t step;
+  const swap_lib_t *lib;
+  both_t *b;
+} swap_thread_t;
+
+static void *swap_thread_main(void *arg) {
+  swap_thread_t *t = arg;
+  for (int round = 0; round < 2; round++) {
+    pthread_barrier_wait(&t->step); /* the library to walk is there */
+    assert_int_equal(t->lib->chain(SWAP_DEPTH, capture_cb, t->b), 1);
+    pthread_barrier_wait(&t->step); /* walked */
+  }
+  return NULL;
+}
+#endif
+
+/* A library is unloaded (dlclose) and another with the same code and other frames is loaded at its
+ * addresses: the rules compiled from the first, in the table and in each thread's memo, must not
+ * be used for the second. Before the rules had generations, the walk read the return addresses of
+ * B's frames where A's rules said: frames that are not libunwind's, or a failed walk. */
+static void test_library_swapped_at_same_address(void **state) {
+  (void)state;
+  both_t *b = calloc(1, sizeof *b), *tb = calloc(1, sizeof *tb);
+  assert_non_null(b);
+  assert_non_null(tb);
+  swap_lib_t a = swap_open(SWAP_LIB_A);
+  assert_int_equal(a.frame, 3000);
+  const void *a_chain = a.chain_at;
+  for (int round = 0; round < 2; round++) swap_capture_and_check(&a, b); /* compiled, then from the memo */
+
+#ifndef __SANITIZE_THREAD__
+  swap_thread_t t = {.lib = &a, .b = tb};
+  pthread_t thread;
+  assert_int_equal(pthread_barrier_init(&t.step, NULL, 2), 0);
+  assert_int_equal(pthread_create(&thread, NULL, swap_thread_main, &t), 0);
+  pthread_barrier_wait(&t.step);
+  pthread_barrier_wait(&t.step);
+  check_both(tb, true);
+#endif
+
+  assert_int_equal(dlclose(a.handle), 0);
+  swap_lib_t bl = swap_open(SWAP_LIB_B);
+  assert_int_equal(bl.frame, 200);
+  /* the loader reuses the hole A left: the same addresses, or this test proves nothing */
+  assert_ptr_equal(bl.chain_at, a_chain);
+  for (int round = 0; round < 2; round++) swap_capture_and_check(&bl, b);
+
+#ifndef __SANITIZE_THREAD__
+  t.lib = &bl;
+  pthread_barrier_wait(&t.step);
+  pthread_barrier_wait(&t.step);
+  check_both(tb, true);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  pthread_barrier_destroy(&t.step);
+#endif
+  assert_int_equal(dlclose(bl.handle), 0);
+  free(b);
+  free(tb);
+}
+
+/* ---- walks while generations end ---- */
+
+enum { WALKERS = 3, WALKS = 20000, CHAIN_DEPTH = 8 };
+
+typedef struct walker_s {
+  uintptr_t pcs[CS_STACK_MAX_DEPTH];
+  long n;
+} walker_t;
+
+static atomic_int walkers_running;
+static atomic_long walks_wrong;
+static pthread_barrier_t walkers_start;
+
+static size_t walker_capture(void *arg) {
+  walker_t *w = arg;
+  w->n = cs_stack_capture_by_rules(w->pcs, CS_STACK_MAX_DEPTH);
+  KEEP_FRAME();
+  return 1;
+}
+
+/* The frames from the capture through the library's chain, the same in every walk (the call
+ * site in walker_main may differ: the compiler may copy the loop's call). */
+static bool walker_same(const walker_t *a, const walker_t *b) {
+  const size_t common = CHAIN_DEPTH + 2;
+  return a->n == b->n && a->n > (long)common && memcmp(a->pcs, b->pcs, common * sizeof a->pcs[0]) == 0;
+}
+
+/* Every walk gives the frames of the first, while the rules they use are refilled: libunwind is
+ * never called here, so the threads may end under TSan. */
+static void *walker_main(void *arg) {
+  (void)arg;
+  walker_t first = {0}, again = {0};
+  pthread_barrier_wait(&walkers_start);
+  stack_rules_lib_chain(CHAIN_DEPTH, walker_capture, &first);
+  for (int i = 0; i < WALKS; i++) {
+    stack_rules_lib_chain(CHAIN_DEPTH, walker_capture, &again);
+    if (!walker_same(&first, &again)) atomic_fetch_add(&walks_wrong, 1);
+  }
+  atomic_fetch_sub(&walkers_running, 1);
+  KEEP_FRAME();
+  return NULL;
+}
+
+/* Threads walk by rules while generations end one after another (as dlclose ends them): slots are
+ * refilled and memos forgotten under the readers, who must never read a rule half written or
+ * another address's rule. */
+static void test_walks_while_generations_end(void **state) {
+  (void)state;
+  pthread_t t[WALKERS];
+  atomic_store(&walkers_running, WALKERS);
+  atomic_store(&walks_wrong, 0);
+  assert_int_equal(pthread_barrier_init(&walkers_start, NULL, WALKERS + 1), 0);
+  for (int i = 0; i < WALKERS; i++) assert_int_equal(pthread_create(&t[i], NULL, walker_main, NULL), 0);
+  const uint64_t before = cs_stack_rules_generation();
+  pthread_barrier_wait(&walkers_start);
+  do {
+    cs_stack_rules_forget();
+    sched_yield();
+  } while (atomic_load(&walkers_running) > 0);
+  for (int i = 0; i < WALKERS; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+  pthread_barrier_destroy(&walkers_start);
+  assert_true(cs_stack_rules_generation() > before);
+  assert_int_equal(atomic_load(&walks_wrong), 0);
+}
+
 /* The counters: the walk answered ordinary stacks and gave up only where it had to. */
 static void test_rules_answered(void **state) {
   (void)state;
@@ -308,6 +482,8 @@ int main(void) {
       cmocka_unit_test_setup(test_depth_limits, no_skip),
       cmocka_unit_test_setup(test_signal_handler, no_skip),
       cmocka_unit_test_setup(test_signal_inside_fake_driver, no_skip),
+      cmocka_unit_test_setup(test_library_swapped_at_same_address, no_skip),
+      cmocka_unit_test_setup(test_walks_while_generations_end, no_skip),
       cmocka_unit_test_setup(test_rules_answered, no_skip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
