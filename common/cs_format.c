@@ -29,13 +29,12 @@ void cs_format_size(uint64_t bytes, char *buf, size_t len) {
 }
 
 void cs_format_size_torch(uint64_t bytes, char *buf, size_t len) {
-  if (bytes < 1024) {
-    snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-    return;
-  }
-  size_t unit;
-  double value = cs_format_scale(bytes, 4, &unit); /* TiB at most */
-  snprintf(buf, len, "%.2f %s", value, cs_format_units[unit]);
+  /* c10's format_size: a unit is kept up to and including 1024 of it ("1024.00 MiB" for 1 GiB),
+   * and GiB is the largest. */
+  if (bytes <= 1024) snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+  else if (bytes <= (1ull << 20)) snprintf(buf, len, "%.2f KiB", (double)bytes / 1024.0);
+  else if (bytes <= (1ull << 30)) snprintf(buf, len, "%.2f MiB", (double)bytes / 1048576.0);
+  else snprintf(buf, len, "%.2f GiB", (double)bytes / 1073741824.0);
 }
 
 void cs_format_bytes(uint64_t bytes, char *buf, size_t len) {

@@ -9,8 +9,9 @@
 /* "3.0 MiB": readable only; "512 B" below 1 KiB. */
 void cs_format_size(uint64_t bytes, char *buf, size_t len);
 
-/* PyTorch's way of writing a size in its out-of-memory message: "48.00 MiB", "1.50 GiB",
- * "512 bytes" below 1 KiB; TiB at most. */
+/* PyTorch's way of writing a size in its out-of-memory message (c10's format_size), to the
+ * letter: "48.00 MiB", "1.50 GiB", "1024.00 MiB" for 1 GiB, "1024 bytes" up to 1 KiB, GiB at
+ * most ("2048.00 GiB"). */
 void cs_format_size_torch(uint64_t bytes, char *buf, size_t len);
 
 /* "12582912 B (12.0 MiB)": exact, then readable; just "512 B" below 1 KiB. */
