@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memviz/passthrough.h"
 #include "record/recfile.h"
-#include "snapshot/passthrough.h"
 
 static int cs_rec_fail(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int cs_rec_fail(char *why, size_t why_len, const char *fmt, ...) {
