@@ -22,6 +22,10 @@
 #include "reader/reader.h"
 #include "reader/unpickle.h"
 
+const char *cs_snapshot_format_name(cs_snapshot_format_t format) {
+  return format == CS_SNAPSHOT_PICKLE ? "pickle" : "JSON";
+}
+
 void cs_read_error_set(cs_read_error_t *err, size_t offset, const char *fmt, ...) {
   err->offset = offset;
   va_list ap;

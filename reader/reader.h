@@ -28,6 +28,9 @@ typedef enum cs_snapshot_format_e {
   CS_SNAPSHOT_PICKLE = 1,
 } cs_snapshot_format_t;
 
+/* "JSON" or "pickle", as the tool names a format to the user. */
+const char *cs_snapshot_format_name(cs_snapshot_format_t format);
+
 /* What went wrong, for a one-line message: "<file>: <where>: <problem>". */
 typedef struct cs_read_error_s {
   size_t offset;       /* byte offset of the problem */
