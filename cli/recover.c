@@ -18,7 +18,7 @@
 #include "model/build.h"
 #include "model/write.h"
 #include "reader/recording.h"
-#include "record/pyframes.h"
+#include "record/stack_entry.h"
 #include "snapshot/symbolize.h"
 
 static const char cs_recover_name[] = "recover";

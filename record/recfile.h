@@ -13,6 +13,7 @@
  *   header     one page: identity, clock, section offsets, argv
  *   modules    CS_RECFILE_MODULES fixed records, appended as modules are seen
  *   stacks     an append-only log of interned stacks {id, n, pcs[n]}, ids 1, 2, ... in order
+ *              (each pc a return address or a Python frame entry: record/stack_entry.h)
  *   rings      one section per context, added as contexts are created, and one for the memory
  *              passed through the cache (device CS_RECFILE_RING_PASSTHROUGH), added at its first
  *              event: a page of ring header, then `capacity` 32-byte cs_ring_entry_t
