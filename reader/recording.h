@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record/ring.h"
+#include "record/ring_entry.h"
 
 typedef struct cs_rec_ring_s {
   int device;               /* CS_RECFILE_RING_PASSTHROUGH: the ring of memory passed through */

@@ -17,7 +17,7 @@
  *   rings      one section per context, added as contexts are created, and one for the memory
  *              passed through the cache (device CS_RECFILE_RING_PASSTHROUGH), added at its first
  *              event: a page of ring header, then `capacity` 32-byte cs_ring_entry_t
- *              (record/ring.h), used as the ring itself
+ *              (record/ring_entry.h), used as the ring itself
  *
  * The pass-through ring's entries carry their own devices, like every entry, and their kind of
  * memory (memviz/passthrough.h's cs_foreign_kind_t) in the top bits of stack_id: stack id |
