@@ -24,6 +24,7 @@ CIRCLE_FOLDERS = ["cli", "export", "report", "analysis", "reader", "model", "sta
                   "memviz", "common"]
 SOURCE_EXT = (".c", ".h", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+LEXEMES = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
 IDENT = re.compile(r"[A-Za-z_]\w*")
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else", "case", "_Alignof",
             "_Static_assert", "_Generic", "defined", "__attribute__", "typeof", "__typeof__"}
@@ -78,10 +79,12 @@ def check_includes(source, table):
 
 def strip(text):
     """Comments, strings, characters and preprocessor lines blanked (newlines kept)."""
-    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
-    text = re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+    def blank(m):
+        t = m.group(0)
+        if t.startswith("/*"):
+            return re.sub(r"[^\n]", " ", t)
+        return "" if t.startswith("//") else t[0] * 2  # "" or ''
+    text = LEXEMES.sub(blank, text)  # one pass: a "/*" in a string is no comment, nor "x" in one
     text = re.sub(r"^[ \t]*#(.*\\\n)*.*$", "", text, flags=re.M)
     return text
 
