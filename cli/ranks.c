@@ -12,6 +12,8 @@
 
 #include "cli/cli.h"
 #include "cli/load.h"
+#include "cli/ranks_job.h"
+#include "cli/ranks_print.h"
 #include "reader/head.h"
 
 static const char cs_ranks_help[] =
@@ -89,55 +91,7 @@ int64_t cs_ranks_from_name(const char *path) {
   return -1;
 }
 
-/* ---- rows ------------------------------------------------------------------------------------ */
-
-static void cs_ranks_free(cs_ranks_job_t *job) {
-  for (size_t i = 0; i < job->count; i++) {
-    cs_rank_summary_free(&job->rows[i].s);
-    free(job->rows[i].file);
-  }
-  free(job->rows);
-}
-
-/* The row of the same process (same host and pid: cudasnap's files only), or NULL. */
-static cs_ranks_row_t *cs_ranks_find(cs_ranks_job_t *job, const cs_rank_summary_t *s) {
-  for (size_t i = 0; i < job->count; i++)
-    if (cs_rank_summary_same_process(s, &job->rows[i].s)) return &job->rows[i];
-  return NULL;
-}
-
-/* Take s (owned from now on) as a snapshot of its process. 0, or -1 without host memory. */
-static int cs_ranks_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *path) {
-  cs_ranks_row_t *row = cs_ranks_find(job, s);
-  char *file = strdup(path);
-  if (file == NULL) return -1;
-  if (row != NULL) {
-    cs_rank_summary_share_oom(&row->s, s); /* an earlier snapshot's OOM stays the process's */
-    if (cs_rank_summary_later(s, &row->s)) {
-      cs_rank_summary_free(&row->s);
-      free(row->file);
-      row->s = *s;
-      row->file = file;
-    } else {
-      cs_rank_summary_free(s);
-      free(file);
-    }
-    row->snapshots++;
-    return 0;
-  }
-  if (job->count == job->capacity) {
-    size_t cap = job->capacity ? job->capacity * 2 : 64;
-    cs_ranks_row_t *rows = realloc(job->rows, cap * sizeof *rows);
-    if (rows == NULL) {
-      free(file);
-      return -1;
-    }
-    job->rows = rows;
-    job->capacity = cap;
-  }
-  job->rows[job->count++] = (cs_ranks_row_t){.s = *s, .file = file, .snapshots = 1};
-  return 0;
-}
+/* ---- the files ------------------------------------------------------------------------------- */
 
 /* The file's summary from its head (a few KB: cudasnap's files), else from the whole file.
  * 0, -1 without host memory, or 1 when the file could not be read (its line is on stderr). */
@@ -163,7 +117,7 @@ static int cs_ranks_read(cs_ranks_job_t *job, const char *path, bool full, bool 
   int rc = cs_ranks_summarize(path, full, &skip, &s);
   if (rc > 0) return skip ? CS_CLI_OK : CS_CLI_FAIL;
   if (rc == 0 && s.rank < 0) s.rank = cs_ranks_from_name(path);
-  if (rc == 0 && cs_ranks_add(job, &s, path) != 0) {
+  if (rc == 0 && cs_ranks_job_add(job, &s, path) != 0) {
     cs_rank_summary_free(&s);
     rc = -1;
   }
@@ -217,46 +171,6 @@ static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir, bool full) {
   return rc;
 }
 
-static int cs_ranks_cmp(const void *x, const void *y) {
-  const cs_ranks_row_t *a = x, *b = y;
-  if (a->s.peak_allocated != b->s.peak_allocated) return a->s.peak_allocated > b->s.peak_allocated ? -1 : 1;
-  if (a->s.rank != b->s.rank) return a->s.rank < b->s.rank ? -1 : 1;
-  return strcmp(a->file, b->file);
-}
-
-/* ---- the differing sites --------------------------------------------------------------------- */
-
-static uint64_t cs_ranks_site_bytes(const cs_rank_summary_t *s, const char *site) {
-  for (size_t i = 0; i < s->nsites; i++)
-    if (strcmp(s->sites[i].site, site) == 0) return s->sites[i].bytes;
-  return 0;
-}
-
-static int cs_ranks_diff_cmp(const void *x, const void *y) {
-  const cs_ranks_diff_t *a = x, *b = y;
-  uint64_t da = a->highest > a->median ? a->highest - a->median : a->median - a->highest;
-  uint64_t db = b->highest > b->median ? b->highest - b->median : b->median - b->highest;
-  if (da != db) return da > db ? -1 : 1;
-  return strcmp(a->site, b->site);
-}
-
-size_t cs_ranks_differing(const cs_ranks_job_t *job, cs_ranks_diff_t *out, size_t max) {
-  if (job->count < 2) return 0;
-  const cs_rank_summary_t *hi = &job->rows[0].s, *med = &job->rows[cs_ranks_median(job)].s;
-  cs_ranks_diff_t all[2 * CS_RANK_SITES];
-  size_t n = 0;
-  for (size_t i = 0; i < hi->nsites; i++)
-    all[n++] = (cs_ranks_diff_t){hi->sites[i].site, hi->sites[i].bytes, cs_ranks_site_bytes(med, hi->sites[i].site)};
-  for (size_t i = 0; i < med->nsites; i++)
-    if (cs_ranks_site_bytes(hi, med->sites[i].site) == 0 && med->sites[i].bytes > 0)
-      all[n++] = (cs_ranks_diff_t){med->sites[i].site, 0, med->sites[i].bytes};
-  qsort(all, n, sizeof *all, cs_ranks_diff_cmp);
-  size_t kept = 0;
-  for (size_t i = 0; i < n && kept < max; i++)
-    if (all[i].highest != all[i].median) out[kept++] = all[i];
-  return kept;
-}
-
 /* ---- the subcommand -------------------------------------------------------------------------- */
 
 typedef struct cs_ranks_opts_s {
@@ -305,7 +219,7 @@ int cs_cli_ranks(int argc, char **argv) {
     rc = CS_CLI_FAIL;
   }
   if (rc == CS_CLI_OK) {
-    qsort(job.rows, job.count, sizeof *job.rows, cs_ranks_cmp);
+    cs_ranks_job_sort(&job);
     size_t rows = o.top ? (size_t)o.top : job.count;
     size_t sites = o.top ? (size_t)o.top : CS_RANKS_SITES_DEFAULT;
     if (o.json) {
@@ -318,6 +232,6 @@ int cs_cli_ranks(int argc, char **argv) {
       cs_ranks_print_table(&job, rows, sites);
     }
   }
-  cs_ranks_free(&job);
+  cs_ranks_job_free(&job);
   return rc;
 }

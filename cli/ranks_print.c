@@ -1,11 +1,12 @@
-/* `cudasnap ranks`: the job as a table or as one JSON object (contract in cli/ranks.h). */
+/* `cudasnap ranks`: the job as a table or as one JSON object (contract in cli/ranks_print.h). */
+#include "cli/ranks_print.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "analysis/lower_bound.h"
-#include "cli/ranks.h"
 #include "common/cs_compiler.h"
 #include "common/cs_format.h"
 #include "memviz/emit.h"

@@ -13,12 +13,12 @@
 #include "cli/recover_replay.h"
 #include "cli/replace.h"
 #include "memviz/output.h"
+#include "memviz/passthrough.h"
 #include "memviz/sink.h"
 #include "model/build.h"
 #include "model/write.h"
 #include "reader/recording.h"
-#include "record/pyframes.h"
-#include "snapshot/passthrough.h"
+#include "record/stack_entry.h"
 #include "snapshot/symbolize.h"
 
 static const char cs_recover_name[] = "recover";

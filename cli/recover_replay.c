@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot/passthrough.h"
+#include "memviz/passthrough.h"
 
 /* An event of the merged history and its place in it, for grouping by address stably. */
 typedef struct cs_rr_key_s {

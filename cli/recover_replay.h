@@ -19,7 +19,7 @@
 
 typedef struct cs_rr_block_s {
   int device;
-  int kind;           /* of memory passed through (snapshot/passthrough.h), -1: the cache's */
+  int kind;           /* of memory passed through (memviz/passthrough.h), -1: the cache's */
   uint64_t addr, size;
   uint32_t stack_id;
   bool pending;       /* free requested, not completed */
@@ -27,7 +27,7 @@ typedef struct cs_rr_block_s {
 
 typedef struct cs_rr_segment_s {
   int device;
-  int kind;           /* of memory passed through (snapshot/passthrough.h), -1: the cache's */
+  int kind;           /* of memory passed through (memviz/passthrough.h), -1: the cache's */
   bool expandable;    /* touching VMM mappings, joined as a dump draws them */
   uint64_t addr, size;
   uint32_t stream;    /* the ring's stream index */

@@ -147,7 +147,7 @@ static int cs_report_job_read(char *const *files, int n, cs_mem_sink_t *data, in
     cs_doc_t *doc = cs_load_snapshot_or_skip(files[i], cs_report_name, &format, &bytes, &skipped);
     if (doc == NULL && !skipped) ok = false; /* a missing file: said why, refused */
     if (doc == NULL) continue;
-    cs_report_source_t src = {.path = files[i], .bytes = bytes, .format = format};
+    cs_report_source_t src = {.path = files[i], .bytes = bytes, .format = cs_snapshot_format_name(format)};
     if (cs_job_page_add(page, doc, &src, cs_ranks_from_name(files[i])) != 0) ok = false, no_memory = true;
     else ++*added;
     cs_doc_free(doc);
@@ -223,7 +223,7 @@ int cs_cli_report(int argc, char **argv) {
   int rc = doc != NULL ? CS_CLI_OK : CS_CLI_FAIL;
   cs_mem_sink_t data = {.data = NULL};
   if (rc == CS_CLI_OK) {
-    cs_report_source_t src = {.path = in, .bytes = in_bytes, .format = format};
+    cs_report_source_t src = {.path = in, .bytes = in_bytes, .format = cs_snapshot_format_name(format)};
     if (cs_report_build(doc, &src, &data) != 0) rc = CS_CLI_FAIL;
   }
   cs_doc_free(doc); /* the data blob holds copies of all it needs */

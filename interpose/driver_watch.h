@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "snapshot/passthrough.h"
+#include "memviz/passthrough.h"
 #include "snapshot/snapshot.h"
 
 /* At most one driver query per device per this many ms from the slow paths (docs/snapshots.md). */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "common/cs_options.h"
-#include "snapshot/passthrough.h"
+#include "memviz/passthrough.h"
 
 struct cs_snap_state_s;
 

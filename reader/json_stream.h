@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "model/doc.h"
-#include "reader/reader.h"
+#include "reader/read_error.h"
 #include "reader/unpickle.h"
 
 /* JSON held in memory. NULL with *err filled. */

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +21,8 @@
 #include "reader/reader.h"
 #include "reader/unpickle.h"
 
-void cs_read_error_set(cs_read_error_t *err, size_t offset, const char *fmt, ...) {
-  err->offset = offset;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
+const char *cs_snapshot_format_name(cs_snapshot_format_t format) {
+  return format == CS_SNAPSHOT_PICKLE ? "pickle" : "JSON";
 }
 
 /* After JSON failed on bytes that are not a PROTO pickle: the viewer's unpickler on the same bytes.

@@ -20,23 +20,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/cs_compiler.h"
 #include "model/doc.h"
+#include "reader/read_error.h"
 
 typedef enum cs_snapshot_format_e {
   CS_SNAPSHOT_JSON = 0,
   CS_SNAPSHOT_PICKLE = 1,
 } cs_snapshot_format_t;
 
-/* What went wrong, for a one-line message: "<file>: <where>: <problem>". */
-typedef struct cs_read_error_s {
-  size_t offset;       /* byte offset of the problem */
-  int io_errno;        /* not 0: the file could not be opened or read (message: strerror) */
-  char message[256];   /* e.g. "unknown pickle opcode 0x63" */
-} cs_read_error_t;
-
-/* Fill *err (for the readers: "offset" and a printf-style message). */
-CS_PRINTF(3, 4) void cs_read_error_set(cs_read_error_t *err, size_t offset, const char *fmt, ...);
+/* "JSON" or "pickle", as the tool names a format to the user. */
+const char *cs_snapshot_format_name(cs_snapshot_format_t format);
 
 /* Parse a whole file held in memory. Returns the model (free with cs_doc_free) or NULL with *err
  * filled. *format is set when the format could be told. */

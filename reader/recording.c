@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memviz/passthrough.h"
 #include "record/recfile.h"
-#include "snapshot/passthrough.h"
 
 static int cs_rec_fail(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int cs_rec_fail(char *why, size_t why_len, const char *fmt, ...) {
@@ -43,8 +43,8 @@ static cs_rec_clock_t cs_rec_clock(const cs_recfile_header_t *h) {
   return c;
 }
 
-/* An entry's time as the library keeps it (record/ring.h: ring ticks, or microseconds since the
- * origin once a snapshot converted it) -> microseconds since the epoch. */
+/* An entry's time as the library keeps it (record/ring_entry.h: ring ticks, or microseconds since
+ * the origin once a snapshot converted it) -> microseconds since the epoch. */
 static uint64_t cs_rec_epoch_us(const cs_rec_clock_t *c, uint64_t when) {
   const uint64_t t = (when >> CS_RING_TIME_SHIFT) & CS_RING_TIME_MASK;
   if (when & CS_RING_TIME_CONVERTED) return c->origin_epoch_us + t;

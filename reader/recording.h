@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record/ring.h"
+#include "record/ring_entry.h"
 
 typedef struct cs_rec_ring_s {
   int device;               /* CS_RECFILE_RING_PASSTHROUGH: the ring of memory passed through */
@@ -22,7 +22,7 @@ typedef struct cs_rec_ring_s {
   uint64_t published;       /* entries the ring said it had pushed */
   cs_ring_entry_t *entries; /* whole entries, oldest first; when: us since the epoch, stream: index,
                                stack_id: without the kind's bits */
-  int8_t *kinds;            /* the pass-through ring's: each entry's kind (snapshot/passthrough.h);
+  int8_t *kinds;            /* the pass-through ring's: each entry's kind (memviz/passthrough.h);
                                NULL for a context's ring (the cache's memory) */
   size_t count;
   uint64_t dropped;         /* older entries the ring had overwritten */

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record/stack_entry.h"
+
 /* Looks the interpreter up (dlsym): call once, early, outside any hook, like cs_stack_init.
  * A process without an interpreter pays this one failed lookup. Idempotent. */
 void cs_py_init(void);
@@ -39,11 +41,7 @@ bool cs_py_active(void);
  * the native frames stand as they are). */
 size_t cs_py_merge(const uintptr_t *pcs, size_t n, uintptr_t *out, size_t max, bool python_only);
 
-/* ---- the entries, for the snapshot side ---- */
-
-#define CS_PY_FRAME_TAG ((uintptr_t)1 << 63)
-
-static inline bool cs_py_is_frame(uintptr_t entry) { return (entry & CS_PY_FRAME_TAG) != 0; }
+/* ---- the entries, for the snapshot side (their tag: record/stack_entry.h) ---- */
 
 /* The record naming the frame's code (0: one cudasnap could not keep: unnamed) and the index of
  * its instruction under way, in 2-byte code units. */

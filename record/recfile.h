@@ -13,13 +13,14 @@
  *   header     one page: identity, clock, section offsets, argv
  *   modules    CS_RECFILE_MODULES fixed records, appended as modules are seen
  *   stacks     an append-only log of interned stacks {id, n, pcs[n]}, ids 1, 2, ... in order
+ *              (each pc a return address or a Python frame entry: record/stack_entry.h)
  *   rings      one section per context, added as contexts are created, and one for the memory
  *              passed through the cache (device CS_RECFILE_RING_PASSTHROUGH), added at its first
  *              event: a page of ring header, then `capacity` 32-byte cs_ring_entry_t
- *              (record/ring.h), used as the ring itself
+ *              (record/ring_entry.h), used as the ring itself
  *
  * The pass-through ring's entries carry their own devices, like every entry, and their kind of
- * memory (snapshot/passthrough.h's cs_foreign_kind_t) in the top bits of stack_id: stack id |
+ * memory (memviz/passthrough.h's cs_foreign_kind_t) in the top bits of stack_id: stack id |
  * (kind + 1) << CS_RECFILE_KIND_SHIFT. A context's entries have 0 there (the cache's memory).
  *
  * Publication, and what a death at any instruction leaves: every counter below (module_count,

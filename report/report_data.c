@@ -118,7 +118,7 @@ static int cs_rdata_facts(const cs_doc_t *doc, const cs_report_source_t *src, in
   cs_emit_list_begin(e);
   cs_rdata_fact(e, "file", src->path);
   cs_format_bytes(src->bytes, size, sizeof size);
-  snprintf(text, sizeof text, "%s, %s", src->format == CS_SNAPSHOT_PICKLE ? "pickle" : "JSON", size);
+  snprintf(text, sizeof text, "%s, %s", src->format, size);
   cs_rdata_fact(e, "format", text);
   cs_rdata_fact(e, "written by", cs_rdata_writer(doc, text, sizeof text));
   cs_val_t root = cs_doc_root(doc);

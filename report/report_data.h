@@ -12,12 +12,13 @@
 
 #include "memviz/emit.h"
 #include "model/doc.h"
-#include "reader/reader.h"
 
+/* What the page says of the file the model was read from: the caller read it (the page takes
+ * models, never files). */
 typedef struct cs_report_source_s {
   const char *path;             /* as the user gave it */
   uint64_t bytes;               /* the file's size */
-  cs_snapshot_format_t format;
+  const char *format;           /* as the reader told it: "JSON" or "pickle" */
 } cs_report_source_t;
 
 /* Returns 0, or -1 without host memory. */

@@ -27,7 +27,7 @@
 #include "snapshot/symbolize.h"
 #include "snapshot/symbol_name.h"
 #include "common/cs_private_libs.h"
-#include "record/pyframes.h"
+#include "record/stack_entry.h"
 #include "snapshot/pyframes.h"
 
 /* Every libdw/libelf call goes through the privately loaded table (private_libs.h). */

@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "memviz/passthrough.h"
 #include "reader/recording.h"
 #include "record/recfile.h"
 #include "record/recfile_write.h"
-#include "snapshot/passthrough.h"
 
 typedef struct fixture_s {
   char path[64];

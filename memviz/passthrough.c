@@ -1,4 +1,4 @@
-#include "snapshot/passthrough.h"
+#include "memviz/passthrough.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,8 @@
 /* The kinds of memory that pass the cache by (interpose/foreign.c records them), as a snapshot
- * names, draws and reconciles them. Here, below interpose/, so that the snapshot writer and the
- * leak report know them too. */
+ * names, draws and reconciles them: each segment's "kind", the "passthrough_bytes.*" statistics
+ * keys. Part of the format both sides share: the library records and writes them; the tool reads
+ * them in a recording file's pass-through ring (reader/recording.h) and names them (`cudasnap
+ * recover`). No state: names and rules only. */
 #ifndef CS_PASSTHROUGH_H
 #define CS_PASSTHROUGH_H
 

@@ -1,0 +1,73 @@
+/* One entry of an allocator's event history, as the ring (record/ring.h) keeps it and the
+ * recording file (record/recfile.h) holds it: the memory_viz actions, the 32-byte entry and how its
+ * `when` packs the time, the device and the action. A format, with no state: the tool reads a
+ * recording's entries through this header alone. */
+#ifndef CS_RING_ENTRY_H
+#define CS_RING_ENTRY_H
+
+#include <stdint.h>
+
+/* The memory_viz actions, in one place for the ring and the writers. */
+typedef enum cs_action_e {
+  CS_ACTION_ALLOC = 0,
+  CS_ACTION_FREE_REQUESTED = 1,
+  CS_ACTION_FREE_COMPLETED = 2,
+  CS_ACTION_SEGMENT_ALLOC = 3,
+  CS_ACTION_SEGMENT_FREE = 4,
+  CS_ACTION_SEGMENT_MAP = 5,
+  CS_ACTION_SEGMENT_UNMAP = 6,
+  CS_ACTION_OOM = 7,
+  CS_ACTION_SNAPSHOT = 8,
+  CS_ACTION_COUNT
+} cs_action_t;
+
+/* Inline so that the tool names the actions of a recording (cudasnap recover) without linking
+ * the ring. */
+static inline const char *cs_action_name(cs_action_t action) {
+  static const char *const names[CS_ACTION_COUNT] = {
+      [CS_ACTION_ALLOC] = "alloc",
+      [CS_ACTION_FREE_REQUESTED] = "free_requested",
+      [CS_ACTION_FREE_COMPLETED] = "free_completed",
+      [CS_ACTION_SEGMENT_ALLOC] = "segment_alloc",
+      [CS_ACTION_SEGMENT_FREE] = "segment_free",
+      [CS_ACTION_SEGMENT_MAP] = "segment_map",
+      [CS_ACTION_SEGMENT_UNMAP] = "segment_unmap",
+      [CS_ACTION_OOM] = "oom",
+      [CS_ACTION_SNAPSHOT] = "snapshot",
+  };
+  return (unsigned)action < CS_ACTION_COUNT ? names[action] : "unknown";
+}
+
+enum { CS_RING_DEVICE_BITS = 8, CS_RING_ACTION_BITS = 4, CS_RING_TIME_SHIFT = CS_RING_DEVICE_BITS + CS_RING_ACTION_BITS };
+
+/* The time in a ring entry: ticks since the ring's start in units of 2^CS_RING_TICK_SHIFT ticks
+ * (51 bits: 333 days at a 5 GHz TSC, 4.5 years of the nanosecond clock, at a resolution of 13 to
+ * 64 ns), until a copy converts it in place to microseconds since the start and sets
+ * CS_RING_TIME_CONVERTED. An entry is converted once, so every snapshot gives it the same time. */
+enum { CS_RING_TICK_SHIFT = 6 };
+#define CS_RING_TIME_CONVERTED (UINT64_C(1) << 63)
+#define CS_RING_TIME_MASK ((CS_RING_TIME_CONVERTED >> CS_RING_TIME_SHIFT) - 1) /* 51 bits */
+
+/* 32 bytes. `when` packs the time, the device and the action. */
+typedef struct cs_ring_entry_s {
+  uint64_t addr;      /* block or segment address; device free bytes for OOM */
+  uint64_t size;      /* see snapshot-format.md section 2.5 */
+  uint64_t when;      /* time << 12 | device << 4 | action; the time is in ring ticks or us since
+                         the start (see CS_RING_TICK_SHIFT) in the ring, in us since the epoch in
+                         a copy */
+  uint32_t stack_id;  /* interned stack, 0 = none */
+  uint32_t stream;    /* index into the ring's stream table */
+} cs_ring_entry_t;
+
+_Static_assert(sizeof(cs_ring_entry_t) == 32, "ring entries are 32 bytes");
+
+static inline cs_action_t cs_ring_entry_action(const cs_ring_entry_t *e) {
+  return (cs_action_t)(e->when & ((1u << CS_RING_ACTION_BITS) - 1));
+}
+static inline int cs_ring_entry_device(const cs_ring_entry_t *e) {
+  return (int)((e->when >> CS_RING_ACTION_BITS) & ((1u << CS_RING_DEVICE_BITS) - 1));
+}
+/* Wall-clock microseconds since the epoch, of an entry copied out by cs_ring_copy. */
+static inline uint64_t cs_ring_entry_epoch_us(const cs_ring_entry_t *e) { return e->when >> CS_RING_TIME_SHIFT; }
+
+#endif
