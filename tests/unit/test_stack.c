@@ -191,11 +191,14 @@ TEST_FRAME static void replay_leaf(chain_t *ch) {
   ch->n = cs_stack_capture_numbered(ch->pcs, 16, &replay_number[ch->ret_a]);
   KEEP_FRAME();
 }
+static volatile int replay_sink; /* the callers differ, so that no build folds them into one */
 TEST_FRAME static void replay_via_one(chain_t *ch) {
+  replay_sink = 1;
   replay_leaf(ch);
   KEEP_FRAME();
 }
 TEST_FRAME static void replay_via_two(chain_t *ch) {
+  replay_sink = 2;
   replay_leaf(ch);
   KEEP_FRAME();
 }
