@@ -2,11 +2,13 @@
  * record-only pass-through. The algorithm itself lives in pool.c, fence.c and release.c. */
 #include "allocator/allocator.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "allocator/internal.h"
 #include "common/cs_assert.h"
+#include "common/cs_compiler.h"
 #include "common/cs_deadline.h"
 #include "common/cs_error.h"
 #include "common/cs_lock.h"
@@ -136,6 +138,29 @@ static int cs_passthrough_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *
   return 0;
 }
 
+/* ---- the thread's last block (sync free mode) ----
+ *
+ * Sync mode waits for the device before a free takes its block, but only for an address this
+ * allocator handed out (cs_allocator_free), which costs a lookup under the lock, taken and let go
+ * once more per free. A thread mostly frees the block it allocated last: that block's address is
+ * kept per thread, with the allocator and its count of segments released at the time. While no
+ * segment has been released since, the address still lies in one of the allocator's segments,
+ * where no memory of anyone else's can be, so a free of it may wait without the lookup. A block
+ * freed meanwhile by another thread makes the free find nothing after the wait: it answers as
+ * before, having waited once more. The three words are read and written by their own thread only
+ * (a signal handler's hook in between at worst costs a lookup or a wait, never a result). */
+typedef struct cs_last_block_s {
+  const cs_allocator_t *allocator;
+  uintptr_t addr;
+  uint64_t releases;
+} cs_last_block_t;
+static CS_TLS cs_last_block_t cs_last_block;
+
+static inline bool cs_last_block_is(const cs_allocator_t *a, uintptr_t addr) {
+  return cs_last_block.addr == addr && cs_last_block.allocator == a &&
+         cs_last_block.releases == atomic_load_explicit(&a->releases, memory_order_relaxed);
+}
+
 int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32_t stack_id,
                         uintptr_t *addr) {
   if (size == 0) return -CS_EINVAL;
@@ -150,6 +175,8 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
     }
     else rc = cs_passthrough_malloc(a, &r, addr);
   }
+  if (rc == 0) cs_last_block = (cs_last_block_t){.allocator = a, .addr = *addr,
+                                                 .releases = atomic_load_explicit(&a->releases, memory_order_relaxed)};
   cs_lock_release(&a->lock);
   return rc;
 }
@@ -181,7 +208,8 @@ int cs_allocator_free(cs_allocator_t *a, uintptr_t addr) {
    * kernels), and other threads must go on allocating meanwhile. Only for an address this
    * allocator handed out: the driver's free of stream-ordered or pool memory waits for nothing. */
   if (a->conf.cache && a->conf.free_mode == CS_FREE_SYNC && !cs_alloc_is_capturing(a)) {
-    if (!cs_allocator_owns(a, addr)) return -CS_EINVAL;
+    if (cs_last_block_is(a, addr)) cs_last_block.addr = 0;
+    else if (!cs_allocator_owns(a, addr)) return -CS_EINVAL;
     sync_status = a->backend.ops->synchronize(a->backend.self);
   }
 

@@ -6,6 +6,7 @@
 #define CS_ALLOCATOR_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "allocator/allocator.h"
 #include "allocator/block.h"
@@ -63,6 +64,8 @@ struct cs_allocator_s {
   cs_event_cache_t idle_events;
   cs_stats_t stats;
   size_t gc_limit;            /* reserved bytes above which GC runs; 0 = not computed yet */
+
+  _Atomic uint64_t releases;  /* segments released or forgotten (allocator.c: the thread's last block) */
 
   cs_block_t *spare_blocks;   /* recycled block structs, linked through u.held.next_pending */
   size_t spare_count;

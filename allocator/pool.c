@@ -198,6 +198,9 @@ int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, cs_segment_release
   cs_stat_array_decrease(a->stats.reserved_bytes, s->small, (int64_t)s->size);
   if (s->size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_segments, 1);
   a->stats.num_device_free++;
+  /* under the lock; read without it by a free in sync mode (allocator.c) */
+  atomic_store_explicit(&a->releases, atomic_load_explicit(&a->releases, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
   cs_segment_unlink(a, s);
   free(s);
   cs_block_give(a, b);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -114,12 +115,42 @@ static CS_NOINLINE uint32_t cs_record_python_stack(cs_intern_t *t, const uintptr
   return cs_intern_stack(t, pcs, cs_stack_mode == CS_STACKS_PYTHON ? 0 : n);
 }
 
+/* The thread's last native stack: the capture's number (record/stack.h) and the id it got, in the
+ * table of that serial. A capture with the same number wrote the same frames, so it has that id
+ * without the table's lookup (issue 36). `busy`: a signal handler's capture while the thread is in
+ * here neither reads nor writes it. */
+typedef struct cs_record_last_s {
+  uint64_t number;
+  uint32_t id;
+  uint32_t serial;
+} cs_record_last_t;
+static CS_TLS cs_record_last_t cs_record_last;
+static CS_TLS volatile sig_atomic_t cs_record_busy;
+
+static uint32_t cs_record_native_stack(cs_intern_t *t, const uintptr_t *pcs, size_t n, uint64_t number) {
+  if (CS_UNLIKELY(cs_record_busy) || number == 0) return cs_intern_stack(t, pcs, n);
+  cs_record_busy = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  const uint32_t serial = cs_intern_serial(t);
+  uint32_t id;
+  if (cs_record_last.number == number && cs_record_last.serial == serial) {
+    id = cs_record_last.id;
+  } else {
+    id = cs_intern_stack(t, pcs, n);
+    cs_record_last = (cs_record_last_t){.number = id ? number : 0, .id = id, .serial = serial};
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  cs_record_busy = 0;
+  return id;
+}
+
 uint32_t cs_record_stack(void) {
   cs_intern_t *t = atomic_load_explicit(&cs_intern, memory_order_acquire);
   if (!t) return 0;
   uintptr_t pcs[CS_STACK_MAX_DEPTH];
-  size_t n = cs_stack_mode == CS_STACKS_PYTHON ? 0 : cs_stack_capture(pcs, cs_stack_depth);
-  uint32_t id = cs_stack_mode == CS_STACKS_NATIVE || !cs_py_active() ? cs_intern_stack(t, pcs, n)
+  uint64_t number = 0;
+  size_t n = cs_stack_mode == CS_STACKS_PYTHON ? 0 : cs_stack_capture_numbered(pcs, cs_stack_depth, &number);
+  uint32_t id = cs_stack_mode == CS_STACKS_NATIVE || !cs_py_active() ? cs_record_native_stack(t, pcs, n, number)
                                                                       : cs_record_python_stack(t, pcs, n);
   cs_recfile_writer_t *w = atomic_load_explicit(&cs_recfile, memory_order_relaxed);
   if (CS_UNLIKELY(w != NULL) && id > atomic_load_explicit(&cs_modules_seen_at, memory_order_relaxed)) {

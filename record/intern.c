@@ -74,6 +74,7 @@ typedef struct cs_intern_chunk_s {
 
 struct cs_intern_s {
   cs_intern_table_t *_Atomic table; /* newest table; acquire-loaded by lookups */
+  uint32_t serial;                  /* this table's contents: new at create and at clear */
   _Atomic uint32_t count;           /* ids handed out; release-stored after the entry is whole */
   uint32_t max_stacks;              /* ids above this are never handed out */
   pthread_mutex_t lock;             /* inserts: table growth and slots, arena, index */
@@ -116,6 +117,33 @@ static inline const cs_intern_entry_t *cs_intern_entry(const cs_intern_t *t, uin
   const uint32_t i = id - 1;
   return t->index[i >> CS_INTERN_INDEX_SHIFT][i & (CS_INTERN_INDEX_CHUNK - 1)];
 }
+
+/* ---- the thread's last stack ----
+ *
+ * Allocations come from a few call sites, and a thread mostly asks for the stack it asked for last:
+ * its id is kept per thread, and a stack equal to that id's entry (compared PC by PC) is answered
+ * without the hash and the table's probe, which cost about as much again as the comparison. One
+ * word, serial << 32 | id, so that a signal handler interning a stack between the read and the use
+ * cannot pair one table's serial with another's id. The serial names a table's contents: every
+ * create and every clear takes a new one, so an id from a cleared or destroyed table (or from
+ * another table) is never looked up in this one. */
+static atomic_uint cs_intern_serials;
+static CS_TLS _Atomic uint64_t cs_intern_last;
+
+static uint32_t cs_intern_new_serial(void) {
+  uint32_t serial;
+  do serial = atomic_fetch_add_explicit(&cs_intern_serials, 1, memory_order_relaxed) + 1;
+  while (serial == 0); /* 0 is no thread's last table */
+  return serial;
+}
+
+#ifdef CS_TESTING
+static CS_TLS unsigned long cs_intern_last_hits;
+unsigned long cs_intern_test_last_hits(void) { return cs_intern_last_hits; }
+#define CS_INTERN_COUNT_LAST_HIT() (cs_intern_last_hits++)
+#else
+#define CS_INTERN_COUNT_LAST_HIT() ((void)0)
+#endif
 
 /* ---- lookup (no lock) ---- */
 
@@ -226,11 +254,24 @@ out:
 
 uint32_t cs_intern_stack(cs_intern_t *t, const uintptr_t *pcs, size_t n) {
   if (CS_UNLIKELY(n == 0 || t == NULL)) return 0;
+  /* This thread had the id from this table (so its entry is whole and stays where it is until a
+   * clear, which changes the serial). */
+  const uint64_t last = atomic_load_explicit(&cs_intern_last, memory_order_relaxed);
+  if (CS_LIKELY((uint32_t)(last >> 32) == t->serial)) {
+    const uint32_t last_id = (uint32_t)last;
+    const cs_intern_entry_t *e = cs_intern_entry(t, last_id);
+    if (CS_LIKELY(e->n == n && memcmp(e->pcs, pcs, n * sizeof *pcs) == 0)) {
+      CS_INTERN_COUNT_LAST_HIT();
+      return last_id;
+    }
+  }
   const uint64_t h = cs_intern_hash(pcs, n);
   const cs_intern_table_t *tab = atomic_load_explicit(&t->table, memory_order_acquire);
-  const uint32_t id = cs_intern_find(t, tab, h, pcs, n);
-  if (CS_LIKELY(id != 0)) return id;
-  return cs_intern_insert(t, h, pcs, n);
+  uint32_t id = cs_intern_find(t, tab, h, pcs, n);
+  if (CS_UNLIKELY(id == 0)) id = cs_intern_insert(t, h, pcs, n);
+  if (CS_LIKELY(id != 0))
+    atomic_store_explicit(&cs_intern_last, (uint64_t)t->serial << 32 | id, memory_order_relaxed);
+  return id;
 }
 
 const uintptr_t *cs_intern_get(const cs_intern_t *t, uint32_t id, size_t *n) {
@@ -252,6 +293,8 @@ void cs_intern_set_mirror(cs_intern_t *t, cs_intern_mirror_fn fn, void *ctx) {
   t->mirror = fn;
   t->mirror_ctx = ctx;
 }
+
+uint32_t cs_intern_serial(const cs_intern_t *t) { return t ? t->serial : 0; }
 
 uint32_t cs_intern_count(const cs_intern_t *t) {
   return t ? atomic_load_explicit(&t->count, memory_order_acquire) : 0;
@@ -280,6 +323,7 @@ cs_intern_t *cs_intern_create(size_t max_stacks) {
   }
   atomic_init(&t->table, tab);
   atomic_init(&t->count, 0);
+  t->serial = cs_intern_new_serial();
   return t;
 }
 
@@ -317,4 +361,5 @@ void cs_intern_clear(cs_intern_t *t) {
   for (size_t i = 0; i <= tab->mask; i++)
     atomic_store_explicit(&tab->slots[i], 0, memory_order_relaxed);
   atomic_store_explicit(&t->count, 0, memory_order_release);
+  t->serial = cs_intern_new_serial(); /* ids kept by threads name the old contents */
 }

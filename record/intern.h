@@ -29,6 +29,10 @@ const uintptr_t *cs_intern_get(const cs_intern_t *t, uint32_t id, size_t *n);
 /* Ids handed out so far (the largest id). */
 uint32_t cs_intern_count(const cs_intern_t *t);
 
+/* The table's contents: a number that changes at each clear, and differs between tables, so that
+ * an id kept with it is known to name the same stack while it stays. Never 0 (0 for NULL). */
+uint32_t cs_intern_serial(const cs_intern_t *t);
+
 /* Called with each new stack, under the insert lock (so one call at a time), after the stack is
  * whole and before its id is handed out: what a mirror has recorded covers every id in use. Not
  * on the lookup path. */
@@ -42,5 +46,10 @@ void cs_intern_set_mirror(cs_intern_t *t, cs_intern_mirror_fn fn, void *ctx);
 /* Forget everything (after fork in the child: the parent's stacks stay valid memory but are not
  * the child's history). Not concurrent with anything else. */
 void cs_intern_clear(cs_intern_t *t);
+
+#ifdef CS_TESTING
+/* test seam: lookups the calling thread's last stack answered (no hash, no probe) */
+unsigned long cs_intern_test_last_hits(void);
+#endif
 
 #endif

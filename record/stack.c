@@ -5,13 +5,21 @@
 
 #include <libunwind.h> /* types only: the functions are libunwind's, opened privately */
 #include <link.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h> /* SSE2: every x86-64 has it */
+#endif
 
 #include "common/cs_compiler.h"
 #include "record/stack.h"
 #include "record/stack_rules.h"
 #include "common/cs_private_libs.h"
+
+/* The replay reads the program's own stack, outside the frames the compiler knows about. */
+#define CS_NO_SANITIZE __attribute__((no_sanitize("address", "thread")))
 
 /* A test seam is writable only in test builds (style.md section 14.5, jemalloc's JET_MUTABLE). */
 #ifndef CS_TEST_MUTABLE
@@ -117,30 +125,129 @@ static size_t cs_stack_capture_unw(uintptr_t *pcs, size_t max) {
   return n;
 }
 
-/* The walk by cached rules (stack_rules.h). Starts at the frame of this function itself:
- * __builtin_frame_address(0) makes the compiler keep rbp as this frame's base, with the caller's
- * rbp and the return address above it. Never inlined, so that frame is always its own.
- * CS_STACK_WALK_FAILED: a frame on the way needs libunwind. */
-CS_NOINLINE static long cs_stack_walk_here(uintptr_t *pcs, size_t max) {
+/* ---- the thread's last walk, replayed (issue 36) ----
+ *
+ * A walk by rules is a function of where it starts, of the words it reads from the stack (return
+ * addresses and saved rbp's) and of the rules of the return addresses it meets, which stay as they
+ * were compiled. A thread that allocates in a loop captures from the same place again and again:
+ * when a capture starts where this thread's last walk started (the same return address, CFA and
+ * rbp, the same range skipped and the same depth) and every word that walk read holds what it
+ * held, this walk would read the same words, take the same steps and write the same frames. The
+ * check is a row of loads from places known beforehand, where the walk is a chain of them (on a
+ * frame-pointer chain each place waits for the word read before it) with a rule to fetch per
+ * frame. It reads the words in the walk's order and stops at the first that differs, so it reads
+ * nothing the walk would not have read: each place follows from the words before it, as in the
+ * walk. Initial-exec TLS, as the walk's own (async-signal-safe); a capture from a signal handler
+ * that interrupted one (`busy`) walks without it. */
+#ifdef CS_TESTING
+static atomic_ulong cs_stack_replays;
+unsigned long cs_stack_test_replays(void) { return atomic_load(&cs_stack_replays); }
+#define CS_STACK_COUNT_REPLAY() atomic_fetch_add_explicit(&cs_stack_replays, 1, memory_order_relaxed)
+#else
+#define CS_STACK_COUNT_REPLAY() ((void)0)
+#endif
+
+#if defined(__x86_64__)
+enum { CS_STACK_REPLAY_PCS = 40 }; /* the default 32 frames and a margin */
+typedef struct cs_stack_replay_s {
+  cs_walk_trace_t trace; /* the last walk's reads */
+  cs_stack_start_t start;
+  uintptr_t skip_lo, skip_hi;
+  size_t max;
+  size_t n; /* the frames it wrote, pcs[0, n) */
+  uintptr_t pcs[CS_STACK_REPLAY_PCS];
+  uint64_t number; /* its number (cs_stack_capture_numbered) */
+  bool valid;
+} cs_stack_replay_t;
+static CS_TLS cs_stack_replay_t cs_stack_replay;
+static CS_TLS volatile sig_atomic_t cs_stack_replay_busy;
+static CS_TLS uint64_t cs_stack_walks; /* the thread's walks kept for a replay: the last one's number */
+
+/* Do the words the trace read, in its order, still hold what they held? A window at a time: two
+ * 16-byte loads and a compare, where the walk took a rule and a chain of loads per frame. Reading
+ * the lower word of a window whose upper word alone was read is safe: it lies between that word
+ * and the capture's own frame, on the same stack. */
+CS_NO_SANITIZE static bool cs_stack_trace_holds(const cs_walk_trace_t *trace, uintptr_t base) {
+  for (uint32_t i = 0; i < trace->windows; i++) {
+    const cs_walk_window_t w = trace->window[i];
+    const __m128i got = _mm_loadu_si128((const __m128i *)(base + (uintptr_t)(intptr_t)w.where));
+    const __m128i want = _mm_load_si128((const __m128i *)trace->value[i]);
+    const unsigned same = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(got, want));
+    if ((same & w.compared) != w.compared) return false;
+  }
+  return true;
+}
+
+static long cs_stack_walk_replayed(const cs_stack_start_t *start, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
+                                   size_t max, uint64_t *number) {
+  const size_t limit = max + CS_STACK_SKIP_MAX;
+  *number = 0;
+  if (CS_UNLIKELY(cs_stack_replay_busy)) return cs_stack_walk_rules(start, lo, hi, pcs, max, limit, NULL);
+  cs_stack_replay_busy = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  cs_stack_replay_t *r = &cs_stack_replay;
+  long got;
+  if (r->valid && r->start.ra == start->ra && r->start.cfa == start->cfa && r->start.rbp == start->rbp &&
+      r->skip_lo == lo && r->skip_hi == hi && r->max == max && cs_stack_trace_holds(&r->trace, start->cfa)) {
+    memcpy(pcs, r->pcs, r->n * sizeof *pcs);
+    got = (long)r->n;
+    *number = r->number;
+    CS_STACK_COUNT_REPLAY();
+  } else {
+    r->valid = false;
+    r->trace.windows = 0;
+    got = cs_stack_walk_rules(start, lo, hi, pcs, max, limit, &r->trace);
+    if (got >= 0 && r->trace.windows <= CS_WALK_TRACE_WINDOWS && (size_t)got <= CS_STACK_REPLAY_PCS) {
+      r->start = *start;
+      r->skip_lo = lo;
+      r->skip_hi = hi;
+      r->max = max;
+      r->n = (size_t)got;
+      memcpy(r->pcs, pcs, r->n * sizeof *pcs);
+      r->number = *number = ++cs_stack_walks;
+      r->valid = true;
+    }
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  cs_stack_replay_busy = 0;
+  return got;
+}
+
+#endif /* __x86_64__ */
+
+/* The walk by cached rules (stack_rules.h), or its replay (with its number, else 0). Starts at the
+ * frame of this function itself: __builtin_frame_address(0) makes the compiler keep rbp as this
+ * frame's base, with the caller's rbp and the return address above it. Never inlined, so that frame
+ * is always its own. CS_STACK_WALK_FAILED: a frame on the way needs libunwind. */
+CS_NOINLINE static long cs_stack_walk_here(uintptr_t *pcs, size_t max, uint64_t *number) {
 #if defined(__x86_64__)
   const uintptr_t *fp = __builtin_frame_address(0);
   const cs_stack_start_t start = {.ra = fp[1], .cfa = (uintptr_t)(fp + 2), .rbp = fp[0]};
   const uintptr_t lo = atomic_load_explicit(&cs_stack_skip_lo, memory_order_relaxed);
   const uintptr_t hi = atomic_load_explicit(&cs_stack_skip_hi, memory_order_relaxed);
-  return cs_stack_walk_rules(&start, lo, hi, pcs, max, max + CS_STACK_SKIP_MAX);
+  if (number) return cs_stack_walk_replayed(&start, lo, hi, pcs, max, number);
+  return cs_stack_walk_rules(&start, lo, hi, pcs, max, max + CS_STACK_SKIP_MAX, NULL);
 #else
   (void)pcs;
   (void)max;
+  if (number) *number = 0;
   return CS_STACK_WALK_FAILED;
 #endif
 }
 
-static size_t cs_stack_capture_rules(uintptr_t *pcs, size_t max) {
+static size_t cs_stack_capture_rules_numbered(uintptr_t *pcs, size_t max, uint64_t *number) {
+  *number = 0;
   if (max == 0) return 0;
   if (max > CS_STACK_MAX_DEPTH) max = CS_STACK_MAX_DEPTH;
-  const long got = cs_stack_walk_here(pcs, max);
+  const long got = cs_stack_walk_here(pcs, max, number);
   if (CS_LIKELY(got >= 0)) return (size_t)got;
+  *number = 0;
   return cs_stack_capture_unw(pcs, max);
+}
+
+static size_t cs_stack_capture_rules(uintptr_t *pcs, size_t max) {
+  uint64_t number;
+  return cs_stack_capture_rules_numbered(pcs, max, &number);
 }
 
 /* test seam: replaced by tests that need identical stacks on purpose */
@@ -148,13 +255,20 @@ cs_stack_capture_fn CS_TEST_MUTABLE cs_stack_capture_impl = cs_stack_capture_rul
 
 #ifdef CS_TESTING
 size_t cs_stack_capture_libunwind(uintptr_t *pcs, size_t max) { return cs_stack_capture_unw(pcs, max); }
-long cs_stack_capture_by_rules(uintptr_t *pcs, size_t max) { return cs_stack_walk_here(pcs, max); }
+long cs_stack_capture_by_rules(uintptr_t *pcs, size_t max) { return cs_stack_walk_here(pcs, max, NULL); }
 #endif
 
 /* Never inlined, even by link-time optimization: the symbolizer names a PC by the function around it
  * and gives the line of the line table, which for inlined code is the inlined function's, so a
  * caller holding this body would show under its own name with this file's line. */
 CS_NOINLINE size_t cs_stack_capture(uintptr_t *pcs, size_t max) { return cs_stack_capture_impl(pcs, max); }
+
+CS_NOINLINE size_t cs_stack_capture_numbered(uintptr_t *pcs, size_t max, uint64_t *number) {
+  if (CS_LIKELY(cs_stack_capture_impl == cs_stack_capture_rules))
+    return cs_stack_capture_rules_numbered(pcs, max, number);
+  *number = 0; /* a test's replacement */
+  return cs_stack_capture_impl(pcs, max);
+}
 
 /* ---- init ---- */
 

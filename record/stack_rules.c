@@ -174,7 +174,8 @@ CS_COLD static void cs_walk_memo_forget(uint64_t generation) {
 /* Reads the program's own stack: the slots the unwind tables name (a return address, a saved
  * rbp) hold what the program put there, but a sanitizer would see reads of other frames. */
 CS_NO_SANITIZE long cs_stack_walk_rules(const cs_stack_start_t *start, uintptr_t skip_lo,
-                                        uintptr_t skip_hi, uintptr_t *pcs, size_t max, size_t limit) {
+                                        uintptr_t skip_hi, uintptr_t *pcs, size_t max, size_t limit,
+                                        cs_walk_trace_t *trace) {
   uintptr_t pc = start->ra, sp = start->cfa, bp = start->rbp;
   size_t n = 0;
   bool leading = true;
@@ -197,8 +198,14 @@ CS_NO_SANITIZE long cs_stack_walk_rules(const cs_stack_start_t *start, uintptr_t
     }
     const uintptr_t cfa = (rule.cfa_reg == CS_FRAME_RULE_CFA_RBP ? bp : sp) + (uintptr_t)rule.cfa_offset;
     if (CS_UNLIKELY(cfa - sp - 1 >= CS_STACK_FRAME_MAX)) goto done; /* not sp < cfa <= sp + MAX */
-    pc = *(const uintptr_t *)(cfa + (uintptr_t)((intptr_t)rule.ra_slot * 8));
-    if (rule.rbp_slot) bp = *(const uintptr_t *)(cfa + (uintptr_t)((intptr_t)rule.rbp_slot * 8));
+    const uintptr_t ra_at = cfa + (uintptr_t)((intptr_t)rule.ra_slot * 8);
+    pc = *(const uintptr_t *)ra_at;
+    if (trace) cs_walk_trace_note(trace, start->cfa, ra_at, pc, false);
+    if (rule.rbp_slot) {
+      const uintptr_t rbp_at = cfa + (uintptr_t)((intptr_t)rule.rbp_slot * 8);
+      bp = *(const uintptr_t *)rbp_at;
+      if (trace) cs_walk_trace_note(trace, start->cfa, rbp_at, bp, true);
+    }
     sp = cfa;
     if (CS_UNLIKELY(pc == 0)) goto done;
   }

@@ -16,6 +16,7 @@
 #ifndef CS_STACK_RULES_H
 #define CS_STACK_RULES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +32,52 @@ typedef struct cs_stack_start_s {
 
 enum { CS_STACK_WALK_FAILED = -1 };
 
+/* The words a walk read from the stack, in the order it read them (stack.c replays them, issue 36),
+ * as windows of two words: a return address is the upper word of its window, and the saved rbp
+ * read next, where it lies just below it (a frame-pointer frame), the lower word of the same
+ * window; an rbp found elsewhere gets a window of its own. `where`: bytes from start->cfa to the
+ * window; `compared`: its bytes a replay compares, as a mask of a 16-byte compare (0xff00: the
+ * upper word alone, 0xffff: both). A walk that
+ * needed more than CS_WALK_TRACE_WINDOWS windows, or one farther away than an int32_t reaches,
+ * leaves `windows` above CS_WALK_TRACE_WINDOWS. */
+enum { CS_WALK_TRACE_WINDOWS = 48 }; /* the default 32 frames and the 16 leading ones allowed */
+enum { CS_WALK_WINDOW_UPPER = 0xff00, CS_WALK_WINDOW_BOTH = 0xffff };
+typedef struct cs_walk_window_s {
+  int32_t where;
+  uint32_t compared;
+} cs_walk_window_t;
+typedef struct cs_walk_trace_s {
+  uint32_t windows;
+  cs_walk_window_t window[CS_WALK_TRACE_WINDOWS];
+  _Alignas(16) uint64_t value[CS_WALK_TRACE_WINDOWS][2]; /* lower word, upper word */
+} cs_walk_trace_t;
+
+static inline void cs_walk_trace_note(cs_walk_trace_t *trace, uintptr_t base, uintptr_t at, uintptr_t value,
+                                      bool rbp) {
+  const uint32_t k = trace->windows;
+  if (rbp && k > 0 && k <= CS_WALK_TRACE_WINDOWS && trace->window[k - 1].compared == CS_WALK_WINDOW_UPPER &&
+      at - base == (uintptr_t)(intptr_t)trace->window[k - 1].where) { /* just below its return address */
+    trace->window[k - 1].compared = CS_WALK_WINDOW_BOTH;
+    trace->value[k - 1][0] = value;
+    return;
+  }
+  const intptr_t where = (intptr_t)(at - 8 - base);
+  if (k < CS_WALK_TRACE_WINDOWS && where == (int32_t)where) {
+    trace->window[k] = (cs_walk_window_t){.where = (int32_t)where, .compared = CS_WALK_WINDOW_UPPER};
+    trace->value[k][0] = 0;
+    trace->value[k][1] = value;
+    trace->windows = k + 1;
+  } else {
+    trace->windows = CS_WALK_TRACE_WINDOWS + 1;
+  }
+}
+
 /* Writes up to `max` return addresses, outward from `start->ra`, skipping leading ones in
  * [skip_lo, skip_hi); at most `limit` frames are walked in all. Returns how many it wrote, or
- * CS_STACK_WALK_FAILED when a frame on the way cannot be walked by rule. */
+ * CS_STACK_WALK_FAILED when a frame on the way cannot be walked by rule. With `trace` (else NULL),
+ * notes there every word it read. */
 long cs_stack_walk_rules(const cs_stack_start_t *start, uintptr_t skip_lo, uintptr_t skip_hi,
-                         uintptr_t *pcs, size_t max, size_t limit);
+                         uintptr_t *pcs, size_t max, size_t limit, cs_walk_trace_t *trace);
 
 /* The rule for a return address, from the table or compiled now (and kept if there is room). */
 cs_frame_rule_t cs_stack_rule_for(uintptr_t ra);

@@ -2,6 +2,8 @@
  * stream-capture rules: no synchronization and no event while a capture is underway. */
 #include "tests/unit/alloc_check.h"
 
+#include <pthread.h>
+
 #include "common/cs_error.h"
 
 #define MiB CS_MiB
@@ -65,6 +67,44 @@ static void test_sync_mode_reports_earlier_errors_at_free(void **state) {
   /* a pointer that is not ours is still refused as such */
   assert_int_equal(cs_allocator_free(f->a, 0x1234000), -CS_EINVAL);
   f->fb.sync_status = 0;
+  fixture_free(f);
+}
+
+/* A free waits only for an address the allocator handed out (issue 36: a thread's last block is
+ * known without the lookup, while no segment has been released since): not for one freed twice,
+ * nor for one freed by another thread whose segment was released meanwhile. */
+typedef struct other_free_s {
+  cs_allocator_t *a;
+  uintptr_t p;
+  int rc;
+} other_free_t;
+
+static void *free_in_other_thread(void *arg) {
+  other_free_t *o = arg;
+  o->rc = cs_allocator_free(o->a, o->p);
+  return NULL;
+}
+
+static void test_sync_mode_waits_only_for_its_own_blocks(void **state) {
+  (void)state;
+  alloc_fixture_t *f = start(CS_FREE_SYNC);
+  uintptr_t p = must_alloc(f->a, 4096);
+  assert_int_equal(cs_allocator_free(f->a, p), 0);
+  assert_int_equal(f->fb.syncs, 1);
+  assert_int_equal(cs_allocator_free(f->a, p), -CS_EINVAL); /* twice */
+  assert_int_equal(f->fb.syncs, 1);
+  /* this thread's last block, freed by another thread, its segment released */
+  uintptr_t q = must_alloc(f->a, 4096);
+  other_free_t o = {.a = f->a, .p = q};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_in_other_thread, &o), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(o.rc, 0);
+  assert_int_equal(f->fb.syncs, 2);
+  assert_int_equal(cs_allocator_empty_cache(f->a), 0);
+  assert_int_equal(stats_of(f->a).segment[CS_STAT_ALL].current, 0);
+  assert_int_equal(cs_allocator_free(f->a, q), -CS_EINVAL);
+  assert_int_equal(f->fb.syncs, 2);
   fixture_free(f);
 }
 
@@ -322,6 +362,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sync_mode_synchronizes_like_cudafree),
       cmocka_unit_test(test_sync_mode_reports_earlier_errors_at_free),
+      cmocka_unit_test(test_sync_mode_waits_only_for_its_own_blocks),
       cmocka_unit_test(test_fence_mode_reuses_nothing_before_events_complete),
       cmocka_unit_test(test_fence_mode_synchronizes_before_oom),
       cmocka_unit_test(test_fence_mode_past_the_stream_limit_synchronizes_outside_the_lock),

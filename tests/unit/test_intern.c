@@ -1,5 +1,6 @@
 /* Stack interning on synthetic stacks: equal stacks share an id, ids are dense from 1, the PCs
- * come back, the max_stacks bound gives id 0, clear forgets, and 8 threads interning overlapping
+ * come back, the max_stacks bound gives id 0, clear forgets, a thread's repeated stack is answered
+ * from its last one only where that is right, and 8 threads interning overlapping
  * stack sets (with growth under way, and a reader calling cs_intern_get meanwhile) agree on every
  * id. The thread test is meant to run under TSan too. */
 #include <pthread.h>
@@ -233,6 +234,41 @@ static void test_captured_stacks(void **state) {
   cs_intern_destroy(NULL);
 }
 
+/* The thread's last stack (issue 36): a repeat is answered without the table, and only for the
+ * table, and the contents of the table, it came from. */
+static void test_last_stack_repeats(void **state) {
+  (void)state;
+  cs_intern_t *t = cs_intern_create(100), *u = cs_intern_create(100);
+  assert_non_null(t);
+  assert_non_null(u);
+  uintptr_t a[3] = {0x1000, 0x2000, 0x3000}, b[3] = {0x1000, 0x2000, 0x3001};
+  const unsigned long hits = cs_intern_test_last_hits();
+  assert_int_equal(cs_intern_stack(t, a, 3), 1);
+  assert_int_equal(cs_intern_stack(t, a, 3), 1);
+  assert_int_equal(cs_intern_stack(t, a, 3), 1);
+  assert_int_equal(cs_intern_test_last_hits(), hits + 2);
+  /* another stack, a prefix of it, then the first again: none is the last one */
+  assert_int_equal(cs_intern_stack(t, b, 3), 2);
+  assert_int_equal(cs_intern_stack(t, a, 2), 3);
+  assert_int_equal(cs_intern_stack(t, a, 3), 1);
+  assert_int_equal(cs_intern_test_last_hits(), hits + 2);
+  /* another table, where the same stacks have other ids */
+  assert_int_equal(cs_intern_stack(u, b, 3), 1);
+  assert_int_equal(cs_intern_stack(u, a, 3), 2);
+  assert_int_equal(cs_intern_stack(t, a, 3), 1);
+  assert_int_equal(cs_intern_stack(u, a, 3), 2);
+  assert_int_equal(cs_intern_test_last_hits(), hits + 2);
+  /* cleared: the id this thread kept names nothing now */
+  cs_intern_clear(u);
+  assert_int_equal(cs_intern_stack(u, b, 3), 1);
+  assert_int_equal(cs_intern_stack(u, b, 3), 1);
+  assert_int_equal(cs_intern_test_last_hits(), hits + 3);
+  cs_intern_clear(u);
+  assert_int_equal(cs_intern_stack(u, a, 3), 1);
+  cs_intern_destroy(u);
+  cs_intern_destroy(t);
+}
+
 /* ---- 8 threads ---- */
 
 enum { THREADS = 8, STACKS = 6000, PER_THREAD = 3000, ROUNDS = 3 };
@@ -345,6 +381,7 @@ int main(void) {
       cmocka_unit_test(test_clear),
       cmocka_unit_test(test_mirror_gets_earlier_stacks),
       cmocka_unit_test(test_captured_stacks),
+      cmocka_unit_test(test_last_stack_repeats),
       cmocka_unit_test(test_threads_overlapping_sets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 /* Stack capture: a known call chain a -> b -> c comes back innermost first, the depth limit holds,
  * and cudasnap's own leading frames are skipped. In this executable "cudasnap's own code" is the
  * whole test binary, so most tests switch the skipping off with the cs_stack_set_skip_range seam
- * and one test checks the skipping itself. */
+ * and one test checks the skipping itself. A capture that starts where the thread's last one did, on
+ * the same stack, replays that walk; one return address changed makes it walk again. */
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -179,6 +181,74 @@ static void test_capture_seam(void **state) {
   assert_true(cs_stack_capture(pcs, 8) > 3);
 }
 
+/* ---- the thread's last walk, replayed (issue 36) ---- */
+
+/* Two callers of one leaf, alike: called from one call site, they leave the leaf's capture starting
+ * at the same place, and only the leaf's return address (into one caller or the other) differs. */
+static uint64_t replay_number[3];
+TEST_FRAME static void replay_leaf(chain_t *ch) {
+  ch->ret_c = (uintptr_t)__builtin_return_address(0);
+  ch->n = cs_stack_capture_numbered(ch->pcs, 16, &replay_number[ch->ret_a]);
+  KEEP_FRAME();
+}
+static volatile int replay_sink; /* the callers differ, so that no build folds them into one */
+TEST_FRAME static void replay_via_one(chain_t *ch) {
+  replay_sink = 1;
+  replay_leaf(ch);
+  KEEP_FRAME();
+}
+TEST_FRAME static void replay_via_two(chain_t *ch) {
+  replay_sink = 2;
+  replay_leaf(ch);
+  KEEP_FRAME();
+}
+static void (*volatile replay_via[2])(chain_t *) = {replay_via_one, replay_via_two};
+
+static bool has_pc(const chain_t *ch, uintptr_t pc) {
+  for (size_t i = 0; i < ch->n; i++)
+    if (ch->pcs[i] == pc) return true;
+  return false;
+}
+
+/* The same stack captured again from the same place is the replay's, and the same frames; a stack
+ * that differs in one return address is walked, and has that address. */
+static void test_replay_only_the_same_stack(void **state) {
+  (void)state;
+  chain_t *ch = calloc(3, sizeof *ch);
+  assert_non_null(ch);
+  for (uintptr_t k = 0; k < 3; k++) ch[k].ret_a = k; /* where replay_leaf puts its number */
+  uintptr_t ret_one = 0, ret_two = 0;
+  uint64_t seen[8];
+  unsigned long before = cs_stack_test_replays();
+  for (volatile int i = 0; i < 8; i++) { /* one, two, one, two ...: never the last stack again */
+    replay_via[i & 1](&ch[i & 1]);
+    uintptr_t *ret = (i & 1) ? &ret_two : &ret_one;
+    if (!*ret) *ret = ch[i & 1].ret_c;
+    assert_int_equal(ch[i & 1].ret_c, *ret);
+    assert_true(has_pc(&ch[i & 1], *ret));
+    seen[i] = replay_number[i & 1]; /* every walk a new number */
+    assert_int_not_equal(seen[i], 0);
+    for (int j = 0; j < i; j++) assert_int_not_equal(seen[i], seen[j]);
+  }
+  assert_int_not_equal(ret_one, ret_two);
+  assert_false(has_pc(&ch[0], ret_two));
+  assert_false(has_pc(&ch[1], ret_one));
+  assert_int_equal(cs_stack_test_replays(), before);
+  /* one, one, one: the second and third are replays, with the first one's frames */
+  for (volatile int i = 0; i < 3; i++) {
+    replay_via[0](&ch[i == 0 ? 0 : 2]);
+    if (i > 0) {
+      assert_int_equal(ch[2].n, ch[0].n);
+      assert_memory_equal(ch[2].pcs, ch[0].pcs, ch[0].n * sizeof ch[0].pcs[0]);
+    }
+  }
+  assert_int_equal(cs_stack_test_replays(), before + 2);
+  assert_true(has_pc(&ch[2], ret_one));
+  assert_int_equal(replay_number[2], replay_number[0]); /* a replay: the number of its walk */
+  assert_int_not_equal(replay_number[0], seen[7]);
+  free(ch);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_init_skips_own_leading_frames), /* first: init's own range */
@@ -188,6 +258,7 @@ int main(void) {
       cmocka_unit_test_setup(test_deep_stack_truncated, no_skip),
       cmocka_unit_test_setup(test_skip_range_seam, no_skip),
       cmocka_unit_test_setup(test_capture_seam, no_skip),
+      cmocka_unit_test_setup(test_replay_only_the_same_stack, no_skip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
