@@ -36,6 +36,12 @@
  * the input, whatever index a hostile LONG_BINPUT names. */
 #define CS_UNPICKLE_MEMO_SLACK ((size_t)1024)
 
+/* Slots of the cache of strings read before (a power of two). Python's pickler writes a string
+ * again for every object that holds it (a million "size" keys in a trace whose dicts were built
+ * apart); the cache finds such a string's id with one compare, where the model's table would check
+ * its UTF-8, hash it with its keyed hash and probe. */
+#define CS_UNPICKLE_RECENT_STRS 4096u
+
 enum {
   CS_OP_MARK = '(',
   CS_OP_STOP = '.',
@@ -180,6 +186,9 @@ typedef struct cs_unpickle_s {
   size_t free_link; /* node + 1 of the first free node, 0 for none */
   char *strbuf; /* UTF-8 repair of a string */
   size_t capstrbuf;
+  /* Strings read before, by a cheap hash of their bytes: id + 1, 0 for none (see
+   * cs_unpickle_recent_slot). */
+  uint32_t recent_str[CS_UNPICKLE_RECENT_STRS];
 
   cs_unpickle_stats_t *st;
   cs_read_error_t *err;
@@ -243,12 +252,39 @@ static bool cs_unpickle_push(cs_unpickle_t *u, cs_val_t v) {
   return true;
 }
 
+/* The cache slot of the string s[0..n): a hash of its length and its first and last 8 bytes. Not
+ * keyed, and it need not be: a slot holds one string, so bytes that collide on purpose only miss
+ * the cache (one compare of bytes just read) and take the model's keyed table, as without it. */
+static size_t cs_unpickle_recent_slot(const uint8_t *s, size_t n) {
+  uint64_t head = 0, tail = 0;
+  if (n >= 8) {
+    memcpy(&head, s, 8);
+    memcpy(&tail, s + n - 8, 8);
+  } else {
+    memcpy(&head, s, n);
+  }
+  uint64_t h = (head * 0x9e3779b97f4a7c15ULL) ^ (tail * 0xc2b2ae3d27d4eb4fULL) ^ n;
+  h *= 0xff51afd7ed558ccdULL;
+  return (size_t)(h >> 40) & (CS_UNPICKLE_RECENT_STRS - 1);
+}
+
 /* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does,
  * but for lone surrogates, which are kept as CPython's unpickler keeps them (docs/tool.md). */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
+  uint32_t *recent = &u->recent_str[cs_unpickle_recent_slot(s, n)];
+  if (*recent != 0) {
+    size_t len;
+    const char *known = cs_doc_string(cs_build_doc(u->b), *recent - 1, &len);
+    if (len == n && memcmp(known, s, n) == 0) return cs_unpickle_push(u, CS_VAL_MAKE(CS_TAG_STRING, *recent - 1));
+  }
   bool valid;
   size_t out_len = cs_utf8_fixed_len(s, n, true, &valid);
-  if (valid) return cs_unpickle_push(u, cs_build_str(u->b, s, n));
+  if (valid) {
+    cs_val_t v = cs_build_str(u->b, s, n);
+    /* Only a string stored as its bytes were read: a hit must mean the same bytes, valid UTF-8. */
+    if (cs_val_is_string(v)) *recent = (uint32_t)cs_val_payload(v) + 1;
+    return cs_unpickle_push(u, v);
+  }
   if (out_len + 1 > u->capstrbuf) {
     char *nb = realloc(u->strbuf, out_len + 1);
     if (nb == NULL) return cs_unpickle_fail(u, "out of host memory");

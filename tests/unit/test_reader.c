@@ -528,6 +528,25 @@ static void test_pickle_semantics(void **state) {
   if (t == NULL) fail_msg("%s", err.message);
   assert_string_equal(cs_doc_str(t, cs_doc_root(t), NULL), "\xEF\xBF\xBD" "x");
   cs_doc_free(t);
+  /* strings read again (the unpickler's cache of strings read before): the same bytes give the
+   * same string; bytes that share a cache slot (length, first and last 8 bytes) stay apart; an
+   * invalid string repeated is repaired each time, and its repair written out is the same string */
+  t = READ_LIT("\x80\x02(\x8c\x11" "abcdefghZ12345678" "\x8c\x11" "abcdefghY12345678" "\x8c\x11" "abcdefghZ12345678"
+               "\x8c\x02" "a\xff" "\x8c\x02" "a\xff" "\x8c\x04" "a\xEF\xBF\xBD" "\x8c\x00" "\x8c\x00" "l.",
+               &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  cs_val_t l = cs_doc_root(t);
+  assert_int_equal(cs_doc_len(t, l), 8);
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 0), NULL), "abcdefghZ12345678");
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 1), NULL), "abcdefghY12345678");
+  assert_true(cs_doc_at(t, l, 0) == cs_doc_at(t, l, 2));
+  assert_true(cs_doc_at(t, l, 0) != cs_doc_at(t, l, 1));
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 3), NULL), "a\xEF\xBF\xBD");
+  assert_true(cs_doc_at(t, l, 3) == cs_doc_at(t, l, 4));
+  assert_true(cs_doc_at(t, l, 3) == cs_doc_at(t, l, 5));
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 6), NULL), "");
+  assert_true(cs_doc_at(t, l, 6) == cs_doc_at(t, l, 7));
+  cs_doc_free(t);
   /* bytes after STOP are ignored (the NUL padding of add_local_files) */
   t = READ_LIT("\x80\x02N.\x00\x00", &err);
   assert_non_null(t);
