@@ -65,7 +65,8 @@ done
 # CS_BENCH_BEFORE_CLI=PATH/cudasnap (another build, e.g. main's before a change), that tool runs
 # interleaved with this one (A B A B ...) as ..._before; with CS_BENCH_MEMVIZ_PY, PyTorch's `stats`
 # of the same file runs in the same rounds (read_pytorch_stats_torch_pickle_1000000), and
-# ..._vs_pytorch is our minimum over PyTorch's, wall and CPU (issue 36: at most 0.3).
+# ..._vs_pytorch is our minimum over PyTorch's, wall and CPU (issue 36: at most 0.3); PyTorch's
+# runs once in --quick (it takes 10-20 s).
 cache=$build/read-cache
 torch_pickle=$cache/s1000000.torch.pickle
 if [[ ! -s $torch_pickle ]] && command -v python3 >/dev/null; then
@@ -97,6 +98,8 @@ if [[ -s $torch_pickle ]]; then
   declare -A wall_min cpu_min
   for ((r = 0; r < rounds; r++)); do
     for i in "${!tools[@]}"; do
+      # PyTorch's stats takes 10-20 s here: once in --quick, which must stay short
+      [[ $quick == 1 && $r -gt 0 && ${names[$i]} == read_pytorch_* ]] && continue
       # shellcheck disable=SC2086 # a command and its words
       /usr/bin/time -f '%e %U %S' -o "$tmp/time" ${tools[$i]} "$torch_pickle" >/dev/null 2>&1 || {
         log "${names[$i]} failed"
