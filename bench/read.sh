@@ -63,7 +63,10 @@ done
 # make them again: the first run spends a minute or two here). `summary` of it runs $rounds times;
 # the figures are the minimum over the rounds (wall and CPU: the machine may be shared). With
 # CS_BENCH_BEFORE_CLI=PATH/cudasnap (another build, e.g. main's before a change), that tool runs
-# interleaved with this one (A B A B ...) as ..._before.
+# interleaved with this one (A B A B ...) as ..._before; with CS_BENCH_MEMVIZ_PY, PyTorch's `stats`
+# of the same file runs in the same rounds (read_pytorch_stats_torch_pickle_1000000), and
+# ..._vs_pytorch is our minimum over PyTorch's, wall and CPU (issue 36: at most 0.3); PyTorch's
+# runs once in --quick (it takes 10-20 s).
 cache=$build/read-cache
 torch_pickle=$cache/s1000000.torch.pickle
 if [[ ! -s $torch_pickle ]] && command -v python3 >/dev/null; then
@@ -82,16 +85,23 @@ if [[ -s $torch_pickle ]]; then
   rounds=5
   [[ $quick == 1 ]] && rounds=3
   cat "$torch_pickle" >/dev/null
-  tools=("$cli")
+  tools=("$cli summary")
   names=(read_summary_torch_pickle_1000000)
   if [[ -n ${CS_BENCH_BEFORE_CLI:-} ]]; then
-    tools+=("$CS_BENCH_BEFORE_CLI")
+    tools+=("$CS_BENCH_BEFORE_CLI summary")
     names+=(read_summary_torch_pickle_1000000_before)
+  fi
+  if [[ -n ${CS_BENCH_MEMVIZ_PY:-} ]]; then
+    tools+=("python3 $CS_BENCH_MEMVIZ_PY stats")
+    names+=(read_pytorch_stats_torch_pickle_1000000)
   fi
   declare -A wall_min cpu_min
   for ((r = 0; r < rounds; r++)); do
     for i in "${!tools[@]}"; do
-      /usr/bin/time -f '%e %U %S' -o "$tmp/time" "${tools[$i]}" summary "$torch_pickle" >/dev/null 2>&1 || {
+      # PyTorch's stats takes 10-20 s here: once in --quick, which must stay short
+      [[ $quick == 1 && $r -gt 0 && ${names[$i]} == read_pytorch_* ]] && continue
+      # shellcheck disable=SC2086 # a command and its words
+      /usr/bin/time -f '%e %U %S' -o "$tmp/time" ${tools[$i]} "$torch_pickle" >/dev/null 2>&1 || {
         log "${names[$i]} failed"
         continue
       }
@@ -107,6 +117,13 @@ if [[ -s $torch_pickle ]]; then
     echo "BENCH ${n}_min ${wall_min[$n]} s"
     echo "BENCH ${n}_cpu_min ${cpu_min[$n]} s"
   done
+  ours=read_summary_torch_pickle_1000000 theirs=read_pytorch_stats_torch_pickle_1000000
+  if [[ -n ${wall_min[$ours]:-} && -n ${wall_min[$theirs]:-} ]]; then
+    awk -v a="${wall_min[$ours]}" -v b="${wall_min[$theirs]}" -v c="${cpu_min[$ours]}" -v d="${cpu_min[$theirs]}" 'BEGIN {
+      if (b > 0) printf "BENCH %s_vs_pytorch %.2f x\n", "read_summary_torch_pickle_1000000", a / b
+      if (d > 0) printf "BENCH %s_cpu_vs_pytorch %.2f x\n", "read_summary_torch_pickle_1000000", c / d
+    }'
+  fi
 else
   log "no python3: the 1,000,000-event pickle in PyTorch's shape is not made"
 fi

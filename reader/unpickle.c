@@ -5,8 +5,10 @@
  * when the memo hands it out again (BINGET), or when STOP returns it: picklers write a container out
  * whole before they use it again, so what is closed is complete. (PyTorch's pickles BINGET the empty
  * `frames` list of a segment for its blocks while the segment's dict is still being filled.) A memo
- * entry is the value itself, shared, never copied: BINGET pushes the same word again. A memo entry
- * made while its container was open is updated when the container closes. A change to a container
+ * entry is the value itself, shared, never copied: BINGET pushes the same word again. Only the
+ * indices some GET names are kept (a scan of the opcodes first: reader/memo_refs.h); a put of any
+ * other is counted and checked, nothing more. A memo entry made while its container was open is
+ * updated when the container closes. A change to a container
  * already closed (APPENDS after a BINGET of it) is an error: only a recursive structure does that,
  * none occurs in a snapshot, and the model is immutable once built.
  *
@@ -16,8 +18,9 @@
  *
  * Time: every opcode costs a constant plus its own bytes (hashed once by the model, with a keyed
  * hash: model/hash.h), so reading is linear in the pickle's size (docs/tool.md, "What a file can
- * cost"). Nothing scans: a memo entry of an open container is linked from that container, and its
- * close visits only its own links. */
+ * cost"); the scan for the memo's GETs is one more pass over the opcodes. Nothing scans the memo:
+ * a memo entry of an open container is linked from that container, and its close visits only its
+ * own links. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -29,12 +32,19 @@
 #include "common/cs_utf8.h"
 #include "model/build.h"
 #include "model/region.h"
+#include "reader/memo_refs.h"
 #include "reader/unpickle.h"
 
 /* Memo indices may run ahead of the number of values stored so far by at most this much. Real
  * picklers number their memo entries 0, 1, 2, ...; the bound keeps the memo table proportional to
  * the input, whatever index a hostile LONG_BINPUT names. */
 #define CS_UNPICKLE_MEMO_SLACK ((size_t)1024)
+
+/* Slots of the cache of strings read before (a power of two). Python's pickler writes a string
+ * again for every object that holds it (a million "size" keys in a trace whose dicts were built
+ * apart); the cache finds such a string's id with one compare, where the model's table would check
+ * its UTF-8, hash it with its keyed hash and probe. */
+#define CS_UNPICKLE_RECENT_STRS 4096u
 
 enum {
   CS_OP_MARK = '(',
@@ -157,8 +167,10 @@ typedef struct cs_unpickle_s {
   size_t nstack, capstack;
   size_t *marks; /* stack lengths at each open MARK */
   size_t nmarks, capmarks;
-  cs_val_t *memo; /* CS_VAL_ABSENT: never stored */
-  size_t nmemo, capmemo;
+  /* The memo: one value per index some GET names (reader/memo_refs.h), in index order; puts of
+   * the other indices are only counted. CS_VAL_ABSENT: not stored yet. */
+  cs_memo_refs_t refs;
+  cs_val_t *memo;
   size_t memo_puts;    /* MEMOIZE/BINPUT/LONG_BINPUT executed */
   size_t memoize_next; /* MEMOIZE's own counter, like the viewer's memo_id */
   /* By open index (cs_build_open_index), what an open container needs: its stack slot, which
@@ -173,13 +185,16 @@ typedef struct cs_unpickle_s {
   } *opens;
   size_t capopens;
   struct cs_unpickle_memo_link_s {
-    size_t idx;
+    size_t memo_slot; /* in memo[] */
     size_t next; /* node + 1, 0 at the end */
   } *links;
   size_t nlinks, caplinks;
   size_t free_link; /* node + 1 of the first free node, 0 for none */
   char *strbuf; /* UTF-8 repair of a string */
   size_t capstrbuf;
+  /* Strings read before, by a cheap hash of their bytes: id + 1, 0 for none (see
+   * cs_unpickle_recent_slot). */
+  uint32_t recent_str[CS_UNPICKLE_RECENT_STRS];
 
   cs_unpickle_stats_t *st;
   cs_read_error_t *err;
@@ -243,12 +258,39 @@ static bool cs_unpickle_push(cs_unpickle_t *u, cs_val_t v) {
   return true;
 }
 
+/* The cache slot of the string s[0..n): a hash of its length and its first and last 8 bytes. Not
+ * keyed, and it need not be: a slot holds one string, so bytes that collide on purpose only miss
+ * the cache (one compare of bytes just read) and take the model's keyed table, as without it. */
+static size_t cs_unpickle_recent_slot(const uint8_t *s, size_t n) {
+  uint64_t head = 0, tail = 0;
+  if (n >= 8) {
+    memcpy(&head, s, 8);
+    memcpy(&tail, s + n - 8, 8);
+  } else {
+    memcpy(&head, s, n);
+  }
+  uint64_t h = (head * 0x9e3779b97f4a7c15ULL) ^ (tail * 0xc2b2ae3d27d4eb4fULL) ^ n;
+  h *= 0xff51afd7ed558ccdULL;
+  return (size_t)(h >> 40) & (CS_UNPICKLE_RECENT_STRS - 1);
+}
+
 /* A string from n UTF-8 bytes; invalid sequences become U+FFFD, as the viewer's TextDecoder does,
  * but for lone surrogates, which are kept as CPython's unpickler keeps them (docs/tool.md). */
 static bool cs_unpickle_push_str(cs_unpickle_t *u, const uint8_t *s, size_t n) {
+  uint32_t *recent = &u->recent_str[cs_unpickle_recent_slot(s, n)];
+  if (*recent != 0) {
+    size_t len;
+    const char *known = cs_doc_string(cs_build_doc(u->b), *recent - 1, &len);
+    if (len == n && memcmp(known, s, n) == 0) return cs_unpickle_push(u, CS_VAL_MAKE(CS_TAG_STRING, *recent - 1));
+  }
   bool valid;
   size_t out_len = cs_utf8_fixed_len(s, n, true, &valid);
-  if (valid) return cs_unpickle_push(u, cs_build_str(u->b, s, n));
+  if (valid) {
+    cs_val_t v = cs_build_str(u->b, s, n);
+    /* Only a string stored as its bytes were read: a hit must mean the same bytes, valid UTF-8. */
+    if (cs_val_is_string(v)) *recent = (uint32_t)cs_val_payload(v) + 1;
+    return cs_unpickle_push(u, v);
+  }
   if (out_len + 1 > u->capstrbuf) {
     char *nb = realloc(u->strbuf, out_len + 1);
     if (nb == NULL) return cs_unpickle_fail(u, "out of host memory");
@@ -273,7 +315,7 @@ static bool cs_unpickle_close(cs_unpickle_t *u, cs_val_t *v) {
     u->opens[k].memo = 0;
     while (node != 0) {
       struct cs_unpickle_memo_link_s *l = &u->links[node - 1];
-      if (u->memo[l->idx] == open) u->memo[l->idx] = closed;
+      if (u->memo[l->memo_slot] == open) u->memo[l->memo_slot] = closed;
       size_t next = l->next;
       l->next = u->free_link;
       u->free_link = node;
@@ -420,9 +462,9 @@ static bool cs_unpickle_make_list(cs_unpickle_t *u, bool from_mark, size_t k, bo
   return cs_unpickle_push(u, list);
 }
 
-/* Links memo entry idx to the open container of open index `open` (on the stack, so pushed: its
+/* Links memo slot memo_slot to the open container of open index `open` (on the stack, so pushed: its
  * entry in opens exists), for its close to update. */
-static bool cs_unpickle_link(cs_unpickle_t *u, size_t open, size_t idx) {
+static bool cs_unpickle_link(cs_unpickle_t *u, size_t open, size_t memo_slot) {
   size_t node = u->free_link;
   if (node != 0) {
     u->free_link = u->links[node - 1].next;
@@ -432,7 +474,7 @@ static bool cs_unpickle_link(cs_unpickle_t *u, size_t open, size_t idx) {
     u->links = a;
     node = ++u->nlinks;
   }
-  u->links[node - 1] = (struct cs_unpickle_memo_link_s){idx, u->opens[open].memo};
+  u->links[node - 1] = (struct cs_unpickle_memo_link_s){memo_slot, u->opens[open].memo};
   u->opens[open].memo = node;
   return true;
 }
@@ -442,25 +484,22 @@ static bool cs_unpickle_memo_put(cs_unpickle_t *u, size_t idx) {
   if (idx > u->memo_puts + CS_UNPICKLE_MEMO_SLACK)
     return cs_unpickle_fail(u, "memo index %zu is out of range (only %zu values were memoized before)", idx,
                             u->memo_puts);
-  while (u->nmemo <= idx) {
-    void *a = u->memo;
-    if (!cs_unpickle_reserve(u, &a, &u->capmemo, u->nmemo, sizeof(cs_val_t))) return false;
-    u->memo = a;
-    u->memo[u->nmemo++] = CS_VAL_ABSENT;
-  }
+  u->memo_puts++;
+  size_t slot = cs_memo_refs_slot(&u->refs, idx);
+  if (slot == SIZE_MAX) return true; /* no GET reads it back */
   cs_val_t v = u->stack[u->nstack - 1];
   size_t open = cs_build_open_index(u->b, v);
-  if (open != SIZE_MAX && !cs_unpickle_link(u, open, idx)) return false;
-  u->memo[idx] = v;
-  u->memo_puts++;
+  if (open != SIZE_MAX && !cs_unpickle_link(u, open, slot)) return false;
+  u->memo[slot] = v;
   return true;
 }
 
 static bool cs_unpickle_memo_get(cs_unpickle_t *u, size_t idx) {
-  if (idx >= u->nmemo || cs_val_absent(u->memo[idx]))
+  size_t memo_slot = cs_memo_refs_slot(&u->refs, idx);
+  if (memo_slot == SIZE_MAX || cs_val_absent(u->memo[memo_slot]))
     return cs_unpickle_fail(u, "memo index %zu was never stored", idx);
   u->st->memo_copies++;
-  cs_val_t v = u->memo[idx];
+  cs_val_t v = u->memo[memo_slot];
   size_t open = cs_build_open_index(u->b, v);
   if (open != SIZE_MAX) {
     /* Handed out again: it is complete (see the top). Close it where it stands on the stack. */
@@ -688,7 +727,8 @@ static void cs_unpickle_free(cs_unpickle_t *u) {
   cs_build_abort(u->b);
   cs_region_free(u->stack, u->capstack * sizeof *u->stack);
   cs_region_free(u->marks, u->capmarks * sizeof *u->marks);
-  cs_region_free(u->memo, u->capmemo * sizeof *u->memo);
+  cs_region_free(u->memo, u->refs.count * sizeof *u->memo);
+  cs_memo_refs_free(&u->refs);
   cs_region_free(u->opens, u->capopens * sizeof *u->opens);
   cs_region_free(u->links, u->caplinks * sizeof *u->links);
   free(u->strbuf);
@@ -706,8 +746,23 @@ static bool cs_unpickle_begin(cs_unpickle_t *u, const uint8_t *data, size_t len,
   u->len = len;
   u->st = stats;
   u->err = err;
+  if (!cs_memo_refs_scan(&u->refs, data, len, CS_UNPICKLE_MEMO_SLACK)) {
+    cs_unpickle_fail(u, "out of host memory");
+    return false;
+  }
+  if (u->refs.count > 0) {
+    u->memo = cs_region_resize(NULL, 0, u->refs.count * sizeof *u->memo);
+    if (u->memo == NULL) {
+      cs_memo_refs_free(&u->refs);
+      cs_unpickle_fail(u, "out of host memory");
+      return false;
+    }
+    for (size_t i = 0; i < u->refs.count; i++) u->memo[i] = CS_VAL_ABSENT;
+  }
   u->b = cs_build_new();
   if (u->b == NULL) {
+    cs_region_free(u->memo, u->refs.count * sizeof *u->memo);
+    cs_memo_refs_free(&u->refs);
     cs_unpickle_fail(u, "out of host memory");
     return false;
   }

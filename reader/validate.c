@@ -983,16 +983,22 @@ static bool cs_validate_walk(const cs_doc_t *doc, cs_report_t *r, bool replay) {
       continue;
     }
     dev_nevents[d] = n;
-    dev_events[d] = malloc((n ? n : 1) * sizeof **dev_events);
-    if (dev_events[d] == NULL) {
-      cs_report_add(r, CS_FINDING_ERROR, "(top level)", "out of host memory");
-      dev_bad[d] = true;
-      continue;
+    /* The events are kept for the replay only: without it (cs_validate_readable: every
+     * subcommand's load) each is checked into one scratch record, not an array of the trace's
+     * length (40 MB of fresh pages for a million events). */
+    cs_replay_event_t scratch;
+    if (replay) {
+      dev_events[d] = malloc((n ? n : 1) * sizeof **dev_events);
+      if (dev_events[d] == NULL) {
+        cs_report_add(r, CS_FINDING_ERROR, "(top level)", "out of host memory");
+        dev_bad[d] = true;
+        continue;
+      }
     }
     const cs_val_t *items = cs_doc_items(doc, tr);
     for (size_t i = 0; i < n; i++) {
       cs_loc_t w = CS_LOC_IDX(&tw, i);
-      if (!cs_validate_event(&c, items[i], &w, &dev_events[d][i], &cat)) dev_bad[d] = true;
+      if (!cs_validate_event(&c, items[i], &w, replay ? &dev_events[d][i] : &scratch, &cat)) dev_bad[d] = true;
     }
   }
   if (cat.any && !cat.unknown)

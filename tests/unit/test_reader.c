@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "model/doc.h"
+#include "reader/memo_refs.h"
 #include "reader/reader.h"
 #include "reader/unpickle.h"
 
@@ -388,6 +389,52 @@ static void test_deep_nesting(void **state) {
   free(j);
 }
 
+/* The memo keeps the indices some GET names (reader/memo_refs.h), and reads as if it kept them all:
+ * explicit indices ahead of the count (within the slack), an index put twice, a GET before its put,
+ * GETs after STOP and past the slack. */
+static void test_memo_refs(void **state) {
+  (void)state;
+  cs_memo_refs_t refs;
+  static const uint8_t p[] = "\x80\x04]\x94]\x94]\x94h\x01h\x01j\x05\x00\x00\x00" "(l.h\x02";
+  assert_true(cs_memo_refs_scan(&refs, p, sizeof p - 1, 1024));
+  assert_int_equal(refs.count, 2); /* 1 and 5; 2 is named after STOP only */
+  assert_true(cs_memo_refs_slot(&refs, 1) == 0);
+  assert_true(cs_memo_refs_slot(&refs, 5) == 1);
+  assert_true(cs_memo_refs_slot(&refs, 0) == SIZE_MAX);
+  assert_true(cs_memo_refs_slot(&refs, 2) == SIZE_MAX);
+  assert_true(cs_memo_refs_slot(&refs, 1u << 20) == SIZE_MAX);
+  cs_memo_refs_free(&refs);
+  /* a GET past every put plus the slack is never marked: the unpickler says it was never stored */
+  static const uint8_t far[] = "\x80\x04j\x01\x04\x00\x00.";
+  assert_true(cs_memo_refs_scan(&refs, far, sizeof far - 1, 1024));
+  assert_int_equal(refs.count, 0);
+  cs_memo_refs_free(&refs);
+
+  cs_read_error_t err;
+  /* explicit indices 7 and 3 (7 ahead of the one put before it), 3 put twice: the last value */
+  cs_doc_t *t = READ_LIT("\x80\x02(K\x01q\x07K\x02q\x03K\x04q\x03h\x07h\x03K\x09q\x09l.", &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  cs_val_t l = cs_doc_root(t);
+  assert_int_equal(cs_doc_len(t, l), 6);
+  int64_t want[] = {1, 2, 4, 1, 4, 9}, x;
+  for (size_t i = 0; i < 6; i++) {
+    assert_true(cs_doc_int(t, cs_doc_at(t, l, i), &x));
+    assert_true(x == want[i]);
+  }
+  cs_doc_free(t);
+  /* a GET before its put, and one of an index never put, are errors */
+  EXPECT_ERROR_LIT("\x80\x02(h\x00K\x01q\x00l.", "memo index 0 was never stored");
+  EXPECT_ERROR_LIT("\x80\x02(K\x01q\x00h\x01l.", "memo index 1 was never stored");
+  /* a container memoized while open and read back once closed, beside many memoized and never read */
+  t = READ_LIT("\x80\x04(]\x94K\x01" "a]\x94]\x94h\x00l.", &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  l = cs_doc_root(t);
+  assert_int_equal(cs_doc_len(t, l), 4);
+  assert_true(cs_doc_at(t, l, 0) == cs_doc_at(t, l, 3));
+  assert_int_equal(cs_doc_len(t, cs_doc_at(t, l, 3)), 1);
+  cs_doc_free(t);
+}
+
 /* A small pickle whose memo references double the size at each step: 2^60 values once expanded.
  * They stay shared: the model holds 60 tuples of two words. */
 static void test_memo_doubling(void **state) {
@@ -527,6 +574,25 @@ static void test_pickle_semantics(void **state) {
   t = READ_LIT("\x80\x02\x8c\x04" "\xF0\x90\x80" "x.", &err);
   if (t == NULL) fail_msg("%s", err.message);
   assert_string_equal(cs_doc_str(t, cs_doc_root(t), NULL), "\xEF\xBF\xBD" "x");
+  cs_doc_free(t);
+  /* strings read again (the unpickler's cache of strings read before): the same bytes give the
+   * same string; bytes that share a cache slot (length, first and last 8 bytes) stay apart; an
+   * invalid string repeated is repaired each time, and its repair written out is the same string */
+  t = READ_LIT("\x80\x02(\x8c\x11" "abcdefghZ12345678" "\x8c\x11" "abcdefghY12345678" "\x8c\x11" "abcdefghZ12345678"
+               "\x8c\x02" "a\xff" "\x8c\x02" "a\xff" "\x8c\x04" "a\xEF\xBF\xBD" "\x8c\x00" "\x8c\x00" "l.",
+               &err);
+  if (t == NULL) fail_msg("%s", err.message);
+  cs_val_t l = cs_doc_root(t);
+  assert_int_equal(cs_doc_len(t, l), 8);
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 0), NULL), "abcdefghZ12345678");
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 1), NULL), "abcdefghY12345678");
+  assert_true(cs_doc_at(t, l, 0) == cs_doc_at(t, l, 2));
+  assert_true(cs_doc_at(t, l, 0) != cs_doc_at(t, l, 1));
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 3), NULL), "a\xEF\xBF\xBD");
+  assert_true(cs_doc_at(t, l, 3) == cs_doc_at(t, l, 4));
+  assert_true(cs_doc_at(t, l, 3) == cs_doc_at(t, l, 5));
+  assert_string_equal(cs_doc_str(t, cs_doc_at(t, l, 6), NULL), "");
+  assert_true(cs_doc_at(t, l, 6) == cs_doc_at(t, l, 7));
   cs_doc_free(t);
   /* bytes after STOP are ignored (the NUL padding of add_local_files) */
   t = READ_LIT("\x80\x02N.\x00\x00", &err);
@@ -737,6 +803,7 @@ int main(void) {
       cmocka_unit_test(test_mutated_pickle),
       cmocka_unit_test(test_hostile_pickles),
       cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_memo_refs),
       cmocka_unit_test(test_memo_doubling),
       cmocka_unit_test(test_memo_big_list),
       cmocka_unit_test(test_pickle_semantics),
