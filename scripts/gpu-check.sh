@@ -163,10 +163,11 @@ nv leak leak.cu
 nv signal_dump signal_dump.cu
 nv passthrough_kinds passthrough_kinds.cu
 nv exit_paths exit_paths.cu
+nv memory_pressure memory_pressure.cu
 build gpu gpu_alloc "$root/bench/gpu_alloc.cu" "$nvcc" -O2 -std=c++17 -I"$root" -I"$cub_include" "${gencode[@]}" \
   -Xcompiler "$prefix_map"
 # the dry run's programs: host code on the fake runtime (no kernels)
-for name in alloc_basic fork_child leak device_reset exit_paths passthrough_kinds; do build dry "$name" "$gpu/$name.cu" "${CXX:-g++}" "${hostflags[@]}"; done
+for name in alloc_basic fork_child leak device_reset exit_paths passthrough_kinds memory_pressure; do build dry "$name" "$gpu/$name.cu" "${CXX:-g++}" "${hostflags[@]}"; done
 build dry gpu_alloc "$root/bench/gpu_alloc.cu" "${CXX:-g++}" -O2 -std=c++17 -x c++ -I"$root" -isystem "$cub_include" \
   -isystem "$cuda_home/include" "$prefix_map"
 failures=()

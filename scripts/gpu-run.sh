@@ -25,6 +25,12 @@
 #  7. Pass-through memory drawn in a snapshot: NCCL-style VMM, cudaMallocAsync, managed, pitch
 #     (and gone from the exit snapshot once freed).
 #  8. compute-sanitizer memcheck on the check-1 program under cudasnap.
+#  9. Two ranks on one GPU and `cudasnap ranks`. 10. `cudasnap export` to pprof and Perfetto.
+# 11. The overhead a user pays: a PyTorch training loop and CuPy allocating, with and without.
+# 12. A real OOM (a cudaMalloc loop, and PyTorch's torch.OutOfMemoryError beside cudasnap's
+#     answer); `cudasnap top --once --json` and `cudasnap metrics --once` while a program (and
+#     PyTorch) runs; the exit snapshot's reconciliation with the driver, with its numbers; the cost
+#     of a cache growth that asks the driver.
 # Then the GPU benchmark (bench.sh --quick, scripts/gpu-bench.sh) in what time is left (without its
 # PyTorch part when less than four minutes are).
 #
@@ -39,8 +45,8 @@
 # the snapshots). Exit status 1 when any check FAILs, 0 otherwise; 2 on bad arguments.
 #
 #   --dry-run   no GPU: runs the host-built programs (dry/) on the fake CUDA runtime of dry/fakes
-#               (check 1 with one program, check 6 but SIGUSR1, checks 7, 9 and 10, and the benchmark's
-#               script) and reports the rest SKIP
+#               (check 1 with one program, check 6 but SIGUSR1, checks 7, 9 and 10, check 12 but
+#               PyTorch, and the benchmark's script) and reports the rest SKIP
 #   --no-bench  no benchmark
 #   --only LIST only these checks, by number, comma-separated (e.g. 4,7 after a fix, to spend less of
 #               a GPU machine's time); "bench" in the list runs the benchmark too, which --only
@@ -59,8 +65,8 @@ while (($#)); do
     --dry-run) dry=1 ;;
     --no-bench) bench=0 ;;
     --only)
-      [[ ${2-} =~ ^([0-9]|1[01]|bench)(,([0-9]|1[01]|bench))*$ ]] ||
-        { printf 'run.sh: --only takes check numbers 0-11 and "bench", comma-separated (e.g. 4,7), not "%s"\n' "${2-}" >&2; exit 2; }
+      [[ ${2-} =~ ^([0-9]|1[012]|bench)(,([0-9]|1[012]|bench))*$ ]] ||
+        { printf 'run.sh: --only takes check numbers 0-12 and "bench", comma-separated (e.g. 4,7), not "%s"\n' "${2-}" >&2; exit 2; }
       only=$2
       shift ;;
     -h | --help) usage; exit 0 ;;
@@ -228,8 +234,8 @@ have() { [[ -x $bin/$1 ]]; }
 
 # ---- 0. the bundle ------------------------------------------------------------------------------
 expected=(alloc_static alloc_shared free_hazard ipc_small sticky_error cublas_workspace device_reset fork_child leak
-  signal_dump passthrough_kinds exit_paths gpu_alloc)
-[[ $dry == 1 ]] && expected=(alloc_basic fork_child leak device_reset exit_paths passthrough_kinds gpu_alloc)
+  signal_dump passthrough_kinds exit_paths memory_pressure gpu_alloc)
+[[ $dry == 1 ]] && expected=(alloc_basic fork_child leak device_reset exit_paths passthrough_kinds memory_pressure gpu_alloc)
 absent=()
 for p in "${expected[@]}"; do have "$p" || absent+=("$p"); done
 if ((${#absent[@]})); then result "0. bundle programs" FAIL "missing: ${absent[*]}"
@@ -726,6 +732,189 @@ overhead() {
 overhead "11. overhead: PyTorch training loop (200 steps, default settings)" torch_overhead.py LOSS 2
 # the target here: faster with cudasnap than without (its cache against real cudaMalloc/cudaFree)
 overhead "11. overhead: CuPy allocating in a loop (no CuPy pool)" cupy_loop.py CHECKSUM 0
+
+# ---- 12. what landed after the bundle was first written (issue 37, item 3) ----------------------
+# A real OOM with cudasnap's answer beside PyTorch's own message; the live view (`cudasnap top`,
+# `cudasnap metrics`) of a process while it runs; the exit snapshot's reconciliation with the driver,
+# with its numbers; the cost of a cache growth that asks the driver. The parts that need no kernel
+# and no PyTorch run on the fake runtime in the dry run too.
+
+# torch_size BYTES: a size as PyTorch's format_size writes it ("1024.00 MiB": its bounds are <=)
+torch_size() {
+  awk -v b="$1" 'BEGIN { if (b <= 1024) printf "%d bytes", b; else if (b <= 1048576) printf "%.2f KiB", b / 1024;
+    else if (b <= 1073741824) printf "%.2f MiB", b / 1048576; else printf "%.2f GiB", b / 1073741824 }'
+}
+# size_bytes "1.00 GiB": back to bytes (two decimals: within 0.5% of the size written)
+size_bytes() {
+  awk -v s="$1" 'BEGIN { n = split(s, a, " "); m = 1; if (a[2] == "KiB") m = 1024; else if (a[2] == "MiB") m = 1048576;
+    else if (a[2] == "GiB") m = 1073741824; else if (a[2] == "TiB") m = 1099511627776; if (n == 2) printf "%.0f", a[1] * m }'
+}
+# near A B: A and B (bytes) agree within 0.5% (what two decimals of a unit keep)
+near() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * 0.005) }'; }
+# asked_of TEXT: the size after "Tried to allocate" in TEXT (PyTorch's message or cudasnap's headline)
+asked_of() { sed -n 's/.*Tried to allocate \([0-9.]* [A-Za-z]*\).*/\1/p' <<<"$1" | head -n1; }
+# oom_answer TAG: the first lines of `cudasnap summary` of that run's OOM snapshot, joined by " / "
+# (the headline, who asked, the verdict and the first site it names); nothing when there is no OOM
+# snapshot
+oom_answer() {
+  local f
+  f=$(snap "$1" oom)
+  [[ -n $f ]] || return 1
+  "$tool" summary "$f" >"$logs/$1-summary.txt" 2>&1 || return 1
+  awk '/^out of memory on device/ { on = 1 } on && /^ *(out of memory|asked by|verdict:)/ { sub(/^ */, ""); printf "%s%s", sep, $0; sep = " / " }
+    v { if (/^    [^ ]/) { sub(/^ */, ""); printf " / %s", $0 } exit } on && /^ *verdict:/ { v = 1 }' "$logs/$1-summary.txt"
+}
+torch_state="" # "", or why PyTorch cannot run here (asked once)
+torch_usable() {
+  [[ -z $torch_state ]] && if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$logs/torch-usable.log" 2>&1; then
+    torch_state=yes
+  else torch_state="$python cannot import torch with CUDA: $(tail -n1 "$logs/torch-usable.log")"; fi
+  [[ $torch_state == yes ]]
+}
+
+# (a) OOM. The C program first (every size, every line of the answer checked; on the fake runtime
+# too, with a small device), then PyTorch: its message without and under cudasnap, and cudasnap's
+label="12. OOM: cudasnap's answer to a cudaMalloc loop"
+if ! skipped "$label"; then
+  oom_args=(oom $((1 << 30)) 4096) oom_env=()
+  [[ $dry == 1 ]] && oom_args=(oom $((16 << 20)) 64) oom_env=(FAKE_CUDA_CAPACITY=$((256 << 20)))
+  if ! have memory_pressure; then result "$label" FAIL "not in the bundle"
+  elif ! run oom-c CS=1 "${oom_env[@]}" -- "$bin/memory_pressure" "${oom_args[@]}"; then result "$label" FAIL "$(why oom-c)"
+  else
+    msg=()
+    answer=$(oom_answer oom-c) || msg+=("no OOM snapshot, or cudasnap summary failed on it (logs/oom-c-summary.txt)")
+    want=$(torch_size "$(val oom-c ASKED_BYTES)") said=$(asked_of "$answer")
+    near "$(size_bytes "$said")" "$(val oom-c ASKED_BYTES)" ||
+      msg+=("cudasnap says 'Tried to allocate ${said:-nothing}', the program asked $(val oom-c ASKED_BYTES) B ($want)")
+    words="in PyTorch's words"
+    [[ $said == "$want" ]] || words="PyTorch's format_size would write '$want'"
+    [[ $answer == *"asked by gc_oom_site"* ]] || msg+=("the answer does not name gc_oom_site")
+    [[ $answer == *"verdict: "* ]] || msg+=("no verdict")
+    clean "$(snap oom-c oom)" || msg+=("the OOM snapshot is not clean")
+    verdict "$label" "$(val oom-c ALLOCS) chunks of $(val oom-c ASKED_BYTES) B, then status $(val oom-c ERROR); the size $words; cudasnap: ${answer:-none}"
+  fi
+fi
+label="12. OOM: PyTorch's message beside cudasnap's answer"
+if [[ $dry == 1 ]]; then nogpu "$label"
+elif skipped "$label"; then :
+elif ! torch_usable; then result "$label" SKIP "$torch_state"
+elif ! run oom-torch-ref -- "$python" "$py/torch_oom.py"; then result "$label" FAIL "without cudasnap: $(why oom-torch-ref)"
+elif ! run oom-torch CS=1 -- "$python" "$py/torch_oom.py"; then result "$label" FAIL "$(why oom-torch)"
+else
+  msg=()
+  asked=$(val oom-torch ASKED_BYTES) torch_msg=$(val oom-torch TORCH_MESSAGE)
+  answer=$(oom_answer oom-torch) || msg+=("no OOM snapshot, or cudasnap summary failed on it (logs/oom-torch-summary.txt)")
+  t=$(asked_of "$torch_msg") c=$(asked_of "$answer")
+  near "$(size_bytes "$t")" "$asked" || msg+=("PyTorch says 'Tried to allocate ${t:-?}' for $asked B")
+  near "$(size_bytes "$c")" "$asked" || msg+=("cudasnap says 'Tried to allocate ${c:-?}' where PyTorch asked $asked B")
+  same="same words"
+  [[ $t == "$c" ]] || same="the same size in other words: PyTorch writes '$t', cudasnap '$c'"
+  verdict "$label" "$(val oom-torch ALLOCS) tensors of $asked B, then torch.OutOfMemoryError; size asked: $same; PyTorch under cudasnap: «$torch_msg»; cudasnap: «${answer:-none}»; PyTorch without cudasnap: «$(val oom-torch-ref TORCH_MESSAGE)»"
+fi
+
+# (b) the live view while it runs, and (c) its exit snapshot reconciled with the driver.
+# live_view LABEL TAG COMMAND...: COMMAND (under cudasnap) prints PID, TOTAL_BYTES and READY while
+# it runs; `cudasnap top --once --json --pid` and `cudasnap metrics --once` are read then, and the
+# file $work/TAG.stop made to tell it to end. Sets live_ok=1 when all went well.
+live_view() {
+  local label=$1 tag=$2
+  shift 2
+  live_ok=0
+  skipped "$label" && return
+  run "$tag" CS=1 CUDASNAP_LIVE_INTERVAL=1 "${live_env[@]}" -- "$@" &
+  local job=$! i pid total top_q="" met_q="" tries=0
+  for ((i = 0; i < 600; i++)); do # 60 s for the program to get going (PyTorch starting up)
+    grep -q '^READY' "$logs/$tag.out" 2>/dev/null && break
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.1
+  done
+  pid=$(val "$tag" PID) total=$(val "$tag" TOTAL_BYTES)
+  msg=()
+  if [[ -z $pid || -z $total ]]; then
+    msg+=("the program never said READY")
+  else
+    # the first publication after READY may be up to one interval (1 s, the least) later: a few tries
+    for tries in 1 2 3 4 5 6 7 8 9 10; do
+      sleep 0.3
+      "$tool" top --once --json --pid "$pid" >"$logs/$tag-top.json" 2>"$logs/$tag-top.err" &&
+        top_q=$("$python" "$py/live_query.py" top "$logs/$tag-top.json" "$pid" "$total" 2>>"$logs/$tag-top.err") && break
+    done
+    [[ $top_q == device=* && $top_q != *';'* ]] || msg+=("cudasnap top --once --json: ${top_q:-failed} (logs/$tag-top.*)")
+    "$tool" metrics --once >"$logs/$tag-metrics.txt" 2>"$logs/$tag-metrics.err" || msg+=("cudasnap metrics --once failed (logs/$tag-metrics.err)")
+    met_q=$("$python" "$py/live_query.py" metrics "$logs/$tag-metrics.txt" "$pid" 2>>"$logs/$tag-metrics.err") ||
+      msg+=("the exposition: ${met_q:-not parsed} (logs/$tag-metrics.*)")
+  fi
+  : >"$work/$tag.stop"
+  wait "$job" || msg+=("$(why "$tag")")
+  ((${#msg[@]})) || live_ok=1
+  verdict "$label" "pid ${pid:-?} on a ${total:-?} B device, read on try $tries: top: ${top_q:-none}; metrics: ${met_q:-none}"
+}
+# reconciled LABEL TAG: the exit snapshot's cudasnap.memory[], with its numbers
+reconciled() {
+  local label=$1 tag=$2 f q
+  skipped "$label" && return
+  msg=()
+  f=$(snap "$tag" exit)
+  if [[ -z $f ]]; then result "$label" FAIL "no exit snapshot of $tag"; return; fi
+  q=$(query memory "$f" 2>>"$logs/$tag.err") || msg+=("the reconciliation does not add up or the driver was not asked")
+  verdict "$label" "$(basename "$f"): ${q:-not read}"
+}
+live_env=()
+[[ $dry == 1 ]] && live_env=(FAKE_CUDA_CAPACITY=$((1 << 30)))
+label="12. live view while it runs: cudasnap top --once --json, metrics --once (memory_pressure)"
+if have memory_pressure; then
+  live_view "$label" live-c "$bin/memory_pressure" live 60 "$work/live-c.stop"
+  reconciled "12. exit snapshot reconciled with the driver (memory_pressure)" live-c
+else
+  result "$label" FAIL "not in the bundle"
+fi
+live_env=()
+label="12. live view of PyTorch while it trains: top --once --json, metrics --once"
+if [[ $dry == 1 ]]; then nogpu "$label"; nogpu "12. exit snapshot reconciled with the driver (PyTorch)"
+elif skipped "$label"; then :
+elif ! torch_usable; then result "$label" SKIP "$torch_state"
+else
+  live_env=("CUDASNAP_OUTPUT=$snaps/live-torch-%p-%n-%t.pickle" GC_TRAIN_SECONDS=60 "GC_TRAIN_STOP=$work/live-torch.stop")
+  live_view "$label" live-torch "$python" "$py/torch_step.py" "$logs/live-torch.json"
+  if [[ $live_ok == 1 && -n ${ref_loss:-} && $(val live-torch LOSS) != "$ref_loss" ]]; then
+    result "12. PyTorch's loss under the live view" FAIL "loss $(val live-torch LOSS) != $ref_loss (check 4 without cudasnap)"
+  fi
+  reconciled "12. exit snapshot reconciled with the driver (PyTorch)" live-torch
+fi
+
+# (d) the cost of a cache growth that asks the driver: each allocation a new segment, 105 ms apart
+# (the driver is asked at most once per 100 ms), after an untimed warm-up allocation; timed alone,
+# under cudasnap, and with stacks off, 3 rounds interleaved as check 11 does; on the fake runtime in
+# the dry run (its numbers are the fake's, the script is what is tested)
+label="12. cost of a cache growth that asks the driver"
+if skipped "$label"; then :
+elif ! have memory_pressure; then result "$label" FAIL "not in the bundle"
+else
+  grow=(grow 16 $((64 << 20)) $((2 << 20)) 105)
+  [[ $dry == 1 ]] && grow=(grow 6 $((64 << 20)) $((2 << 20)) 105)
+  declare -A gtags=()
+  msg=()
+  for r in 1 2 3; do
+    for cfg in none default nostacks; do
+      tag=grow-$cfg-$r
+      case $cfg in
+        none) run "$tag" -- "$bin/memory_pressure" "${grow[@]}" ;;
+        default) run "$tag" CS=1 -- "$bin/memory_pressure" "${grow[@]}" ;;
+        nostacks) run "$tag" CS=1 CUDASNAP_DUMP_ON=none CUDASNAP_STACKS=none -- "$bin/memory_pressure" "${grow[@]}" ;;
+      esac || msg+=("$(why "$tag")")
+      gtags[$cfg]+=" $tag"
+    done
+  done
+  if ((${#msg[@]})); then result "$label" FAIL "$(IFS=';'; echo "${msg[*]}")"
+  else
+    # shellcheck disable=SC2086
+    g_none=$(median_of ${gtags[none]}) g_default=$(median_of ${gtags[default]}) g_nostacks=$(median_of ${gtags[nostacks]})
+    n=${grow[1]}
+    per() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.1f", s / n * 1e6 }'; }
+    pct() { awk -v a="$1" -v b="$g_none" 'BEGIN { printf "%+.2f", (a / b - 1) * 100 }'; }
+    verdict "$label" "$n growths of $(torch_size "${grow[2]}") to $(torch_size $((grow[2] + (n - 1) * grow[3]))), ${grow[4]} ms apart$([[ $dry == 1 ]] && echo ' (fake runtime)'); median of 3, us per growth: without $(per "$g_none"), cudasnap $(per "$g_default") ($(pct "$g_default")%), stacks off $(per "$g_nostacks") ($(pct "$g_nostacks")%); slowest call under cudasnap $(val grow-default-1 MAX_US) us (without $(val grow-none-1 MAX_US) us); segments $(val grow-default-1 CS_SEGMENTS)"
+  fi
+fi
 
 checks_s=$SECONDS
 

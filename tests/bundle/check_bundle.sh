@@ -106,9 +106,21 @@ for row in "0. bundle programs" "1. host-built program on the fake runtime" "6. 
   "6. fork after CUDA init" "6. exit without freeing: leak report" "6. _exit(3): exit snapshot, status kept" \
   "6. SIGSEGV: crash snapshot, still killed by SIGSEGV" \
   "7. pass-through memory drawn (VMM as NCCL maps it, async, managed, pitch, graph memory)" \
-  "9. two ranks on one GPU: cudasnap ranks" "10. cudasnap export: pprof and Perfetto"; do
+  "9. two ranks on one GPU: cudasnap ranks" "10. cudasnap export: pprof and Perfetto" \
+  "12. OOM: cudasnap's answer to a cudaMalloc loop" \
+  "12. live view while it runs: cudasnap top --once --json, metrics --once (memory_pressure)" \
+  "12. exit snapshot reconciled with the driver (memory_pressure)" "12. cost of a cache growth that asks the driver"; do
   grep -qF "| $row | PASS |" "$report" || fail "the dry run's report has no PASS for '$row'"
 done
+# check 12's PyTorch parts need a GPU: skipped with that reason, not left out
+for row in "12. OOM: PyTorch's message beside cudasnap's answer" \
+  "12. live view of PyTorch while it trains: top --once --json, metrics --once" \
+  "12. exit snapshot reconciled with the driver (PyTorch)"; do
+  grep -qF "| $row | SKIP | no GPU (dry run) |" "$report" || fail "the dry run's report does not skip '$row' for want of a GPU"
+done
+# the reconciliation is reported with its numbers, not only a verdict
+grep -F "| 12. exit snapshot reconciled with the driver (memory_pressure) | PASS |" "$report" | grep -q 'driver_used=[0-9]* .*remainder=' ||
+  fail "the reconciliation's row has no driver_used and remainder figures"
 grep -q '^complete' "$report" || fail "the benchmark's dry run did not complete (report: $(grep -A2 '^## GPU benchmark' "$report" | tail -n1))"
 grep -q '^BENCH gpu_alloc_idle_same_cudasnap_sync ' "$out/bench.txt" || fail "no benchmark line in bench.txt"
 files=$(find "$out" -type f | wc -l)

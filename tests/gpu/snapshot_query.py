@@ -24,6 +24,12 @@ job). Pickles are read with an unpickler that refuses every global, as a viewer 
       their folded stacks to flamegraph.pl, which _memory_viz downloads from GitHub on first use,
       so here a stand-in formatter keeps the folded lines; their bytes must add up to the segments'
       total_size, and those of `segments` are written to FOLDED
+  snapshot_query.py memory FILE
+      the reconciliation with the driver (cudasnap.memory[], docs/memory-kinds.md) of each device
+      that holds memory: the driver's total and used bytes, the cache's reserved bytes, memory
+      passed through by kind, the pools and the graph pool, accounted and remainder; "no" when no
+      device was asked of the driver, or an answer does not add up (used over total, accounted
+      under the cache's reserved, a negative remainder without managed memory to explain it)
 Prints one line of KEY=VALUE pairs; exit status 1 when a question's answer is no."""
 import json
 import os
@@ -127,6 +133,34 @@ def cmd_vmm(s, args):
     return 0 if vmm else 1
 
 
+def cmd_memory(s, args):
+    devices = [m for m in (s.get("cudasnap") or {}).get("memory") or []
+               if m.get("cache_reserved") or m.get("accounted") or m.get("driver_known")]
+    asked, bad, parts = 0, [], []
+    for m in devices:
+        passthrough = ",".join("%s:%d" % (k, v) for k, v in sorted((m.get("passthrough") or {}).items()) if v)
+        keys = ["driver_known", "driver_total", "driver_free", "driver_used", "cache_reserved", "cache_allocated",
+                "pools_known", "pool_reserved", "pool_used", "graph_known", "graph_reserved", "accounted", "remainder"]
+        text = " ".join("%s=%s" % (k, int(m[k]) if isinstance(m.get(k), (bool, int)) else m.get(k, "?"))
+                        for k in keys)
+        parts.append("device=%s %s passthrough=%s" % (m.get("device"), text, passthrough or "none"))
+        if not m.get("driver_known"):
+            continue
+        asked += 1
+        managed = (m.get("passthrough") or {}).get("managed", 0)
+        if m["driver_used"] > m["driver_total"]:
+            bad.append("device %s: used over total" % m.get("device"))
+        if m["accounted"] < m["cache_reserved"]:
+            bad.append("device %s: accounted under the cache's reserved" % m.get("device"))
+        if m["remainder"] < 0 and not managed:
+            bad.append("device %s: negative remainder" % m.get("device"))
+    if not asked:
+        bad.append("no device's driver answer (%s)" % ", ".join(
+            str(m.get("driver_not_asked", "not asked")) for m in devices) or "no cudasnap.memory")
+    print("; ".join(parts + bad) or "no cudasnap.memory")
+    return 1 if bad else 0
+
+
 def cmd_frame(s, args):
     script, line, min_bytes = os.path.realpath(args[0]), int(args[1]), int(args[2])
     allocs, blocks = allocations(s)
@@ -181,6 +215,7 @@ def cmd_memviz(s, args):
 
 
 COMMANDS = {"allocs": (cmd_allocs, 0), "sites": (cmd_sites, 2), "ranges": (cmd_ranges, 1), "vmm": (cmd_vmm, 0),
+            "memory": (cmd_memory, 0),
             "frame": (cmd_frame, 3), "memviz": (cmd_memviz, 1)}
 
 

@@ -7,6 +7,10 @@ change results), and writes a JSON file (argv[1]) with what the script compares:
                                  step (the third; stats reset just before it)
   cudasnap_base/cudasnap_after   the same from cudasnap's API, when preloaded
   torch_reserved, cudasnap_allocated  at the end, both allocators' view of held memory
+With GC_TRAIN_SECONDS set (check 12: the live view while it trains), it then prints PID,
+TOTAL_BYTES (the device's, from the driver) and READY, flushed, and goes on training until the file
+GC_TRAIN_STOP exists (the script has read the live view) or that many seconds pass, before printing
+LOSS (the first three steps' losses, as without it).
 """
 import json
 import os
@@ -61,4 +65,12 @@ out.update(torch_after=torch.cuda.memory_stats(dev), cudasnap_after=gc_cudasnap.
            losses=[v.hex() for v in losses])
 with open(sys.argv[1], "w") as f:
     json.dump(out, f, indent=1, sort_keys=True)
+train_seconds = float(os.environ.get("GC_TRAIN_SECONDS", "0"))
+if train_seconds > 0:
+    import time
+    print("PID %d\nTOTAL_BYTES %d\nREADY 1" % (os.getpid(), torch.cuda.mem_get_info(dev)[1]), flush=True)
+    end = time.monotonic() + train_seconds
+    stop = os.environ.get("GC_TRAIN_STOP", "")
+    while time.monotonic() < end and not (stop and os.path.exists(stop)):
+        step()
 print("LOSS " + " ".join(v.hex() for v in losses))
