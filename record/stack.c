@@ -156,7 +156,8 @@ typedef struct cs_stack_replay_s {
   size_t max;
   size_t n; /* the frames it wrote, pcs[0, n) */
   uintptr_t pcs[CS_STACK_REPLAY_PCS];
-  uint64_t number; /* its number (cs_stack_capture_numbered) */
+  uint64_t number;     /* its number (cs_stack_capture_numbered) */
+  uint64_t generation; /* of the rules it walked by: a library unloaded since ends the replay */
   bool valid;
 } cs_stack_replay_t;
 static CS_TLS cs_stack_replay_t cs_stack_replay;
@@ -187,7 +188,8 @@ static long cs_stack_walk_replayed(const cs_stack_start_t *start, uintptr_t lo, 
   atomic_signal_fence(memory_order_seq_cst);
   cs_stack_replay_t *r = &cs_stack_replay;
   long got;
-  if (r->valid && r->start.ra == start->ra && r->start.cfa == start->cfa && r->start.rbp == start->rbp &&
+  const uint64_t generation = cs_stack_rules_generation();
+  if (r->valid && r->generation == generation && r->start.ra == start->ra && r->start.cfa == start->cfa && r->start.rbp == start->rbp &&
       r->skip_lo == lo && r->skip_hi == hi && r->max == max && cs_stack_trace_holds(&r->trace, start->cfa)) {
     memcpy(pcs, r->pcs, r->n * sizeof *pcs);
     got = (long)r->n;
@@ -205,6 +207,7 @@ static long cs_stack_walk_replayed(const cs_stack_start_t *start, uintptr_t lo, 
       r->n = (size_t)got;
       memcpy(r->pcs, pcs, r->n * sizeof *pcs);
       r->number = *number = ++cs_stack_walks;
+      r->generation = generation;
       r->valid = true;
     }
   }
