@@ -5,10 +5,12 @@
 
 #include <libunwind.h> /* types only: the functions are libunwind's, opened privately */
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #if defined(__x86_64__)
 #include <emmintrin.h> /* SSE2: every x86-64 has it */
 #endif
@@ -160,8 +162,39 @@ typedef struct cs_stack_replay_s {
   uint64_t generation; /* of the rules it walked by: a library unloaded since ends the replay */
   bool valid;
 } cs_stack_replay_t;
-static CS_TLS cs_stack_replay_t cs_stack_replay;
+/* A thread's replay lives in a page of its own, mapped at its first capture and unmapped when it
+ * exits: 1.6 KB of it in the library's initial-exec TLS would leave a copy opened with dlopen (as
+ * NVTX opens its injection) no room in glibc's static TLS ("cannot allocate memory in static TLS
+ * block"): the library keeps its TLS near 1 KB. */
+static CS_TLS cs_stack_replay_t *cs_stack_replay_block;
+static pthread_key_t cs_stack_replay_key;
+static atomic_bool cs_stack_replay_key_made;
 static CS_TLS volatile sig_atomic_t cs_stack_replay_busy;
+
+static void cs_stack_replay_unmap(void *block) {
+  cs_stack_replay_block = NULL; /* a capture in a later destructor maps another */
+  munmap(block, sizeof(cs_stack_replay_t));
+}
+
+static void cs_stack_replay_make_key(void) {
+  if (pthread_key_create(&cs_stack_replay_key, cs_stack_replay_unmap) == 0)
+    atomic_store_explicit(&cs_stack_replay_key_made, true, memory_order_release);
+}
+
+/* This thread's replay; NULL (walk without one) before cs_stack_init or when no page is had.
+ * mmap and pthread_setspecific (keys below 32 use the thread's own array) are async-signal-safe. */
+static cs_stack_replay_t *cs_stack_replay_of_thread(void) {
+  cs_stack_replay_t *r = cs_stack_replay_block;
+  if (CS_LIKELY(r != NULL)) return r;
+  if (!atomic_load_explicit(&cs_stack_replay_key_made, memory_order_acquire)) return NULL;
+  void *page = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return NULL;
+  if (pthread_setspecific(cs_stack_replay_key, page) != 0) {
+    munmap(page, sizeof *r);
+    return NULL;
+  }
+  return cs_stack_replay_block = page;
+}
 static CS_TLS uint64_t cs_stack_walks; /* the thread's walks kept for a replay: the last one's number */
 
 /* Do the words the trace read, in its order, still hold what they held? A window at a time: two
@@ -184,9 +217,10 @@ static long cs_stack_walk_replayed(const cs_stack_start_t *start, uintptr_t lo, 
   const size_t limit = max + CS_STACK_SKIP_MAX;
   *number = 0;
   if (CS_UNLIKELY(cs_stack_replay_busy)) return cs_stack_walk_rules(start, lo, hi, pcs, max, limit, NULL);
+  cs_stack_replay_t *r = cs_stack_replay_of_thread();
+  if (CS_UNLIKELY(r == NULL)) return cs_stack_walk_rules(start, lo, hi, pcs, max, limit, NULL);
   cs_stack_replay_busy = 1;
   atomic_signal_fence(memory_order_seq_cst);
-  cs_stack_replay_t *r = &cs_stack_replay;
   long got;
   const uint64_t generation = cs_stack_rules_generation();
   if (r->valid && r->generation == generation && r->start.ra == start->ra && r->start.cfa == start->cfa && r->start.rbp == start->rbp &&
@@ -307,6 +341,9 @@ void cs_stack_init(void) {
   if (!atomic_compare_exchange_strong(&cs_stack_initialized, &expected, 1)) return;
 
   atomic_store_explicit(&cs_stack_unwinder, cs_private_unw_backtrace(), memory_order_relaxed);
+#if defined(__x86_64__)
+  cs_stack_replay_make_key();
+#endif
   /* dl_iterate_phdr takes the loader lock: fine here, never on the hot path. */
   cs_stack_range_t r = {.probe = (uintptr_t)&cs_stack_capture_unw, .lo = 0, .hi = 0};
   dl_iterate_phdr(cs_stack_find_object, &r);
