@@ -53,5 +53,5 @@ left_running build-asan
 step "concurrency tests under ThreadSanitizer"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCS_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$jobs"
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'threads|test_ring|test_thread_log|test_intern|test_phases|test_stack_rules'
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'threads|test_ring|test_thread_log|test_intern|test_phases|test_stack|test_lock'
 left_running build-tsan
