@@ -5,30 +5,7 @@
 #include <string.h>
 
 #include "model/region.h"
-
-/* Opcodes whose arguments the scan must step over, and those it counts; the unpickler's set
- * (reader/unpickle.c), by the same names. */
-enum {
-  CS_SCAN_STOP = '.',
-  CS_SCAN_BINFLOAT = 'G',
-  CS_SCAN_BININT = 'J',
-  CS_SCAN_BININT1 = 'K',
-  CS_SCAN_BININT2 = 'M',
-  CS_SCAN_BINUNICODE = 'X',
-  CS_SCAN_BINGET = 'h',
-  CS_SCAN_LONG_BINGET = 'j',
-  CS_SCAN_BINPUT = 'q',
-  CS_SCAN_LONG_BINPUT = 'r',
-  CS_SCAN_PROTO = 0x80,
-  CS_SCAN_LONG1 = 0x8a,
-  CS_SCAN_SHORT_BINUNICODE = 0x8c,
-  CS_SCAN_MEMOIZE = 0x94,
-  CS_SCAN_FRAME = 0x95,
-};
-
-static uint32_t cs_scan_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+#include "reader/pickle_ops.h"
 
 /* Sets bit idx, growing the words to hold it. False without host memory. */
 static bool cs_memo_refs_mark(cs_memo_refs_t *r, size_t idx) {
@@ -59,44 +36,44 @@ bool cs_memo_refs_scan(cs_memo_refs_t *r, const uint8_t *data, size_t len, size_
     case '(': case 'a': case 'd': case '}': case 'e': case 'l': case ']': case ')': case 's': case 't':
     case 'u': case 'N': case 0x85: case 0x86: case 0x87: case 0x88: case 0x89:
       break;
-    case CS_SCAN_STOP:
+    case CS_OP_STOP:
       pos = len;
       continue;
-    case CS_SCAN_MEMOIZE:
+    case CS_OP_MEMOIZE:
       puts++;
       break;
-    case CS_SCAN_PROTO: case CS_SCAN_BININT1:
+    case CS_OP_PROTO: case CS_OP_BININT1:
       arg = 1;
       break;
-    case CS_SCAN_BININT2:
+    case CS_OP_BININT2:
       arg = 2;
       break;
-    case CS_SCAN_BININT:
+    case CS_OP_BININT:
       arg = 4;
       break;
-    case CS_SCAN_FRAME: case CS_SCAN_BINFLOAT:
+    case CS_OP_FRAME: case CS_OP_BINFLOAT:
       arg = 8;
       break;
-    case CS_SCAN_LONG1: case CS_SCAN_SHORT_BINUNICODE:
+    case CS_OP_LONG1: case CS_OP_SHORT_BINUNICODE:
       arg = pos < len ? 1 + (size_t)data[pos] : 1;
       break;
-    case CS_SCAN_BINUNICODE:
-      arg = len - pos >= 4 ? 4 + (size_t)cs_scan_le32(data + pos) : 4;
+    case CS_OP_BINUNICODE:
+      arg = len - pos >= 4 ? 4 + (size_t)cs_pickle_le32(data + pos) : 4;
       break;
-    case CS_SCAN_BINPUT:
+    case CS_OP_BINPUT:
       arg = 1;
       puts++;
       break;
-    case CS_SCAN_LONG_BINPUT:
+    case CS_OP_LONG_BINPUT:
       arg = 4;
       puts++;
       break;
-    case CS_SCAN_BINGET:
+    case CS_OP_BINGET:
       if (pos < len) get = data[pos];
       arg = 1;
       break;
-    case CS_SCAN_LONG_BINGET:
-      if (len - pos >= 4) get = cs_scan_le32(data + pos);
+    case CS_OP_LONG_BINGET:
+      if (len - pos >= 4) get = cs_pickle_le32(data + pos);
       arg = 4;
       break;
     default:

@@ -33,6 +33,7 @@
 #include "model/build.h"
 #include "model/region.h"
 #include "reader/memo_refs.h"
+#include "reader/pickle_ops.h"
 #include "reader/unpickle.h"
 
 /* Memo indices may run ahead of the number of values stored so far by at most this much. Real
@@ -46,40 +47,6 @@
  * its UTF-8, hash it with its keyed hash and probe. */
 #define CS_UNPICKLE_RECENT_STRS 4096u
 
-enum {
-  CS_OP_MARK = '(',
-  CS_OP_STOP = '.',
-  CS_OP_BINFLOAT = 'G',
-  CS_OP_BININT = 'J',
-  CS_OP_BININT1 = 'K',
-  CS_OP_BININT2 = 'M',
-  CS_OP_NONE = 'N',
-  CS_OP_BINUNICODE = 'X',
-  CS_OP_APPEND = 'a',
-  CS_OP_DICT = 'd',
-  CS_OP_APPENDS = 'e',
-  CS_OP_BINGET = 'h',
-  CS_OP_LONG_BINGET = 'j',
-  CS_OP_LIST = 'l',
-  CS_OP_BINPUT = 'q',
-  CS_OP_LONG_BINPUT = 'r',
-  CS_OP_SETITEM = 's',
-  CS_OP_TUPLE = 't',
-  CS_OP_SETITEMS = 'u',
-  CS_OP_EMPTY_DICT = '}',
-  CS_OP_EMPTY_LIST = ']',
-  CS_OP_EMPTY_TUPLE = ')',
-  CS_OP_PROTO = 0x80,
-  CS_OP_TUPLE1 = 0x85,
-  CS_OP_TUPLE2 = 0x86,
-  CS_OP_TUPLE3 = 0x87,
-  CS_OP_NEWTRUE = 0x88,
-  CS_OP_NEWFALSE = 0x89,
-  CS_OP_LONG1 = 0x8a,
-  CS_OP_SHORT_BINUNICODE = 0x8c,
-  CS_OP_MEMOIZE = 0x94,
-  CS_OP_FRAME = 0x95,
-};
 
 static const char *cs_unpickle_opname(uint8_t op) {
   switch (op) {
@@ -529,10 +496,6 @@ static const uint8_t *cs_unpickle_take(cs_unpickle_t *u, size_t n) {
   return p;
 }
 
-static uint32_t cs_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* One opcode. *done is set by STOP. */
 static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   const uint8_t *p;
@@ -596,7 +559,7 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     return cs_unpickle_make_list(u, false, 3, true);
   case CS_OP_BININT:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_push(u, cs_build_int(u->b, (int64_t)(int32_t)cs_le32(p)));
+    return cs_unpickle_push(u, cs_build_int(u->b, (int64_t)(int32_t)cs_pickle_le32(p)));
   case CS_OP_BININT1:
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
     return cs_unpickle_push(u, cs_build_int(u->b, p[0]));
@@ -638,7 +601,7 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   }
   case CS_OP_BINUNICODE: {
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    size_t n = cs_le32(p);
+    size_t n = cs_pickle_le32(p);
     if ((p = cs_unpickle_take(u, n)) == NULL) return false;
     return cs_unpickle_push_str(u, p, n);
   }
@@ -651,13 +614,13 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     return cs_unpickle_memo_put(u, p[0]);
   case CS_OP_LONG_BINPUT:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_memo_put(u, cs_le32(p));
+    return cs_unpickle_memo_put(u, cs_pickle_le32(p));
   case CS_OP_BINGET:
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
     return cs_unpickle_memo_get(u, p[0]);
   case CS_OP_LONG_BINGET:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_memo_get(u, cs_le32(p));
+    return cs_unpickle_memo_get(u, cs_pickle_le32(p));
   default: {
     const char *name = cs_unpickle_opname(u->op);
     char shown[8] = "";
@@ -678,7 +641,7 @@ static bool cs_unpickle_is_key(const cs_unpickle_t *u, const char *key) {
   if (at < u->len && u->data[at] == CS_OP_SHORT_BINUNICODE && u->len - at >= 2 + n)
     return u->data[at + 1] == n && memcmp(u->data + at + 2, key, n) == 0;
   if (at < u->len && u->data[at] == CS_OP_BINUNICODE && u->len - at >= 5 + n)
-    return cs_le32(u->data + at + 1) == n && memcmp(u->data + at + 5, key, n) == 0;
+    return cs_pickle_le32(u->data + at + 1) == n && memcmp(u->data + at + 5, key, n) == 0;
   return false;
 }
 
