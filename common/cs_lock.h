@@ -1,21 +1,26 @@
-/* The caching allocator's lock: a word and a futex, which hands the lock over without spinning
- * when its holder is not running (issue 36).
+/* The caching allocator's lock: a word and a futex, with a waiter that spins by time before it
+ * sleeps (issue 36).
  *
  * The allocator's sections last tens to hundreds of nanoseconds, far less than a trip through
- * futex to sleep and be woken again (microseconds, more under a hypervisor), so a contended
- * acquire first spins a little: it reads the word (no locked write, which would take the line
- * from the holder) with growing gaps of `pause` between reads, as before (issue 27), and tries
- * when the word says free. But the spin is bounded by time, CS_LOCK_SPIN_NS, not by a count of
- * `pause`s, whose cost differs by CPU: about 140 cycles on Intel cores since Skylake, a few on
- * older ones, 57-76 ns measured on the AMD EPYC VM of bench/README.md. After that the waiter
- * sleeps in FUTEX_WAIT until a release wakes it: with more threads than cores the holder may be
- * descheduled, and spinning longer only takes the CPU from it.
+ * futex to sleep and be woken again, so a contended acquire first spins: it reads the word (no
+ * locked write, which would take the line from the holder) and tries when the word says free.
+ * Both the spin and the gaps between its reads are bounded by time, read from the clock, not by a
+ * count of `pause`s, whose cost differs by CPU: about 140 cycles on Intel cores since Skylake, a
+ * few on older ones, 57-76 ns measured on the AMD EPYC VM of bench/README.md.
  *
- * CS_LOCK_SPIN_NS is about what a sleep and a wake-up cost (two system calls and a reschedule,
- * tens of microseconds under a hypervisor), so spinning costs at most about as much as sleeping
- * at once would. Measured on that VM with 2-16 threads (bench/README.md, "Issue 36: the lock,
- * measured with threads"), a 20 us spin gave 3-4 times the throughput of sleeping at once with
- * same-size pairs, where a 2 us spin was slower than the 511-`pause` spin before it.
+ * The gaps double from 100 ns to 16 us. A waiter that reads seldom leaves the lock to the thread
+ * that holds it and takes it again at once, with the allocator's blocks still in its cache: each
+ * hand-over to another core moves them all, and costs more than the section itself. Measured on
+ * that VM with 2-16 threads (bench/README.md, "Issue 36: the lock, measured with threads"), gaps
+ * doubling up to 16 us and a 200 us spin gave 2-3 times the throughput of a 20 us spin with gaps
+ * of at most 64 `pause`s, and sleeping sooner gave less: each sleep costs a system call to the
+ * waiter and one to the release that wakes it.
+ *
+ * A spin that ends in sleep means the holder kept the lock for long (it was descheduled, or it
+ * waits for something): spinning as long next time would likely be wasted too, and takes a CPU
+ * from threads that could run, perhaps the holder. So the budget adapts, per lock: it halves after
+ * each spin that ended in sleep, down to CS_LOCK_SPIN_NS / 32, and doubles back after each spin
+ * that got the lock.
  *
  * The word: 0 free, 1 held, 2 held and a waiter may sleep (the release then wakes one). That is
  * the mutex of Drepper's "Futexes Are Tricky" (2011), section 5 ("mutex2"). An uncontended
@@ -48,19 +53,22 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-/* How long a waiter spins before it sleeps (see above). */
+/* The longest a waiter spins before it sleeps (the budget adapts: see above). */
 #ifndef CS_LOCK_SPIN_NS
-#define CS_LOCK_SPIN_NS 20000
+#define CS_LOCK_SPIN_NS 200000
 #endif
-/* The longest gap between two reads of the word, in `pause`s (growing 1, 2, 4, ...). */
-enum { CS_LOCK_MAX_GAP = 64 };
+enum { CS_LOCK_MAX_SHRINK = 5 }; /* the shortest budget: CS_LOCK_SPIN_NS >> 5, 6.25 us */
+/* The gap between two reads of the word doubles from the first to the longest. */
+enum { CS_LOCK_FIRST_GAP_NS = 100, CS_LOCK_MAX_GAP_NS = 16000 };
 
 typedef struct cs_lock_s {
-  _Atomic uint32_t word; /* 0 free, 1 held, 2 held with a waiter that may sleep */
+  _Atomic uint32_t word;   /* 0 free, 1 held, 2 held with a waiter that may sleep */
+  _Atomic uint32_t shrink; /* the spin budget is CS_LOCK_SPIN_NS >> shrink; zero-initialised: all of it */
 } cs_lock_t;
 
 static inline void cs_lock_init(cs_lock_t *l) {
   atomic_store_explicit(&l->word, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->shrink, 0, memory_order_relaxed);
 #ifdef CS_LOCK_TSAN
   __tsan_mutex_create(l, 0);
 #endif
@@ -80,15 +88,32 @@ static inline bool cs_lock_cas(cs_lock_t *l, uint32_t want) {
                                                  memory_order_relaxed);
 }
 
-/* The contended acquire: spin by time, then sleep. Never inlined: it is the rare path. */
+/* Move the spin budget one step (-1 longer, +1 shorter), within its bounds. The step is a plain
+ * load and store: two waiters that step at once lose one step, which the next spin makes up. */
+static inline void cs_lock_adapt(cs_lock_t *l, int step) {
+  uint32_t shrink = atomic_load_explicit(&l->shrink, memory_order_relaxed);
+  if (step < 0 && shrink > 0) atomic_store_explicit(&l->shrink, shrink - 1, memory_order_relaxed);
+  if (step > 0 && shrink < CS_LOCK_MAX_SHRINK) atomic_store_explicit(&l->shrink, shrink + 1, memory_order_relaxed);
+}
+
+/* The contended acquire: spin by time, reading the word at gaps that double, then sleep. Never
+ * inlined: it is the rare path. */
 static CS_NOINLINE CS_UNUSED void cs_lock_acquire_contended(cs_lock_t *l) {
+  const uint64_t budget = (uint64_t)CS_LOCK_SPIN_NS >> atomic_load_explicit(&l->shrink, memory_order_relaxed);
   const uint64_t start = cs_deadline_now_ns();
-  unsigned gap = 1;
-  do {
-    for (unsigned k = 0; k < gap; k++) cs_cpu_relax();
-    if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && cs_lock_cas(l, 1)) return;
-    if (gap < CS_LOCK_MAX_GAP) gap <<= 1;
-  } while (cs_deadline_now_ns() - start < CS_LOCK_SPIN_NS);
+  uint64_t now = start, gap = CS_LOCK_FIRST_GAP_NS;
+  for (;;) {
+    if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && cs_lock_cas(l, 1)) {
+      cs_lock_adapt(l, -1);
+      return;
+    }
+    const uint64_t next = now + gap;
+    if (next - start > budget) break;
+    if (gap < CS_LOCK_MAX_GAP_NS) gap <<= 1;
+    do cs_cpu_relax();
+    while ((now = cs_deadline_now_ns()) < next);
+  }
+  cs_lock_adapt(l, +1);
   /* Sleep: mark the word "a waiter may sleep" and wait while it stays held. A thread that takes
    * it after a wake-up marks it 2 too, so the release after it wakes the next sleeper. */
   while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
