@@ -140,6 +140,14 @@ void cs_free_set_remove(cs_free_set_t *set, cs_block_t *z) {
   if (black_removed) cs_remove_fixup(set, child, parent);
 }
 
+void cs_free_set_replace(cs_free_set_t *set, cs_block_t *old, cs_block_t *fresh) {
+  fresh->u.free.link = old->u.free.link;
+  cs_copy_colour(fresh, old);
+  for (int d = 0; d < 2; d++)
+    if (cs_children(fresh)[d]) cs_children(fresh)[d]->u.free.link.parent = fresh;
+  cs_replace_child(set, cs_parent(old), old, fresh);
+}
+
 cs_block_t *cs_free_set_lower_bound(const cs_free_set_t *set, uintptr_t stream, size_t size,
                                     cs_block_t **pred) {
   cs_block_t *found = NULL, *before = NULL;

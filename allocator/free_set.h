@@ -38,6 +38,11 @@ void cs_free_set_insert(cs_free_set_t *set, cs_block_t *b);
 /* pre: b is in this set. */
 void cs_free_set_remove(cs_free_set_t *set, cs_block_t *b);
 
+/* fresh takes old's place in the tree (its links and colour), and old leaves the set. Constant
+ * time. pre: old is in this set; fresh is in none, and its key sorts where old's did (between
+ * old's neighbours in the set). */
+void cs_free_set_replace(cs_free_set_t *set, cs_block_t *old, cs_block_t *fresh);
+
 /* The first block not less than (stream, size, address 0): the best fit. When pred is not NULL it
  * receives the block just before that position (the last one less than the key), or NULL. */
 cs_block_t *cs_free_set_lower_bound(const cs_free_set_t *set, uintptr_t stream, size_t size,

@@ -317,10 +317,9 @@ void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b) {
   if (size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_allocations, 1);
 }
 
-/* Merge src into dst if src is a free neighbour; returns the bytes taken over, else 0. */
-static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) {
-  if (!src || cs_block_state(src) != CS_BLOCK_FREE) return 0;
-  cs_pool_remove(a, src);
+/* Merge src, a free neighbour, into dst: dst takes its bytes and its links in the segment; src's
+ * struct and its place in the free set are left to the caller. Returns the bytes taken over. */
+static size_t cs_merge(cs_block_t *dst, const cs_block_t *src) {
   if (dst->prev == src) { /* [src dst] */
     dst->addr = src->addr;
     dst->prev = src->prev;
@@ -332,8 +331,26 @@ static size_t cs_try_merge(cs_allocator_t *a, cs_block_t *dst, cs_block_t *src) 
   }
   size_t taken = cs_block_size(src);
   cs_block_set_size(dst, cs_block_size(dst) + taken);
-  cs_block_give(a, src);
   return taken;
+}
+
+/* b, just merged with place, goes into the free set: in place's position when b still sorts
+ * there, which saves a removal and an insertion (the common case when a block is freed next to
+ * the rest of its segment, the same-size pattern of bench/README.md); else as a new key. b is
+ * larger than place and of the same stream, so it sorts after place's predecessor: only the
+ * successor can be passed. place's struct goes back to the spares. */
+static void cs_pool_insert_merged(cs_allocator_t *a, cs_block_t *b, cs_block_t *place) {
+  cs_pool_t *pool = cs_pool_of(a, b);
+  const cs_block_t *successor = cs_free_set_next(place);
+  if (!successor || cs_free_set_less(b, successor)) {
+    cs_block_set_state(b, CS_BLOCK_FREE);
+    b->u.free.gc_base = pool->lookups;
+    cs_free_set_replace(&pool->free, place, b);
+  } else {
+    cs_pool_remove(a, place);
+    cs_pool_insert(a, b);
+  }
+  cs_block_give(a, place);
 }
 
 /* The block becomes reusable: merge with free neighbours and return it to its pool. The
@@ -349,14 +366,18 @@ static void cs_pool_complete_free(cs_allocator_t *a, cs_block_t *b, bool now) {
   int64_t net_blocks = 0;
   int64_t net_bytes = 0;
   cs_block_t *neighbours[2] = {b->prev, b->next};
+  cs_block_t *place = NULL; /* the first neighbour merged, still in the free set */
   for (int i = 0; i < 2; i++) {
-    size_t taken = cs_try_merge(a, b, neighbours[i]);
-    if (taken > 0) {
-      net_blocks -= 1;
-      net_bytes -= (int64_t)taken;
-    }
+    cs_block_t *src = neighbours[i];
+    if (!src || cs_block_state(src) != CS_BLOCK_FREE) continue;
+    if (place) cs_pool_remove(a, src);
+    net_blocks -= 1;
+    net_bytes -= (int64_t)cs_merge(b, src);
+    if (!place) place = src;
+    else cs_block_give(a, src);
   }
-  cs_pool_insert(a, b);
+  if (place) cs_pool_insert_merged(a, b, place);
+  else cs_pool_insert(a, b);
   if (cs_block_is_split(b)) {
     net_blocks += 1;
     net_bytes += (int64_t)cs_block_size(b);

@@ -105,6 +105,46 @@ static void test_random_against_model(void **state) {
   free(blocks);
 }
 
+/* A block that takes another's place (the allocator's merge in place, pool.c) leaves the tree
+ * valid and in the same order, at every position: root, inner nodes, leaves, either colour. */
+static void test_replace_at_every_position(void **state) {
+  (void)state;
+  enum { COUNT = 300 };
+  cs_block_t *blocks = calloc(2 * COUNT, sizeof *blocks); /* [i] and its twin [COUNT + i] */
+  model_t m = {.sorted = calloc(COUNT, sizeof *m.sorted)};
+  assert_non_null(blocks);
+  assert_non_null(m.sorted);
+  cs_free_set_t set;
+  cs_free_set_init(&set);
+  uint64_t seed = 7;
+  for (size_t i = 0; i < COUNT; i++) {
+    blocks[i].addr = 0x7f0000000000u + (uintptr_t)i * 512u;
+    blocks[i].stream = (uintptr_t)(i % 2) * 0x1000;
+    cs_block_set_size(&blocks[i], (size_t)(rng_next(&seed) % 8 + 1) * 512);
+    cs_free_set_insert(&set, &blocks[i]);
+    m.sorted[m.count++] = &blocks[i];
+  }
+  model_sort(&m);
+  for (size_t k = 0; k < COUNT; k++) { /* each position in key order, once */
+    cs_block_t *old = m.sorted[k];
+    cs_block_t *fresh = old < blocks + COUNT ? old + COUNT : old - COUNT;
+    /* the largest key that still sorts before old's successor: a grown block, as after a merge */
+    fresh->addr = old->addr;
+    fresh->stream = old->stream;
+    size_t size = cs_block_size(old);
+    const cs_block_t *next = k + 1 < COUNT ? m.sorted[k + 1] : NULL;
+    if (!next || next->stream != old->stream) size += 4096;
+    else if (cs_block_size(next) > size) size = cs_block_size(next) - 512;
+    cs_block_set_size(fresh, size);
+    cs_free_set_replace(&set, old, fresh);
+    m.sorted[k] = fresh;
+    assert_int_equal(cs_free_set_check(&set), COUNT);
+    assert_same_order(&set, &m);
+  }
+  free(m.sorted);
+  free(blocks);
+}
+
 /* Sizes far beyond 32 bits order correctly, and the flag bits never take part in the order. */
 static void test_large_sizes_and_flags(void **state) {
   (void)state;
@@ -136,6 +176,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_against_model),
       cmocka_unit_test(test_large_sizes_and_flags),
+      cmocka_unit_test(test_replace_at_every_position),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
