@@ -8,23 +8,40 @@
 typedef struct cs_cli_command_s {
   const char *name;
   int (*fn)(int argc, char **argv);
-  const char *synopsis;
+  const char *synopsis;    /* the command and its arguments */
+  const char *description; /* what it does, in the column beside */
 } cs_cli_command_t;
 
+/* The width of the synopsis column of the command list. */
+enum { CS_CLI_SYNOPSIS_WIDTH = 40 };
+
 static const cs_cli_command_t cs_cli_commands[] = {
-    {"run", cs_cli_run, "run [OPTIONS] -- PROGRAM [ARGS...]      run a program with cudasnap preloaded"},
-    {"dump", cs_cli_dump, "dump [--timeout S] PID|--all            ask a running program (or every one) for a snapshot"},
-    {"summary", cs_cli_summary, "summary [--top N] FILE                  memory table, top sites, leaks"},
-    {"convert", cs_cli_convert, "convert [--format F] [--force] IN OUT   JSON <-> pickle"},
-    {"check", cs_cli_check, "check FILE                              does the viewer load and render it?"},
-    {"diff", cs_cli_diff, "diff [--top N] A B                      live bytes per allocation site, A -> B"},
-    {"report", cs_cli_report, "report [-o OUT.html] FILE               one self-contained HTML page, no network"},
-    {"report", cs_cli_report, "report -o OUT.html FILE FILE...         one page for a job's processes"},
-    {"export", cs_cli_export, "export --format F [-o OUT] FILE...      for pprof (F=pprof) or Perfetto (F=perfetto)"},
-    {"ranks", cs_cli_ranks, "ranks [--json] [--top N] DIR|FILE...     every rank of a job: peaks, OOMs, sites"},
-    {"top", cs_cli_top, "top [--once] [--json] [--interval S]    the profiled processes' GPU memory, live"},
-    {"metrics", cs_cli_metrics, "metrics [--listen ADDR:PORT]            a Prometheus exporter of the same"},
-    {"recover", cs_cli_recover, "recover [-o SNAPSHOT] RECORDING        a snapshot from a recording file (kill -9)"},
+    {"run", cs_cli_run, "run [OPTIONS] -- PROGRAM [ARGS...]",
+     "run a program with cudasnap preloaded"},
+    {"dump", cs_cli_dump, "dump [--timeout S] PID|--all",
+     "ask a running program (or every one) for a snapshot"},
+    {"summary", cs_cli_summary, "summary [--top N] FILE",
+     "memory table, top sites, leaks"},
+    {"convert", cs_cli_convert, "convert [--format F] [--force] IN OUT",
+     "JSON <-> pickle"},
+    {"check", cs_cli_check, "check FILE",
+     "does the viewer load and render it?"},
+    {"diff", cs_cli_diff, "diff [--top N] A B",
+     "live bytes per allocation site, A -> B"},
+    {"report", cs_cli_report, "report [-o OUT.html] FILE",
+     "one self-contained HTML page, no network"},
+    {"report", cs_cli_report, "report -o OUT.html FILE FILE...",
+     "one page for a job's processes"},
+    {"export", cs_cli_export, "export --format F [-o OUT] FILE...",
+     "for pprof (F=pprof) or Perfetto (F=perfetto)"},
+    {"ranks", cs_cli_ranks, "ranks [--json] [--top N] DIR|FILE...",
+     "every rank of a job: peaks, OOMs, sites"},
+    {"top", cs_cli_top, "top [--once] [--json] [--interval S]",
+     "the profiled processes' GPU memory, live"},
+    {"metrics", cs_cli_metrics, "metrics [--listen ADDR:PORT]",
+     "a Prometheus exporter of the same"},
+    {"recover", cs_cli_recover, "recover [-o SNAPSHOT] RECORDING",
+     "a snapshot from a recording file (kill -9)"},
 };
 
 static void cs_cli_usage(FILE *out) {
@@ -36,7 +53,8 @@ static void cs_cli_usage(FILE *out) {
         "\n"
         "commands:\n",
         out);
-  for (size_t i = 0; i < CS_ARRAY_SIZE(cs_cli_commands); i++) fprintf(out, "  %s\n", cs_cli_commands[i].synopsis);
+  for (size_t i = 0; i < CS_ARRAY_SIZE(cs_cli_commands); i++) 
+    fprintf(out, "  %-*s%s\n", CS_CLI_SYNOPSIS_WIDTH, cs_cli_commands[i].synopsis, cs_cli_commands[i].description);
   fputs("\n"
         "`cudasnap COMMAND --help` describes each one and its output.\n"
         "\n"

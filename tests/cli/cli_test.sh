@@ -65,6 +65,11 @@ help)
   stdout_has "^usage: cudasnap COMMAND"
   stdout_has "^  dump .*PID\\|--all "            # every form a user needs is listed
   stdout_has "^  report -o OUT.html FILE FILE\\.\\.\\. "
+  # the commands' descriptions start in one column (the synopses are padded to it)
+  desc_columns=$(sed -n '/^commands:/,/^$/p' "$dir/out" | grep '^  [a-z]' |
+    sed -E 's/^(  .*[^ ] {2,})[^ ].*$/\1/' | awk '{ print length($0) }' | sort -u | wc -l)
+  [[ $desc_columns -eq 1 ]] ||
+    fail "the command list's descriptions do not start in one column: $(cat "$dir/out")"
   expect 0 "$cudasnap" run --help
   stdout_has "docs/configuration.md"
   stdout_has "--no-argv"
