@@ -31,6 +31,7 @@ cs_allocator_t *cs_allocator_create(const cs_alloc_conf_t *conf, const cs_backen
   cs_pool_init(&a->small, true);
   cs_pool_init(&a->large, false);
   cs_block_map_init(&a->live);
+  cs_segment_index_init(&a->segment_index);
   cs_stats_init(&a->stats, cs_alloc_conf_max_split_stat(conf));
   return a;
 }
@@ -39,6 +40,7 @@ void cs_allocator_destroy(cs_allocator_t *a) {
   if (!a) return;
   cs_allocator_drop_all(a, false);
   cs_block_map_destroy(&a->live);
+  cs_segment_index_destroy(&a->segment_index);
   cs_block_slabs_free(a);
   cs_lock_destroy(&a->lock);
   free(a);
@@ -275,9 +277,7 @@ size_t cs_allocator_releasable_bytes(cs_allocator_t *a) {
 
 /* The segment holding addr, or NULL. pre: the lock is held. */
 static const cs_segment_t *cs_segment_at_locked(const cs_allocator_t *a, uintptr_t addr) {
-  const cs_segment_t *s = a->segments;
-  while (s && !(s->addr <= addr && addr < s->addr + s->size)) s = s->next;
-  return s;
+  return cs_segment_index_find(&a->segment_index, addr);
 }
 
 bool cs_allocator_find_segment(cs_allocator_t *a, uintptr_t addr, uintptr_t *base) {

@@ -12,6 +12,7 @@
 #include "allocator/block.h"
 #include "allocator/block_map.h"
 #include "allocator/free_set.h"
+#include "allocator/segment_index.h"
 #include "allocator/size_class.h"
 #include "common/cs_lock.h"
 
@@ -56,6 +57,7 @@ struct cs_allocator_s {
   cs_pool_t large;
   cs_block_map_t live;        /* ALLOCATED blocks by address */
   cs_segment_t *segments;     /* every segment, newest first */
+  cs_segment_index_t segment_index; /* the same, by address */
   cs_block_queue_t fenced;    /* PENDING blocks waiting for their fence, in free order */
   cs_block_queue_t parked;    /* PENDING blocks freed during a capture, not yet fenced */
   cs_block_queue_t unsynced;  /* PENDING blocks that could not be fenced: free after a sync */

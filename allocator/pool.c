@@ -134,18 +134,21 @@ static void cs_segment_link(cs_allocator_t *a, cs_segment_t *s) {
   s->next = a->segments;
   if (a->segments) a->segments->prev = s;
   a->segments = s;
+  cs_segment_index_add(&a->segment_index, s);
 }
 
 static void cs_segment_unlink(cs_allocator_t *a, cs_segment_t *s) {
   if (s->prev) s->prev->next = s->next;
   else a->segments = s->next;
   if (s->next) s->next->prev = s->prev;
+  cs_segment_index_remove(&a->segment_index, s);
 }
 
 /* Returns 0 with *out a fresh block spanning the new segment (not in any set), -CS_ENOMEM, or the
  * backend's status. pre: a block struct is reserved. */
 int cs_pool_alloc_segment(cs_allocator_t *a, const cs_request_t *r, bool is_retry, cs_block_t **out) {
   if (is_retry) a->stats.num_alloc_retries++;
+  if (cs_segment_index_reserve(&a->segment_index, a->segment_index.count + 1) != 0) return -CS_EHOSTMEM;
   cs_segment_t *s = malloc(sizeof *s);
   if (!s) return -CS_EHOSTMEM;
   uintptr_t addr = 0;
