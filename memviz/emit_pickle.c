@@ -10,38 +10,12 @@
 #include <string.h>
 
 #include "memviz/emit_impl.h"
-
-enum {
-  CS_PK_MARK = '(',
-  CS_PK_STOP = '.',
-  CS_PK_EMPTY_TUPLE = ')',
-  CS_PK_BINFLOAT = 'G',
-  CS_PK_BININT = 'J',
-  CS_PK_BININT1 = 'K',
-  CS_PK_BININT2 = 'M',
-  CS_PK_NONE = 'N',
-  CS_PK_BINUNICODE = 'X',
-  CS_PK_EMPTY_LIST = ']',
-  CS_PK_APPENDS = 'e',
-  CS_PK_BINGET = 'h',
-  CS_PK_LONG_BINGET = 'j',
-  CS_PK_BINPUT = 'q',
-  CS_PK_LONG_BINPUT = 'r',
-  CS_PK_TUPLE = 't',
-  CS_PK_SETITEMS = 'u',
-  CS_PK_EMPTY_DICT = '}',
-  CS_PK_PROTO = 0x80,
-  CS_PK_TUPLE1 = 0x85, /* TUPLE2 and TUPLE3 follow */
-  CS_PK_NEWTRUE = 0x88,
-  CS_PK_NEWFALSE = 0x89,
-  CS_PK_LONG1 = 0x8a,
-  CS_PK_SHORT_BINUNICODE = 0x8c,
-};
+#include "memviz/pickle_ops.h"
 
 /* bytes; a tuple whose items take at most this many bytes drops its MARK (see cs_pickle_close) */
 enum { CS_PK_TUPLE_INLINE = 256 };
 
-static void cs_pickle_le32(unsigned char *p, uint32_t v) {
+static void cs_pickle_put_le32(unsigned char *p, uint32_t v) {
   p[0] = (unsigned char)v;
   p[1] = (unsigned char)(v >> 8);
   p[2] = (unsigned char)(v >> 16);
@@ -55,24 +29,24 @@ static void cs_pickle_le32(unsigned char *p, uint32_t v) {
 static void cs_pickle_int(cs_emitter_t *e, int64_t value) {
   unsigned char *p = cs_emit_reserve(e, 10);
   if (value >= 0 && value <= UINT8_MAX) {
-    p[0] = CS_PK_BININT1;
+    p[0] = CS_OP_BININT1;
     p[1] = (unsigned char)value;
     cs_emit_commit(e, 2);
   } else if (value >= 0 && value <= UINT16_MAX) {
-    p[0] = CS_PK_BININT2;
+    p[0] = CS_OP_BININT2;
     p[1] = (unsigned char)value;
     p[2] = (unsigned char)(value >> 8);
     cs_emit_commit(e, 3);
   } else if (value >= INT32_MIN && value <= INT32_MAX) {
-    p[0] = CS_PK_BININT; /* signed: covers the negatives down to INT32_MIN */
-    cs_pickle_le32(p + 1, (uint32_t)value);
+    p[0] = CS_OP_BININT; /* signed: covers the negatives down to INT32_MIN */
+    cs_pickle_put_le32(p + 1, (uint32_t)value);
     cs_emit_commit(e, 5);
   } else {
     /* LONG1: two's complement, little-endian, as few bytes as keep the sign (Python's
      * encode_long). Outside int32 that is 5 to 8 bytes. */
     size_t n = 5;
     while (n < 8 && (value < -(INT64_C(1) << (8 * n - 1)) || value >= (INT64_C(1) << (8 * n - 1)))) n++;
-    p[0] = CS_PK_LONG1;
+    p[0] = CS_OP_LONG1;
     p[1] = (unsigned char)n;
     uint64_t bits = (uint64_t)value;
     for (size_t i = 0; i < n; i++) p[2 + i] = (unsigned char)(bits >> (8 * i));
@@ -84,7 +58,7 @@ static void cs_pickle_float(cs_emitter_t *e, double value) {
   uint64_t bits;
   memcpy(&bits, &value, sizeof bits);
   unsigned char *p = cs_emit_reserve(e, 9);
-  p[0] = CS_PK_BINFLOAT; /* big-endian */
+  p[0] = CS_OP_BINFLOAT; /* big-endian */
   for (size_t i = 0; i < 8; i++) p[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
   cs_emit_commit(e, 9);
 }
@@ -101,7 +75,7 @@ static void cs_pickle_str(cs_emitter_t *e, const char *value, size_t len) {
   }
   if (valid && len <= UINT8_MAX) { /* the usual case: one copy */
     unsigned char *p = cs_emit_reserve(e, 2 + len);
-    p[0] = CS_PK_SHORT_BINUNICODE;
+    p[0] = CS_OP_SHORT_BINUNICODE;
     p[1] = (unsigned char)len;
     memcpy(p + 2, s, len);
     cs_emit_commit(e, 2 + len);
@@ -109,12 +83,12 @@ static void cs_pickle_str(cs_emitter_t *e, const char *value, size_t len) {
   }
   unsigned char *p = cs_emit_reserve(e, 5);
   if (out <= UINT8_MAX) {
-    p[0] = CS_PK_SHORT_BINUNICODE;
+    p[0] = CS_OP_SHORT_BINUNICODE;
     p[1] = (unsigned char)out;
     cs_emit_commit(e, 2);
   } else {
-    p[0] = CS_PK_BINUNICODE;
-    cs_pickle_le32(p + 1, (uint32_t)out);
+    p[0] = CS_OP_BINUNICODE;
+    cs_pickle_put_le32(p + 1, (uint32_t)out);
     cs_emit_commit(e, 5);
   }
   if (valid)
@@ -124,29 +98,29 @@ static void cs_pickle_str(cs_emitter_t *e, const char *value, size_t len) {
 }
 
 static void cs_pickle_bool(cs_emitter_t *e, bool value) {
-  cs_emit_byte(e, value ? CS_PK_NEWTRUE : CS_PK_NEWFALSE);
+  cs_emit_byte(e, value ? CS_OP_NEWTRUE : CS_OP_NEWFALSE);
 }
 
-static void cs_pickle_none(cs_emitter_t *e) { cs_emit_byte(e, CS_PK_NONE); }
+static void cs_pickle_none(cs_emitter_t *e) { cs_emit_byte(e, CS_OP_NONE); }
 
 /* ------------------------------------------------------------------------------------------------
  * Containers
  * ---------------------------------------------------------------------------------------------- */
 
 static unsigned char cs_pickle_batch_end(const cs_emit_level_t *lvl) {
-  return lvl->kind == CS_EMIT_KIND_DICT ? CS_PK_SETITEMS : CS_PK_APPENDS;
+  return lvl->kind == CS_EMIT_KIND_DICT ? CS_OP_SETITEMS : CS_OP_APPENDS;
 }
 
 static void cs_pickle_open(cs_emitter_t *e, cs_emit_level_t *lvl) {
   switch (lvl->kind) {
-  case CS_EMIT_KIND_DICT: cs_emit_byte(e, CS_PK_EMPTY_DICT); break;
-  case CS_EMIT_KIND_LIST: cs_emit_byte(e, CS_PK_EMPTY_LIST); break;
+  case CS_EMIT_KIND_DICT: cs_emit_byte(e, CS_OP_EMPTY_DICT); break;
+  case CS_EMIT_KIND_LIST: cs_emit_byte(e, CS_OP_EMPTY_LIST); break;
   case CS_EMIT_KIND_TUPLE:
     /* Room for the MARK and items of up to CS_PK_TUPLE_INLINE bytes, so a short tuple's MARK is
      * still in the buffer at its end wherever the tuple falls in the stream. */
     cs_emit_reserve(e, 1 + CS_PK_TUPLE_INLINE + CS_EMIT_RESERVE_MAX);
     lvl->mark_pos = cs_emit_pos(e);
-    cs_emit_byte(e, CS_PK_MARK);
+    cs_emit_byte(e, CS_OP_MARK);
     break;
   }
 }
@@ -160,7 +134,7 @@ static void cs_pickle_item_begin(cs_emitter_t *e, cs_emit_level_t *lvl) {
   unsigned char *p = cs_emit_reserve(e, 2);
   size_t n = 0;
   if (lvl->items > 0) p[n++] = cs_pickle_batch_end(lvl);
-  p[n++] = CS_PK_MARK;
+  p[n++] = CS_OP_MARK;
   cs_emit_commit(e, n);
 }
 
@@ -178,10 +152,10 @@ static void cs_pickle_close(cs_emitter_t *e, cs_emit_level_t *lvl) {
     size_t at = (size_t)(lvl->mark_pos - e->flushed);
     memmove(e->buf + at, e->buf + at + 1, e->len - at - 1);
     e->len--;
-    cs_emit_byte(e, lvl->items == 0 ? CS_PK_EMPTY_TUPLE
-                                    : (unsigned char)(CS_PK_TUPLE1 + lvl->items - 1));
+    cs_emit_byte(e, lvl->items == 0 ? CS_OP_EMPTY_TUPLE
+                                    : (unsigned char)(CS_OP_TUPLE1 + lvl->items - 1));
   } else {
-    cs_emit_byte(e, CS_PK_TUPLE);
+    cs_emit_byte(e, CS_OP_TUPLE);
   }
 }
 
@@ -194,17 +168,17 @@ static void cs_pickle_memo_op(cs_emitter_t *e, uint32_t index, unsigned char sho
     cs_emit_commit(e, 2);
   } else {
     p[0] = long_op;
-    cs_pickle_le32(p + 1, index);
+    cs_pickle_put_le32(p + 1, index);
     cs_emit_commit(e, 5);
   }
 }
 
 static void cs_pickle_memo_put(cs_emitter_t *e, uint32_t index) {
-  cs_pickle_memo_op(e, index, CS_PK_BINPUT, CS_PK_LONG_BINPUT);
+  cs_pickle_memo_op(e, index, CS_OP_BINPUT, CS_OP_LONG_BINPUT);
 }
 
 static void cs_pickle_memo_get(cs_emitter_t *e, uint32_t index) {
-  cs_pickle_memo_op(e, index, CS_PK_BINGET, CS_PK_LONG_BINGET);
+  cs_pickle_memo_op(e, index, CS_OP_BINGET, CS_OP_LONG_BINGET);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -215,12 +189,12 @@ static void cs_pickle_memo_get(cs_emitter_t *e, uint32_t index) {
  * opcodes used exist in protocol 2, and neither reader checks them against the PROTO byte. */
 static void cs_pickle_start(cs_emitter_t *e) {
   unsigned char *p = cs_emit_reserve(e, 2);
-  p[0] = CS_PK_PROTO;
+  p[0] = CS_OP_PROTO;
   p[1] = (unsigned char)e->pickle_protocol;
   cs_emit_commit(e, 2);
 }
 
-static void cs_pickle_finish(cs_emitter_t *e) { cs_emit_byte(e, CS_PK_STOP); }
+static void cs_pickle_finish(cs_emitter_t *e) { cs_emit_byte(e, CS_OP_STOP); }
 
 const cs_emit_ops_t cs_emit_pickle_ops = {
     .start = cs_pickle_start,

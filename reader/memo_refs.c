@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "model/region.h"
-#include "reader/pickle_ops.h"
+#include "memviz/pickle_ops.h"
 
 /* Sets bit idx, growing the words to hold it. False without host memory. */
 static bool cs_memo_refs_mark(cs_memo_refs_t *r, size_t idx) {
@@ -58,7 +58,7 @@ bool cs_memo_refs_scan(cs_memo_refs_t *r, const uint8_t *data, size_t len, size_
       arg = pos < len ? 1 + (size_t)data[pos] : 1;
       break;
     case CS_OP_BINUNICODE:
-      arg = len - pos >= 4 ? 4 + (size_t)cs_pickle_le32(data + pos) : 4;
+      arg = len - pos >= 4 ? 4 + (size_t)cs_pickle_read_le32(data + pos) : 4;
       break;
     case CS_OP_BINPUT:
       arg = 1;
@@ -73,7 +73,7 @@ bool cs_memo_refs_scan(cs_memo_refs_t *r, const uint8_t *data, size_t len, size_
       arg = 1;
       break;
     case CS_OP_LONG_BINGET:
-      if (len - pos >= 4) get = cs_pickle_le32(data + pos);
+      if (len - pos >= 4) get = cs_pickle_read_le32(data + pos);
       arg = 4;
       break;
     default:

@@ -33,7 +33,7 @@
 #include "model/build.h"
 #include "model/region.h"
 #include "reader/memo_refs.h"
-#include "reader/pickle_ops.h"
+#include "memviz/pickle_ops.h"
 #include "reader/unpickle.h"
 
 /* Memo indices may run ahead of the number of values stored so far by at most this much. Real
@@ -559,7 +559,7 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     return cs_unpickle_make_list(u, false, 3, true);
   case CS_OP_BININT:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_push(u, cs_build_int(u->b, (int64_t)(int32_t)cs_pickle_le32(p)));
+    return cs_unpickle_push(u, cs_build_int(u->b, (int64_t)(int32_t)cs_pickle_read_le32(p)));
   case CS_OP_BININT1:
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
     return cs_unpickle_push(u, cs_build_int(u->b, p[0]));
@@ -601,7 +601,7 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
   }
   case CS_OP_BINUNICODE: {
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    size_t n = cs_pickle_le32(p);
+    size_t n = cs_pickle_read_le32(p);
     if ((p = cs_unpickle_take(u, n)) == NULL) return false;
     return cs_unpickle_push_str(u, p, n);
   }
@@ -614,13 +614,13 @@ static bool cs_unpickle_step(cs_unpickle_t *u, bool *done) {
     return cs_unpickle_memo_put(u, p[0]);
   case CS_OP_LONG_BINPUT:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_memo_put(u, cs_pickle_le32(p));
+    return cs_unpickle_memo_put(u, cs_pickle_read_le32(p));
   case CS_OP_BINGET:
     if ((p = cs_unpickle_take(u, 1)) == NULL) return false;
     return cs_unpickle_memo_get(u, p[0]);
   case CS_OP_LONG_BINGET:
     if ((p = cs_unpickle_take(u, 4)) == NULL) return false;
-    return cs_unpickle_memo_get(u, cs_pickle_le32(p));
+    return cs_unpickle_memo_get(u, cs_pickle_read_le32(p));
   default: {
     const char *name = cs_unpickle_opname(u->op);
     char shown[8] = "";
@@ -641,7 +641,7 @@ static bool cs_unpickle_is_key(const cs_unpickle_t *u, const char *key) {
   if (at < u->len && u->data[at] == CS_OP_SHORT_BINUNICODE && u->len - at >= 2 + n)
     return u->data[at + 1] == n && memcmp(u->data + at + 2, key, n) == 0;
   if (at < u->len && u->data[at] == CS_OP_BINUNICODE && u->len - at >= 5 + n)
-    return cs_pickle_le32(u->data + at + 1) == n && memcmp(u->data + at + 5, key, n) == 0;
+    return cs_pickle_read_le32(u->data + at + 1) == n && memcmp(u->data + at + 5, key, n) == 0;
   return false;
 }
 

@@ -1,6 +1,7 @@
-/* The pickle opcodes cudasnap reads (protocols 2 to 5, the subset PyTorch's snapshots and
- * cudasnap's own writer use), for the unpickler and the memo scan that runs before it
- * (reader/unpickle.c, reader/memo_refs.c), and the little-endian read of their arguments. */
+/* The pickle opcodes cudasnap writes and reads (protocols 2 to 5, the subset PyTorch's snapshots
+ * and cudasnap's own writer use): for the writer (memviz/emit_pickle.c), the unpickler and the memo
+ * scan that runs before it (reader/unpickle.c, reader/memo_refs.c), and the little-endian read of
+ * their arguments. */
 #ifndef CS_PICKLE_OPS_H
 #define CS_PICKLE_OPS_H
 
@@ -41,7 +42,7 @@ enum {
   CS_OP_FRAME = 0x95,
 };
 
-static inline uint32_t cs_pickle_le32(const uint8_t *p) {
+static inline uint32_t cs_pickle_read_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
