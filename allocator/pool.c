@@ -373,11 +373,14 @@ static void cs_pool_complete_free(cs_allocator_t *a, cs_block_t *b, bool now) {
   for (int i = 0; i < 2; i++) {
     cs_block_t *src = neighbours[i];
     if (!src || cs_block_state(src) != CS_BLOCK_FREE) continue;
-    if (place) cs_pool_remove(a, src);
     net_blocks -= 1;
     net_bytes -= (int64_t)cs_merge(b, src);
-    if (!place) place = src;
-    else cs_block_give(a, src);
+    if (!place) {
+      place = src; /* stays in the free set until b takes its place or its key */
+    } else {
+      cs_pool_remove(a, src);
+      cs_block_give(a, src);
+    }
   }
   if (place) cs_pool_insert_merged(a, b, place);
   else cs_pool_insert(a, b);

@@ -8,12 +8,9 @@
  *
  * Prints the latency of the main thread's acquires in microseconds: median, 90th and 99th
  * percentile, and the largest. ACQUIRES defaults to 200. */
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 
+#include "bench/bench_common.h"
 #include "common/cs_lock.h"
 
 enum { MAX_HOGS = 64, MAX_ACQUIRES = 100000 };
@@ -35,11 +32,6 @@ static void *hog(void *arg) {
     work(20);
   }
   return NULL;
-}
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
 }
 
 int main(int argc, char **argv) {
@@ -66,7 +58,7 @@ int main(int argc, char **argv) {
   }
   atomic_store(&stop, true);
   for (int i = 0; i < hogs; i++) pthread_join(threads[i], NULL);
-  qsort(latency_us, (size_t)acquires, sizeof *latency_us, cmp_double);
+  qsort(latency_us, (size_t)acquires, sizeof *latency_us, bench_cmp_double);
   size_t n = (size_t)acquires;
   printf("median %.1f p90 %.1f p99 %.1f max %.1f us\n", latency_us[n / 2], latency_us[n * 9 / 10],
          latency_us[n * 99 / 100], latency_us[n - 1]);

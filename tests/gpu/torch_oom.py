@@ -10,14 +10,9 @@ cannot use CUDA. Under cudasnap, cudasnap's cache serves PyTorch's cudaMalloc ca
 OOM snapshot when the driver refuses; the script compares its answer with TORCH_MESSAGE."""
 import sys
 
-try:
-    import torch
-except ImportError as e:  # pragma: no cover - the machine decides
-    print("torch cannot be imported: %s" % e)
-    sys.exit(3)
-if not torch.cuda.is_available():
-    print("torch has no CUDA device")
-    sys.exit(3)
+from torch_cuda import torch_with_cuda  # noqa: E402
+
+torch = torch_with_cuda()
 
 chunk = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 30
 dev = torch.device("cuda", 0)

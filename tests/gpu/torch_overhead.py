@@ -5,18 +5,12 @@ timed from the first step to the last synchronize. Prints
   LOSS <float.hex of the last step's loss>   (the same bit for bit with and without cudasnap)
 Exit 3 with a reason when torch cannot use CUDA."""
 import os
-import sys
 import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-try:
-    import torch
-except ImportError as e:  # pragma: no cover - the machine decides
-    print("torch cannot be imported: %s" % e)
-    sys.exit(3)
-if not torch.cuda.is_available():
-    print("torch has no CUDA device")
-    sys.exit(3)
+from torch_cuda import torch_with_cuda  # noqa: E402
+
+torch = torch_with_cuda()
 
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True)
