@@ -31,6 +31,7 @@ cs_allocator_t *cs_allocator_create(const cs_alloc_conf_t *conf, const cs_backen
   cs_pool_init(&a->small, true);
   cs_pool_init(&a->large, false);
   cs_block_map_init(&a->live);
+  cs_stack_live_init(&a->stack_live);
   cs_segment_index_init(&a->segment_index);
   cs_stats_init(&a->stats, cs_alloc_conf_max_split_stat(conf));
   return a;
@@ -40,6 +41,7 @@ void cs_allocator_destroy(cs_allocator_t *a) {
   if (!a) return;
   cs_allocator_drop_all(a, false);
   cs_block_map_destroy(&a->live);
+  cs_stack_live_destroy(&a->stack_live);
   cs_segment_index_destroy(&a->segment_index);
   cs_block_slabs_free(a);
   cs_lock_destroy(&a->lock);
@@ -51,9 +53,10 @@ void cs_allocator_destroy(cs_allocator_t *a) {
  * ----------------------------------------------------------------------------------------------*/
 
 /* Everything a malloc may need, obtained before anything changes, so no later step can fail. */
-static int cs_prepare(cs_allocator_t *a) {
+static int cs_prepare(cs_allocator_t *a, uint32_t stack_id) {
   int err = cs_block_reserve(a, CS_BLOCKS_PER_MALLOC);
-  return err ? err : cs_block_map_reserve(&a->live, a->live.count + 1);
+  if (!err) err = cs_block_map_reserve(&a->live, a->live.count + 1);
+  return err ? err : cs_stack_live_reserve(&a->stack_live, stack_id);
 }
 
 /* Wait for the device with the lock let go (the wait can be long, and other threads must go on
@@ -115,7 +118,7 @@ static int cs_cached_malloc(cs_allocator_t *a, cs_request_t *r, uintptr_t *addr)
 /* cs_cached_malloc stopped short of releasing the cache (-CS_EAGAIN): wait, then release and retry. */
 static int cs_cached_malloc_after_wait(cs_allocator_t *a, const cs_request_t *r, uintptr_t *addr) {
   cs_wait_device(a);
-  int rc = cs_prepare(a); /* other threads may have used what was reserved */
+  int rc = cs_prepare(a, r->stack_id); /* other threads may have used what was reserved */
   if (rc) return rc;
   cs_block_t *b;
   /* a capture begun meanwhile forbids releasing (cuMemFree) */
@@ -168,7 +171,7 @@ int cs_allocator_malloc(cs_allocator_t *a, size_t size, uintptr_t stream, uint32
   if (size == 0) return -CS_EINVAL;
   cs_request_t r = {.requested = size, .stream = stream, .stack_id = stack_id};
   cs_lock_acquire(&a->lock);
-  int rc = cs_prepare(a);
+  int rc = cs_prepare(a, stack_id);
   if (rc == 0) {
     if (size >= CS_MAX_REQUEST) rc = cs_release_report_oom(a, size, stream, stack_id);
     else if (a->conf.cache) {
@@ -373,6 +376,10 @@ bool cs_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns) {
 }
 
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out) { *out = a->stats; }
+
+size_t cs_allocator_stack_live_locked(cs_allocator_t *a, size_t page, cs_stack_live_t out[CS_STACK_LIVE_PAGE]) {
+  return cs_stack_live_copy_page(&a->stack_live, page, out);
+}
 
 void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx) {
   for (cs_segment_t *s = a->segments; s; s = s->next) {

@@ -26,6 +26,7 @@
 
 #include "allocator/backend.h"
 #include "allocator/block.h"
+#include "allocator/stack_live.h"
 #include "common/cs_alloc_conf.h"
 #include "stats/stats.h"
 
@@ -163,5 +164,13 @@ bool cs_allocator_trylock(cs_allocator_t *a);
 bool cs_allocator_lock_by(cs_allocator_t *a, uint64_t deadline_ns);
 void cs_allocator_visit_locked(cs_allocator_t *a, cs_allocator_visit_fn visit, void *ctx);
 void cs_allocator_get_stats_locked(cs_allocator_t *a, cs_stats_t *out);
+
+/* The ALLOCATED blocks and their requested bytes by stack id, as a walk with
+ * cs_allocator_visit_locked would count them, kept as blocks come and go (allocator/stack_live.h):
+ * the counts of ids [page * CS_STACK_LIVE_PAGE, (page + 1) * CS_STACK_LIVE_PAGE) into out, a copy
+ * of that size whatever the number of blocks, for the live record, which holds the lock for one
+ * page at a time. Returns the number of pages: ids from pages * CS_STACK_LIVE_PAGE on have no
+ * block. pre: the lock is held. */
+size_t cs_allocator_stack_live_locked(cs_allocator_t *a, size_t page, cs_stack_live_t out[CS_STACK_LIVE_PAGE]);
 
 #endif

@@ -14,6 +14,7 @@
 #include "allocator/free_set.h"
 #include "allocator/segment_index.h"
 #include "allocator/size_class.h"
+#include "allocator/stack_live.h"
 #include "common/cs_lock.h"
 
 /* Free blocks of one size class (small or large), ordered by (stream, size, address): a best fit
@@ -56,6 +57,7 @@ struct cs_allocator_s {
   cs_pool_t small;
   cs_pool_t large;
   cs_block_map_t live;        /* ALLOCATED blocks by address */
+  cs_stack_live_table_t stack_live; /* the same, counted by stack id (the live record's sites) */
   cs_segment_t *segments;     /* every segment, newest first */
   cs_segment_index_t segment_index; /* the same, by address */
   cs_block_queue_t fenced;    /* PENDING blocks waiting for their fence, in free order */

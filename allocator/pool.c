@@ -280,6 +280,7 @@ static cs_block_t *cs_alloc_block(cs_allocator_t *a, const cs_request_t *r, cs_b
   int rc = cs_block_map_insert(&a->live, b);
   cs_assert(rc == 0); /* room was reserved */
   (void)rc;
+  cs_stack_live_add(&a->stack_live, r->stack_id, r->requested); /* its page was reserved too */
 
   int64_t size = (int64_t)cs_block_size(b);
   cs_stat_array_increase(a->stats.allocation, small, 1);
@@ -316,6 +317,7 @@ void cs_pool_free_request(cs_allocator_t *a, cs_block_t *b) {
   size_t size = cs_block_size(b);
   cs_stat_array_decrease(a->stats.allocation, small, 1);
   cs_stat_array_decrease(a->stats.allocated_bytes, small, (int64_t)size);
+  cs_stack_live_remove(&a->stack_live, b->u.held.stack_id, b->u.held.requested);
   cs_emit(a, CS_TRACE_FREE_REQUESTED, b->addr, b->u.held.requested, b->stream, b->u.held.stack_id);
   if (size >= a->conf.max_split_size) cs_stat_decrease(&a->stats.oversize_allocations, 1);
 }

@@ -62,9 +62,52 @@ static inline void alloc_walk_visit(void *ctx, const cs_segment_info_t *s, const
   }
 }
 
+/* The ALLOCATED blocks and requested bytes by stack id that a walk finds, to compare with the
+ * counts the allocator keeps (allocator/stack_live.h). */
+typedef struct alloc_stack_walk_s {
+  cs_stack_live_t *counts; /* ids of them */
+  size_t ids;
+  bool ok;
+} alloc_stack_walk_t;
+
+static inline void alloc_stack_walk_visit(void *ctx, const cs_segment_info_t *s, const cs_block_info_t *b) {
+  (void)s;
+  alloc_stack_walk_t *w = ctx;
+  if (b->state != CS_BLOCK_ALLOCATED) return;
+  if (b->stack_id >= w->ids) { /* a live block whose id has no page */
+    w->ok = false;
+    return;
+  }
+  w->counts[b->stack_id].bytes += b->requested;
+  w->counts[b->stack_id].blocks++;
+}
+
+/* Each stack id's counts are what the walk finds, page by page, in one hold of the lock. */
+static inline void assert_stack_live_agrees(cs_allocator_t *a) {
+  static cs_stack_live_t page[CS_STACK_LIVE_PAGE];
+  cs_allocator_lock(a);
+  size_t pages = cs_allocator_stack_live_locked(a, 0, page);
+  if (pages == 0) pages = 1; /* no page made: the walk must find no live block (page 0 reads zeros) */
+  alloc_stack_walk_t w = {.counts = calloc(pages * CS_STACK_LIVE_PAGE, sizeof *w.counts),
+                          .ids = pages * CS_STACK_LIVE_PAGE, .ok = true};
+  if (w.counts) {
+    cs_allocator_visit_locked(a, alloc_stack_walk_visit, &w);
+    for (size_t p = 0; p < pages; p++) {
+      cs_allocator_stack_live_locked(a, p, page);
+      if (memcmp(page, w.counts + p * CS_STACK_LIVE_PAGE, sizeof page) != 0) w.ok = false;
+    }
+  }
+  cs_allocator_unlock(a);
+  assert_non_null(w.counts);
+  free(w.counts);
+  assert_true(w.ok);
+}
+
 /* The blocks tile every segment, free neighbours are merged, the pools' free sets are valid trees
- * holding exactly the free blocks, and the statistics agree with the state they describe. */
+ * holding exactly the free blocks, the statistics agree with the state they describe, and so do
+ * the counts by stack. */
 static inline void assert_allocator_consistent(cs_allocator_t *a) {
+  assert_stack_live_agrees(a);
   alloc_walk_t w = {.ok = true, .prev_state = -1};
   cs_allocator_visit(a, alloc_walk_visit, &w);
   alloc_walk_close_segment(&w);
