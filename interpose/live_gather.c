@@ -16,12 +16,6 @@
 #include "snapshot/stack_site.h"
 #include "snapshot/symbolize.h"
 
-/* Live bytes by stack id, for one device; open addressing, emptied per device. */
-typedef struct cs_live_stack_s {
-  uint32_t stack_id; /* + 1; 0: empty slot */
-  uint64_t bytes, blocks;
-} cs_live_stack_t;
-
 /* A site's totals on one device. */
 typedef struct cs_live_total_s {
   uint32_t site; /* index into names */
@@ -29,18 +23,18 @@ typedef struct cs_live_total_s {
 } cs_live_total_t;
 
 struct cs_live_gather_s {
-  cs_live_stack_t *stacks;
-  size_t stack_slots, stack_count;
+  /* by stack id, ids_used of them: the device's allocators summed, and the one being copied */
+  cs_stack_live_t *device_counts, *one_counts;
+  size_t id_cap, ids_used;
   /* stack id -> site index + 1 (0: not named yet); grows with the ids */
   uint32_t *site_of;
   size_t site_of_len;
   char **names; /* the distinct site names */
   size_t name_count, name_cap;
-  cs_live_total_t *totals;
+  cs_live_total_t *totals; /* by site index, then the device's sites in order */
   size_t total_cap;
   cs_symbolizer_t *sym;
   unsigned long long sym_adds, sym_subs; /* the module map the symbolizer read */
-  bool hold_ok; /* the current allocator's figures were had */
 };
 
 cs_live_gather_t *cs_live_gather_create(void) { return calloc(1, sizeof(cs_live_gather_t)); }
@@ -49,45 +43,49 @@ void cs_live_gather_destroy(cs_live_gather_t *g) {
   if (!g) return;
   for (size_t i = 0; i < g->name_count; i++) free(g->names[i]);
   free(g->names);
-  free(g->stacks);
+  free(g->device_counts);
+  free(g->one_counts);
   free(g->site_of);
   free(g->totals);
   if (g->sym) cs_symbolizer_destroy(g->sym);
   free(g);
 }
 
-/* ---- live blocks by stack, under the allocator's lock ---- */
+/* ---- live blocks by stack: the allocators' counts, a page per lock hold ---- */
 
-static bool cs_live_stacks_grow(cs_live_gather_t *g) {
-  size_t slots = g->stack_slots ? g->stack_slots * 2 : 1024;
-  cs_live_stack_t *bigger = calloc(slots, sizeof *bigger);
-  if (!bigger) return false;
-  for (size_t i = 0; i < g->stack_slots; i++) {
-    if (!g->stacks[i].stack_id) continue;
-    size_t j = (g->stacks[i].stack_id * 2654435761u) & (slots - 1);
-    while (bigger[j].stack_id) j = (j + 1) & (slots - 1);
-    bigger[j] = g->stacks[i];
-  }
-  free(g->stacks);
-  g->stacks = bigger;
-  g->stack_slots = slots;
+/* Room for `ids` counts in both arrays; false without host memory. */
+static bool cs_live_ids_room(cs_live_gather_t *g, size_t ids) {
+  if (ids <= g->id_cap) return true;
+  size_t cap = g->id_cap ? g->id_cap * 2 : CS_STACK_LIVE_PAGE;
+  while (cap < ids) cap *= 2;
+  cs_stack_live_t *device = realloc(g->device_counts, cap * sizeof *device);
+  if (!device) return false;
+  g->device_counts = device;
+  cs_stack_live_t *one = realloc(g->one_counts, cap * sizeof *one);
+  if (!one) return false;
+  g->one_counts = one;
+  g->id_cap = cap;
   return true;
 }
 
-static void cs_live_count_block(void *ctx, const cs_segment_info_t *segment, const cs_block_info_t *block) {
-  (void)segment;
-  cs_live_gather_t *g = ctx;
-  if (block->state != CS_BLOCK_ALLOCATED) return;
-  if (g->stack_count * 2 >= g->stack_slots && !cs_live_stacks_grow(g)) return;
-  uint32_t key = block->stack_id + 1;
-  size_t j = (key * 2654435761u) & (g->stack_slots - 1);
-  while (g->stacks[j].stack_id && g->stacks[j].stack_id != key) j = (j + 1) & (g->stack_slots - 1);
-  if (!g->stacks[j].stack_id) {
-    g->stacks[j].stack_id = key;
-    g->stack_count++;
+/* One allocator's statistics and live blocks by stack into *stats and one_counts (the first *ids
+ * of them). The statistics and the first page of counts come in one hold of the lock, each further
+ * page in a hold of its own: a hold copies the statistics and CS_STACK_LIVE_PAGE counts at most,
+ * however many blocks the allocator holds. Each lock within CS_LIVE_LOCK_WAIT_MS, or not at all
+ * (its holder may be stuck in the driver): false then, or without host memory. */
+static bool cs_live_copy_allocator(cs_live_gather_t *g, cs_allocator_t *a, cs_stats_t *stats, size_t *ids) {
+  size_t pages = 1;
+  size_t p = 0;
+  for (; p < pages; p++) {
+    if (!cs_live_ids_room(g, (p + 1) * CS_STACK_LIVE_PAGE)) return false;
+    if (!cs_allocator_lock_by(a, cs_deadline_in_ms(CS_LIVE_LOCK_WAIT_MS))) return false;
+    if (p == 0) cs_allocator_get_stats_locked(a, stats);
+    /* pages made since the first hold (new stacks) are copied too, as they come */
+    pages = cs_allocator_stack_live_locked(a, p, g->one_counts + p * CS_STACK_LIVE_PAGE);
+    cs_allocator_unlock(a);
   }
-  g->stacks[j].bytes += block->requested;
-  g->stacks[j].blocks++;
+  *ids = p * CS_STACK_LIVE_PAGE;
+  return true;
 }
 
 typedef struct cs_live_device_pass_s {
@@ -98,13 +96,19 @@ typedef struct cs_live_device_pass_s {
 
 static void cs_live_visit_allocator(void *ctx, cs_allocator_t *a) {
   cs_live_device_pass_t *p = ctx;
+  cs_live_gather_t *g = p->g;
   p->allocators++;
-  /* within CS_LIVE_LOCK_WAIT_MS, or not at all: its holder may be stuck in the driver */
-  if (!cs_allocator_lock_by(a, cs_deadline_in_ms(CS_LIVE_LOCK_WAIT_MS))) return;
   cs_stats_t stats;
-  cs_allocator_get_stats_locked(a, &stats);
-  cs_allocator_visit_locked(a, cs_live_count_block, p->g);
-  cs_allocator_unlock(a);
+  size_t ids;
+  if (!cs_live_copy_allocator(g, a, &stats, &ids)) return;
+  if (ids > g->ids_used) {
+    memset(g->device_counts + g->ids_used, 0, (ids - g->ids_used) * sizeof *g->device_counts);
+    g->ids_used = ids;
+  }
+  for (size_t i = 0; i < ids; i++) {
+    g->device_counts[i].bytes += g->one_counts[i].bytes;
+    g->device_counts[i].blocks += g->one_counts[i].blocks;
+  }
   if (p->had++ == 0) p->stats = stats;
   else cs_stats_merge(&p->stats, &stats);
 }
@@ -194,25 +198,33 @@ static int cs_live_total_cmp(const void *x, const void *y) {
   return (a->site > b->site) - (a->site < b->site);
 }
 
-/* The device's top sites from the stacks counted. */
+/* Room for a total per site name; false without host memory. */
+static bool cs_live_totals_room(cs_live_gather_t *g) {
+  if (g->name_count <= g->total_cap) return true;
+  cs_live_total_t *bigger = realloc(g->totals, g->name_cap * sizeof *bigger);
+  if (!bigger) return false;
+  memset(bigger + g->total_cap, 0, (g->name_cap - g->total_cap) * sizeof *bigger);
+  g->totals = bigger;
+  g->total_cap = g->name_cap;
+  return true;
+}
+
+/* The device's top sites from the stacks counted: totals by site index, then the sites with
+ * live blocks moved to the front and sorted. */
 static void cs_live_top_sites(cs_live_gather_t *g, cs_live_device_t *d) {
-  size_t n = 0;
-  if (g->stack_count > g->total_cap) {
-    cs_live_total_t *bigger = realloc(g->totals, g->stack_count * sizeof *bigger);
-    if (!bigger) return;
-    g->totals = bigger;
-    g->total_cap = g->stack_count;
+  if (g->totals) memset(g->totals, 0, g->total_cap * sizeof *g->totals);
+  for (size_t id = 0; id < g->ids_used; id++) {
+    const cs_stack_live_t *c = &g->device_counts[id];
+    if (!c->blocks) continue;
+    uint32_t site = cs_live_site(g, (uint32_t)id);
+    if (site == UINT32_MAX || !cs_live_totals_room(g)) continue;
+    g->totals[site].bytes += c->bytes;
+    g->totals[site].blocks += c->blocks;
   }
-  for (size_t i = 0; i < g->stack_slots; i++) {
-    const cs_live_stack_t *s = &g->stacks[i];
-    if (!s->stack_id) continue;
-    uint32_t site = cs_live_site(g, s->stack_id - 1);
-    if (site == UINT32_MAX) continue;
-    size_t j = 0;
-    while (j < n && g->totals[j].site != site) j++; /* sites are few next to stacks */
-    if (j == n) g->totals[n++] = (cs_live_total_t){.site = site};
-    g->totals[j].bytes += s->bytes;
-    g->totals[j].blocks += s->blocks;
+  size_t n = 0;
+  for (size_t site = 0; site < g->total_cap; site++) {
+    cs_live_total_t t = g->totals[site];
+    if (t.blocks) g->totals[n++] = (cs_live_total_t){.site = (uint32_t)site, .bytes = t.bytes, .blocks = t.blocks};
   }
   qsort(g->totals, n, sizeof *g->totals, cs_live_total_cmp);
   d->site_count = (uint32_t)(n < CS_LIVE_TOP_SITES ? n : CS_LIVE_TOP_SITES);
@@ -234,8 +246,7 @@ static const cs_live_device_t *cs_live_previous(const cs_live_device_t *previous
 size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_device_t *previous, size_t prev_count) {
   size_t n = 0;
   for (int device = 0; device < CS_MAX_DEVICES && n < CS_LIVE_MAX_DEVICES; device++) {
-    if (g->stacks) memset(g->stacks, 0, g->stack_slots * sizeof *g->stacks);
-    g->stack_count = 0;
+    g->ids_used = 0;
     cs_live_device_pass_t pass = {.g = g};
     if (cs_runtime_for_each_allocator(device, cs_live_visit_allocator, &pass) == 0) continue;
     cs_live_device_t *d = &out[n++];
