@@ -26,9 +26,11 @@ struct cs_live_gather_s {
   /* by stack id, ids_used of them: the device's allocators summed, and the one being copied */
   cs_stack_live_t *device_counts, *one_counts;
   size_t id_cap, ids_used;
-  /* stack id -> site index + 1 (0: not named yet); grows with the ids */
+  /* stack id -> site index + 1 (0: not named yet), in the stack table of serial site_serial;
+   * grows with the ids */
   uint32_t *site_of;
   size_t site_of_len;
+  uint32_t site_serial;
   char **names; /* the distinct site names */
   size_t name_count, name_cap;
   cs_live_total_t *totals; /* by site index, then the device's sites in order */
@@ -156,6 +158,15 @@ static uint32_t cs_live_name_index(cs_live_gather_t *g, const char *name) {
   return (uint32_t)g->name_count++;
 }
 
+/* The names kept by stack id hold for the stack table they were read from: a fork child's table
+ * is cleared and hands out ids from 1 again (interpose/record.c), for its own stacks. */
+static void cs_live_names_follow_table(cs_live_gather_t *g) {
+  uint32_t serial = cs_intern_serial(cs_record_intern());
+  if (serial == g->site_serial) return;
+  if (g->site_of) memset(g->site_of, 0, g->site_of_len * sizeof *g->site_of);
+  g->site_serial = serial;
+}
+
 /* The site of a stack id, named as cs_site_format names it ("(no stack)" without one). */
 static uint32_t cs_live_site(cs_live_gather_t *g, uint32_t stack_id) {
   if (stack_id < g->site_of_len && g->site_of[stack_id]) return g->site_of[stack_id] - 1;
@@ -245,6 +256,7 @@ static const cs_live_device_t *cs_live_previous(const cs_live_device_t *previous
 
 size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_device_t *previous, size_t prev_count) {
   size_t n = 0;
+  cs_live_names_follow_table(g);
   for (int device = 0; device < CS_MAX_DEVICES && n < CS_LIVE_MAX_DEVICES; device++) {
     g->ids_used = 0;
     cs_live_device_pass_t pass = {.g = g};

@@ -9,7 +9,8 @@
  * live record" and "The live record without a walk"). A lock that is not had within
  * CS_LIVE_LOCK_WAIT_MS (its holder is stuck in the driver) leaves that device's figures as they
  * were, marked stale. Sites are named outside every lock, as `cudasnap summary` names them
- * (memviz/site_rule.h), each stack once: its name is kept for later publications. */
+ * (memviz/site_rule.h), each stack once: its name is kept for later publications (until a fork
+ * child clears the stack table and its ids name other stacks). */
 #ifndef CS_LIVE_GATHER_H
 #define CS_LIVE_GATHER_H
 
