@@ -29,10 +29,13 @@
 
 /* The driver refused an allocation for lack of memory: give back what cudasnap's caches hold free
  * on the device (every context's, as empty_cache does) and say whether asking again may succeed.
- * Not from inside cudasnap, and nothing is released during a capture. */
+ * Not from inside cudasnap, and nothing is released during a capture. device -1: memory of no
+ * device (pinned host memory, a cuMemCreate located on the host) or a device the driver would not
+ * name: the device caches have nothing to do with it, and the guard is not touched. */
 static bool cs_release_for_retry(int device) {
+  if (device < 0) return false;
   bool released = false;
-  if (device >= 0 && cs_guard_enter()) released = cs_contexts_release_device(device, NULL);
+  if (cs_guard_enter()) released = cs_contexts_release_device(device, NULL);
   cs_guard_exit();
   return released;
 }

@@ -136,6 +136,8 @@ static struct {
   int device_count;
   size_t capacity;  /* bytes per device */
   size_t in_use[FC_MAX_DEVICES];
+  size_t host_capacity; /* bytes of host memory the driver can pin, all pinned kinds together */
+  size_t host_in_use;
   struct CUctx_st primary[FC_MAX_DEVICES];
   fc_alloc_t *allocs; /* sorted by base */
   size_t alloc_count, alloc_cap;
@@ -147,7 +149,8 @@ static struct {
   CUresult sticky;
   uint64_t next_buffer_id;
   fake_cuda_counters_t counters;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .device_count = 2, .capacity = FC_DEFAULT_CAPACITY};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .device_count = 2, .capacity = FC_DEFAULT_CAPACITY,
+       .host_capacity = SIZE_MAX};
 
 /* Written once by the constructor, before any call can arrive. */
 static int fc_log_fd = -1;
@@ -212,6 +215,11 @@ __attribute__((constructor)) static void fc_constructor(void) {
   if (s) {
     if (fc_parse_u64(s, &v) && (unsigned long long)(size_t)v == v) g.capacity = (size_t)v;
     else fc_warn_env("FAKE_CUDA_CAPACITY", s, "a byte count");
+  }
+  s = getenv("FAKE_CUDA_HOST_CAPACITY");
+  if (s) {
+    if (fc_parse_u64(s, &v) && (unsigned long long)(size_t)v == v) g.host_capacity = (size_t)v;
+    else fc_warn_env("FAKE_CUDA_HOST_CAPACITY", s, "a byte count");
   }
   s = getenv("FAKE_CUDA_MANUAL_EVENTS");
   if (s) g.manual_events = strcmp(s, "0") != 0 && *s != '\0';
@@ -286,6 +294,14 @@ void fc_uncharge_locked(int device, size_t bytes) {
 
 size_t fc_used_locked(int device) { return g.in_use[device]; }
 
+CUresult fc_charge_host_locked(size_t bytes) {
+  if (g.host_in_use > g.host_capacity || bytes > g.host_capacity - g.host_in_use) return CUDA_ERROR_OUT_OF_MEMORY;
+  g.host_in_use += bytes;
+  return CUDA_SUCCESS;
+}
+
+void fc_uncharge_host_locked(size_t bytes) { g.host_in_use -= bytes; }
+
 static bool fc_ctx_live(const struct CUctx_st *c) {
   if (!c) return false;
   uintptr_t p = (uintptr_t)c;
@@ -356,6 +372,9 @@ static CUresult fc_alloc_locked(struct CUctx_st *ctx, size_t size, fc_mem_kind_t
   bool device_mem = fc_charged(kind);
   if (device_mem && (g.in_use[dev] > g.capacity || size > g.capacity - g.in_use[dev]))
     return CUDA_ERROR_OUT_OF_MEMORY;
+  /* pinned host memory: the driver cannot pin more than the host lets it */
+  if (kind == FC_MEM_HOST && (g.host_in_use > g.host_capacity || size > g.host_capacity - g.host_in_use))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (size > SIZE_MAX - page) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t map_size = (size + page - 1) / page * page;
@@ -393,6 +412,7 @@ static CUresult fc_alloc_locked(struct CUctx_st *ctx, size_t size, fc_mem_kind_t
     g.in_use[dev] += size;
     g.counters.bytes_in_use += size;
   }
+  if (kind == FC_MEM_HOST) g.host_in_use += size;
   *out = base;
   return CUDA_SUCCESS;
 }
@@ -406,6 +426,7 @@ static void fc_free_at_locked(size_t i) {
     g.counters.bytes_in_use -= a.size;
   }
   if (a.kind == FC_MEM_ASYNC) fc_pool_give_back_locked(a.pool, a.size);
+  if (a.kind == FC_MEM_HOST) g.host_in_use -= a.size;
   munmap((void *)a.base, a.map_size);
 }
 
@@ -1928,6 +1949,7 @@ static const fc_variant_t fc_variants[] = {
     {"cuGraphInstantiate", 10000, "cuGraphInstantiate", NULL, 0},
     {"cuGraphInstantiateWithParams", 12000, "cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams_ptsz", 12000},
     {"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz", 10000},
+    {"cuGraphUpload", 11010, "cuGraphUpload", "cuGraphUpload_ptsz", 11010},
     {"cuGraphExecDestroy", 10000, "cuGraphExecDestroy", NULL, 0},
     {"cuGraphDestroy", 10000, "cuGraphDestroy", NULL, 0},
     {"cuDeviceGraphMemTrim", 11040, "cuDeviceGraphMemTrim", NULL, 0},

@@ -12,6 +12,10 @@
  *   FAKE_CUDA_DEVICES         device count, 0-16 (default 2; 0 makes cuInit fail with
  *                             CUDA_ERROR_NO_DEVICE)
  *   FAKE_CUDA_CAPACITY        bytes of memory per device (default 8 GiB)
+ *   FAKE_CUDA_HOST_CAPACITY   bytes of host memory the driver can pin (default: no limit), for
+ *                             cuMemHostAlloc/cuMemAllocHost and cuMemCreate located on the host
+ *                             together; past it they fail with CUDA_ERROR_OUT_OF_MEMORY, as a
+ *                             driver that cannot pin the pages does
  *   FAKE_CUDA_MANUAL_EVENTS   1: start with manual events (as fake_cuda_set_manual_events(1))
  *   FAKE_CUDA_LOG             append one line per driver call to this file
  *

@@ -2,6 +2,7 @@
  * cudasnap's reconciliation depends on:
  *   - an allocation node gets its address when it is added, fixed for the graph's lifetime (and
  *     its instantiation's); the memory is the device's graph memory pool's;
+ *   - an upload (cuGraphUpload) reserves in the pool what a launch would need, without running it;
  *   - a launch runs the graph's memory nodes in the order they were added (the fake has no other
  *     node and no dependency order): an allocation becomes live, taking its bytes from the pool,
  *     which reserves (and charges to the device) whole granules when what it holds free is too
@@ -353,18 +354,11 @@ FC_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph 
   return fc_graph_instantiate_params("cuGraphInstantiateWithParams_ptsz", exec, graph, params);
 }
 
-/* The launch's effect on the pools, checked before anything changes: every allocation node finds
- * its allocation not live (or auto-freed), every free node finds its allocation live. */
-static CUresult fc_graph_launch_locked(struct CUgraphExec_st *x) {
+/* The granules the pools must add for a launch of x: its allocations all at once (a conservative
+ * bound), where those an auto-free launch frees first come back before. Reserved (and charged to
+ * the devices) when they fit, CUDA_ERROR_OUT_OF_MEMORY with nothing changed when they do not. */
+static CUresult fc_graph_reserve_locked(const struct CUgraphExec_st *x) {
   size_t growth[FC_MEM_MAX_DEVICES] = {0}, taking[FC_MEM_MAX_DEVICES] = {0};
-  for (size_t i = 0; i < x->count; i++) {
-    const fc_graph_alloc_t *a = x->nodes[i].alloc;
-    bool live_now = a->live && !(x->auto_free && x->nodes[i].kind == FC_NODE_ALLOC);
-    for (size_t j = 0; j < i; j++) /* earlier nodes of this launch */
-      if (x->nodes[j].alloc == a) live_now = x->nodes[j].kind == FC_NODE_ALLOC;
-    if ((x->nodes[i].kind == FC_NODE_ALLOC) == live_now) return CUDA_ERROR_INVALID_VALUE;
-  }
-  /* what the pools must grow by: the launch's allocations all at once (a conservative bound) */
   for (size_t i = 0; i < x->count; i++)
     if (x->nodes[i].kind == FC_NODE_ALLOC) taking[x->nodes[i].alloc->device] += x->nodes[i].alloc->size;
   for (int d = 0; d < FC_MEM_MAX_DEVICES; d++) {
@@ -385,6 +379,21 @@ static CUresult fc_graph_launch_locked(struct CUgraphExec_st *x) {
     if (fc_graph_pools[d].reserved > fc_graph_pools[d].reserved_high)
       fc_graph_pools[d].reserved_high = fc_graph_pools[d].reserved;
   }
+  return CUDA_SUCCESS;
+}
+
+/* The launch's effect on the pools, checked before anything changes: every allocation node finds
+ * its allocation not live (or auto-freed), every free node finds its allocation live. */
+static CUresult fc_graph_launch_locked(struct CUgraphExec_st *x) {
+  for (size_t i = 0; i < x->count; i++) {
+    const fc_graph_alloc_t *a = x->nodes[i].alloc;
+    bool live_now = a->live && !(x->auto_free && x->nodes[i].kind == FC_NODE_ALLOC);
+    for (size_t j = 0; j < i; j++) /* earlier nodes of this launch */
+      if (x->nodes[j].alloc == a) live_now = x->nodes[j].kind == FC_NODE_ALLOC;
+    if ((x->nodes[i].kind == FC_NODE_ALLOC) == live_now) return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUresult rc = fc_graph_reserve_locked(x);
+  if (rc != CUDA_SUCCESS) return rc;
   for (size_t i = 0; x->auto_free && i < x->count; i++)
     if (x->nodes[i].kind == FC_NODE_ALLOC && x->nodes[i].alloc->live) fc_graph_pool_give_back_locked(x->nodes[i].alloc);
   for (size_t i = 0; i < x->count; i++) {
@@ -409,6 +418,24 @@ FC_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) { return fc_
 /* NULL is the per-thread stream here; the fake's launches do not depend on the stream */
 FC_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) {
   return fc_graph_launch("cuGraphLaunch_ptsz", exec, stream);
+}
+
+/* An upload backs the exec's allocations with memory ahead of its launch (cuda.h: the memory
+ * the stream's pool caches backs them): the pools reserve what a launch would need, and fail for lack of it as a launch does, but no allocation becomes live, so uploading
+ * an exec whose allocations are live is no error. */
+static CUresult fc_graph_upload(const char *api, CUgraphExec exec, CUstream stream) {
+  fc_lock();
+  CUresult rc = fc_list_has(&fc_execs, exec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS && !fc_stream_valid_locked(stream)) rc = CUDA_ERROR_INVALID_HANDLE;
+  if (rc == CUDA_SUCCESS) rc = fc_graph_reserve_locked(exec);
+  fc_unlock();
+  fc_log("%s exec=%p stream=%p status=%d", api, (void *)exec, (void *)stream, (int)rc);
+  return rc;
+}
+
+FC_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream stream) { return fc_graph_upload("cuGraphUpload", exec, stream); }
+FC_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream stream) {
+  return fc_graph_upload("cuGraphUpload_ptsz", exec, stream);
 }
 
 FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {

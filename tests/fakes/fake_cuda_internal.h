@@ -43,6 +43,9 @@ bool fc_dev_ok(CUdevice d);
 CUresult fc_charge_locked(int device, size_t bytes);
 void fc_uncharge_locked(int device, size_t bytes);
 size_t fc_used_locked(int device);
+/* Pinned host memory (FAKE_CUDA_HOST_CAPACITY): charged, or CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult fc_charge_host_locked(size_t bytes);
+void fc_uncharge_host_locked(size_t bytes);
 
 /* [p, p + n) is mapped VMM memory end to end (fake_cuda_mem.c), readable, and writable when
  * `write`: what a copy or a set into it needs, as cuMemSetAccess granted. */

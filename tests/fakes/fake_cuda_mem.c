@@ -1,7 +1,9 @@
 /* The fake driver's memory beyond linear allocations, with the semantics cudasnap's accounting
  * depends on (every byte a device is charged is what cuMemGetInfo reports used):
  *   - virtual memory management: address reservations (PROT_NONE host mappings), physical handles
- *     charged to their device at cuMemCreate, maps at offsets of a handle into a reservation at
+ *     charged to their device at cuMemCreate (or, located on the host as CUDA 12.2 allows, to the
+ *     pinned host memory: CU_MEM_LOCATION_TYPE_HOST, id ignored, or _HOST_NUMA, node 0 only, as on
+ *     a machine without NUMA), maps at offsets of a handle into a reservation at
  *     the granularity (2 MiB), access set per mapped range (mprotect; copies and sets need it, and
  *     run across mappings side by side), unmaps of whole mappings, a released handle freed when
  *     its last mapping goes. Aliases of one handle do not share data;
@@ -50,7 +52,7 @@ void fc_list_del(fc_list_t *l, const void *p) {
 /* ---- virtual memory management ---- */
 
 typedef struct fc_phys_s {
-  int device;
+  int device; /* -1: located on the host */
   size_t size;
   unsigned maps;
   bool released; /* cuMemRelease was called; freed with its last mapping */
@@ -70,19 +72,26 @@ typedef struct fc_mapping_s {
 
 static fc_list_t fc_physicals, fc_reservations, fc_mappings;
 
+static bool fc_prop_on_host(const CUmemAllocationProp *prop) {
+  return prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+}
+
 static bool fc_prop_ok(const CUmemAllocationProp *prop) {
-  return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+  return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+         (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE || fc_prop_on_host(prop));
 }
 
 static CUresult fc_prop_check(const CUmemAllocationProp *prop) {
   if (!fc_prop_ok(prop)) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST) return CUDA_SUCCESS;
   return fc_dev_ok(prop->location.id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 FC_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                                  CUmemAllocationGranularity_flags option) {
   fc_lock();
-  CUresult rc = fc_device_check(prop ? prop->location.id : 0);
+  CUresult rc = fc_device_check(prop && !fc_prop_on_host(prop) ? prop->location.id : 0);
   if (rc == CUDA_SUCCESS && !granularity) rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) rc = fc_prop_check(prop);
   if (rc == CUDA_SUCCESS && option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
@@ -96,20 +105,23 @@ FC_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUme
 FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags) {
   fc_lock();
-  CUresult rc = fc_device_check(prop ? prop->location.id : 0);
+  bool host = prop && fc_prop_on_host(prop);
+  int device = host ? -1 : prop ? prop->location.id : 0;
+  CUresult rc = fc_device_check(host ? 0 : device);
   if (rc == CUDA_SUCCESS && (!handle || flags != 0 || size == 0 || size % FC_GRANULE != 0)) rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) rc = fc_prop_check(prop);
   fc_phys_t *p = NULL;
-  if (rc == CUDA_SUCCESS) rc = fc_charge_locked(prop->location.id, size);
+  if (rc == CUDA_SUCCESS) rc = host ? fc_charge_host_locked(size) : fc_charge_locked(device, size);
   if (rc == CUDA_SUCCESS) {
     p = malloc(sizeof *p);
     if (!p || !fc_list_add(&fc_physicals, p)) {
       free(p);
       p = NULL;
-      fc_uncharge_locked(prop->location.id, size);
+      if (host) fc_uncharge_host_locked(size);
+      else fc_uncharge_locked(device, size);
       rc = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
-      *p = (fc_phys_t){.device = prop->location.id, .size = size};
+      *p = (fc_phys_t){.device = device, .size = size};
       *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
     }
   }
@@ -120,7 +132,8 @@ FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 
 /* pre: lock held; p released and unmapped. */
 static void fc_phys_free_locked(fc_phys_t *p) {
-  fc_uncharge_locked(p->device, p->size);
+  if (p->device < 0) fc_uncharge_host_locked(p->size);
+  else fc_uncharge_locked(p->device, p->size);
   fc_list_del(&fc_physicals, p);
   free(p);
 }

@@ -6,6 +6,11 @@
  * compare (FAKE_CUDA_CAPACITY=64 MiB where memory runs short):
  *   passthrough_oom  48 MiB cached after a cuMemAlloc/cuMemFree, then 48 MiB of pitch, managed,
  *                    stream-ordered, pool and VMM memory, and an array: each succeeds (item 1)
+ *   host_oom         pinned host memory the driver cannot pin (cuMemCreate located on the host,
+ *                    cuMemHostAlloc) fails, and the cache answers as before: a block freed after
+ *                    that leaves its neighbour in the segment usable (issue 44, item 1)
+ *   graph_oom        48 MiB cached, then a graph with a 48 MiB memory node is uploaded and
+ *                    launched: each succeeds (issue 44, item 6)
  *   meminfo          16 MiB live in alternate 1 MiB blocks: cuMemGetInfo's free bytes, less
  *                    4 MiB, can really be allocated (item 2)
  *   free_async       cuMemFreeAsync of a cached block frees that block only (item 5)
@@ -94,6 +99,54 @@ static void passthrough_oom(void) {
   it_answer("array", r);
   if (r == CUDA_SUCCESS) IT_CHECK(cuArrayDestroy(array) == CUDA_SUCCESS, "cuArrayDestroy");
   (void)pitch;
+}
+
+/* Run with FAKE_CUDA_HOST_CAPACITY=1048576: pinned host memory past 1 MiB cannot be had. */
+static void host_oom(void) {
+  CUdeviceptr a = it_alloc_ok(IT_MIB), b = it_alloc_ok(IT_MIB); /* under cudasnap, one segment */
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  CUmemGenericAllocationHandle handle = 0;
+  const CUmemLocationType where[] = {CU_MEM_LOCATION_TYPE_HOST, CU_MEM_LOCATION_TYPE_HOST_NUMA};
+  for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+    prop.location.type = where[i];
+    it_answer("cuMemCreate on the host", cuMemCreate(&handle, 2 * IT_MIB, &prop, 0));
+  }
+  void *host = NULL;
+  it_answer("cuMemHostAlloc", cuMemHostAlloc(&host, 2 * IT_MIB, 0));
+  /* the thread's next calls go through the cache as before */
+  it_answer("cuMemFree(a)", cuMemFree(a));
+  it_answer("b usable", it_usable(b, 4096, 4));
+  it_answer("cuMemFree(a) again", cuMemFree(a));
+  it_answer("cuMemFree(b)", cuMemFree(b));
+}
+
+/* A graph of one 48 MiB allocation, freed by the graph itself. */
+static CUgraphExec it_graph_48(void) {
+  CUgraph graph = NULL;
+  IT_CHECK(cuGraphCreate(&graph, 0) == CUDA_SUCCESS, "cuGraphCreate");
+  CUDA_MEM_ALLOC_NODE_PARAMS params = it_alloc_node_params(48 * IT_MIB);
+  CUgraphNode alloc = NULL, freed = NULL;
+  IT_CHECK(cuGraphAddMemAllocNode(&alloc, graph, NULL, 0, &params) == CUDA_SUCCESS, "cuGraphAddMemAllocNode");
+  IT_CHECK(cuGraphAddMemFreeNode(&freed, graph, &alloc, 1, params.dptr) == CUDA_SUCCESS, "cuGraphAddMemFreeNode");
+  CUgraphExec exec = NULL;
+  IT_CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS, "cuGraphInstantiateWithFlags");
+  IT_CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS, "cuGraphDestroy");
+  return exec;
+}
+
+/* Run with FAKE_CUDA_CAPACITY=67108864. */
+static void graph_oom(void) {
+  CUgraphExec exec = it_graph_48();
+  it_cache_48();
+  it_answer("cuGraphUpload", cuGraphUpload(exec, 0));
+  IT_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "cuDeviceGraphMemTrim");
+  it_cache_48();
+  it_answer("cuGraphLaunch", cuGraphLaunch(exec, 0));
+  it_answer("cuStreamSynchronize", cuStreamSynchronize(0));
+  IT_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "cuDeviceGraphMemTrim");
+  IT_CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS, "cuGraphExecDestroy");
 }
 
 static void meminfo(void) {
@@ -304,6 +357,8 @@ int main(int argc, char **argv) {
   (void)it_driver_context();
   int compare = 1;
   if (strcmp(s, "passthrough_oom") == 0) passthrough_oom();
+  else if (strcmp(s, "host_oom") == 0) host_oom();
+  else if (strcmp(s, "graph_oom") == 0) graph_oom();
   else if (strcmp(s, "meminfo") == 0) meminfo();
   else if (strcmp(s, "free_async") == 0) free_async();
   else if (strcmp(s, "capture") == 0) capture();
