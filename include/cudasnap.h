@@ -45,14 +45,16 @@ CUDASNAP_API int cudasnap_memory_stats(int device, cudasnap_stat_t *out, size_t 
 
 /* cudasnap's own statistics of the memory that passes the cache by (docs/memory-kinds.md, "Memory
  * that passes through"), in the same flat form, bytes: "passthrough_bytes.KIND.current", ".peak",
- * ".allocated" (ever) and ".freed" (ever), KIND one of device (cuMemAlloc v1, and allocations the
- * cache passed on), pitch, managed, async (stream-ordered), array, vmm_mapped, ipc_imported,
- * graph (graph memory nodes' allocations), vmm_physical: CUDASNAP_PASSTHROUGH_KEYS entries. torch's 122 keys above never include these.
- * device CUDASNAP_HOST is pinned host memory instead: host_pinned and host_registered,
- * CUDASNAP_PASSTHROUGH_HOST_KEYS entries. Writes at most cap entries and returns the number of
- * keys; -1 for a bad device argument. */
-#define CUDASNAP_PASSTHROUGH_KEYS 36
-#define CUDASNAP_PASSTHROUGH_HOST_KEYS 8
+ * ".allocated" (ever) and ".freed" (ever), and "passthrough_ooms.KIND": the out-of-memory answers
+ * the driver gave the program for the kind (ever; num_ooms counts them with the cache's), KIND one
+ * of device (cuMemAlloc v1, and allocations the cache passed on), pitch, managed, async
+ * (stream-ordered), array, vmm_mapped, ipc_imported, graph (graph memory nodes' allocations,
+ * launches and uploads), vmm_physical: CUDASNAP_PASSTHROUGH_KEYS entries. torch's 122 keys above
+ * never include these. device CUDASNAP_HOST is pinned host memory instead: host_pinned (also
+ * cuMemCreate located on the host) and host_registered, CUDASNAP_PASSTHROUGH_HOST_KEYS entries.
+ * Writes at most cap entries and returns the number of keys; -1 for a bad device argument. */
+#define CUDASNAP_PASSTHROUGH_KEYS 45
+#define CUDASNAP_PASSTHROUGH_HOST_KEYS 10
 #define CUDASNAP_HOST (-2)
 CUDASNAP_API int cudasnap_passthrough_stats(int device, cudasnap_stat_t *out, size_t cap);
 

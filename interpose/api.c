@@ -26,6 +26,7 @@ static bool cs_api_device_stats(int device, cs_stats_t *out) {
   int d = cs_runtime_resolve_device(device);
   if (d < 0) return false;
   cs_runtime_for_each_allocator(d, cs_api_merge_stats, out);
+  out->num_ooms += cs_runtime_passthrough_ooms(d); /* out of memory past the cache, as PyTorch's counts */
   return true;
 }
 
@@ -73,7 +74,9 @@ void cudasnap_reset_peak_memory_stats(int device) {
 }
 
 void cudasnap_reset_accumulated_memory_stats(int device) {
-  cs_runtime_for_each_allocator(cs_runtime_resolve_device(device), cs_api_reset_accumulated, NULL);
+  int d = cs_runtime_resolve_device(device);
+  cs_runtime_for_each_allocator(d, cs_api_reset_accumulated, NULL);
+  if (d >= 0) cs_runtime_reset_passthrough_ooms(d);
 }
 
 static void cs_api_empty_cache(void *ctx, cs_allocator_t *a) {

@@ -8,6 +8,10 @@
 #include "interpose/foreign.h"
 #include "interpose/runtime.h"
 
+/* a device's row: every kind but host memory and reservations; the host row: its two kinds */
+_Static_assert(CUDASNAP_PASSTHROUGH_KEYS == (CS_FOREIGN_KINDS - 3) * CS_FOREIGN_STAT_FIELDS, "public key count");
+_Static_assert(CUDASNAP_PASSTHROUGH_HOST_KEYS == 2 * CS_FOREIGN_STAT_FIELDS, "public host key count");
+
 /* The pass-through keys, made once: the API hands out pointers that live as long as the library. */
 static char cs_api_passthrough_keys[CS_FOREIGN_KINDS][CS_FOREIGN_STAT_FIELDS][64];
 static pthread_once_t cs_api_passthrough_once = PTHREAD_ONCE_INIT;

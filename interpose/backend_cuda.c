@@ -5,6 +5,7 @@
 
 #include "common/cs_error.h"
 #include "interpose/driver_watch.h"
+#include "interpose/foreign.h"
 #include "interpose/real.h"
 #include "interpose/streams.h"
 
@@ -36,6 +37,8 @@ static int cs_cuda_segment_alloc(void *self, size_t size, uintptr_t *addr) {
   CUdeviceptr p = 0;
   CUresult r = CS_REAL_FN(cuMemAlloc_v2, PFN_cuMemAlloc_v3020)(&p, size);
   if (r == CUDA_SUCCESS) {
+    /* a pass-through free in flight there was done: recorded before the segment is (foreign.h) */
+    cs_foreign_reused((uintptr_t)p, size);
     b->held += size;
     /* the slow path: the driver may be asked for its figures at a new high, in this context
      * (not while a capture is underway: a later slow path or the snapshot catches up) */

@@ -35,11 +35,39 @@ void cs_foreign_add(cs_foreign_kind_t kind, uintptr_t key, size_t size, int devi
 /* cuMemMap of `handle` at [addr, addr + size). */
 void cs_foreign_map(uintptr_t addr, size_t size, uintptr_t handle, int current_device, uint32_t stack);
 
-/* cuMemUnmap of [addr, addr + size): every mapping that starts inside goes. */
-void cs_foreign_unmap(uintptr_t addr, size_t size, uint32_t stack);
+/* A free of memory passed through, recorded in the order the driver's answers make true (the
+ * lead comment of "frees in flight" in foreign.c): _begin marks what the call frees (the first of
+ * `kinds` recorded at key; for an unmap every mapping that starts in [addr, addr + size)) before
+ * the driver is asked, _end records the free if the driver freed, or takes the mark off if it
+ * refused. A new allocation recorded meanwhile at an address (or handle) that was marked records
+ * the free first. stack: the freeing call's. Every _begin is followed by one _end. */
+typedef struct cs_foreign_pending_s {
+  struct cs_foreign_s *first;
+  uintptr_t handle;    /* the release of a physical handle still mapped */
+  uint32_t stack;
+  bool release_mapped;
+} cs_foreign_pending_t;
+void cs_foreign_free_begin(cs_foreign_pending_t *p, const cs_foreign_kind_t *kinds, size_t count, uintptr_t key,
+                           uint32_t stack);
+void cs_foreign_unmap_begin(cs_foreign_pending_t *p, uintptr_t addr, size_t size, uint32_t stack);
+void cs_foreign_free_end(cs_foreign_pending_t *p, bool freed);
 
-/* Forget the entry of that kind and key; false if there was none. stack: the freeing call's. */
+/* The cache was handed [addr, addr + size) by the driver: frees in flight there, and device memory
+ * still recorded at addr, are recorded freed now, before the cache records its segment. Callable
+ * under an allocator's lock. */
+void cs_foreign_reused(uintptr_t addr, size_t size);
+
+/* Forget the entry of that kind and key, at once; false if there was none (or its free is in
+ * flight). For frees the driver made already whose addresses no one else can be handed (graph
+ * memory, whose addresses are the graph's for its life). stack: the freeing call's. */
 bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack);
+
+/* The driver answered out of memory to the program for memory of `kind` on device (-1: none
+ * known), asked for size bytes on stream, with device_free bytes free: counted in
+ * passthrough_ooms.<kind> (the host row for host kinds) and, on a device, in its num_ooms, with an
+ * `oom` entry in the history. */
+void cs_foreign_oom(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream, size_t device_free,
+                    uint32_t stack);
 
 /* Whether addr lies in a drawn entry with a device address (not an array), and that entry's
  * device: NVTX heaps may be registered over such memory. A walk of the table: for rare calls. */

@@ -29,6 +29,7 @@ typedef struct cs_graph_exec_s {
   struct cs_graph_exec_s *next;
   uintptr_t exec;
   bool auto_free;
+  size_t bytes; /* of every allocation node: what a launch (or an upload) asks the pool for */
   cs_graph_alloc_t *allocs;
   size_t alloc_count;
   uintptr_t *frees;
@@ -103,9 +104,11 @@ static cs_graph_exec_t *cs_graphs_read(CUgraph graph, bool auto_free) {
     if (!nodes[i] || get_type(nodes[i], &type) != CUDA_SUCCESS) continue;
     CUDA_MEM_ALLOC_NODE_PARAMS p;
     CUdeviceptr freed = 0;
-    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && alloc_params(nodes[i], &p) == CUDA_SUCCESS)
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && alloc_params(nodes[i], &p) == CUDA_SUCCESS) {
       x->allocs[x->alloc_count++] =
           (cs_graph_alloc_t){.addr = p.dptr, .size = p.bytesize, .device = p.poolProps.location.id};
+      x->bytes += p.bytesize;
+    }
     else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE && free_params(nodes[i], &freed) == CUDA_SUCCESS)
       x->frees[x->free_count++] = freed;
   }
@@ -121,11 +124,11 @@ static cs_graph_exec_t *cs_graphs_read(CUgraph graph, bool auto_free) {
     x->allocs[a] = x->allocs[--x->alloc_count];
     x->frees[f] = x->frees[--x->free_count];
   }
-  if (x->alloc_count == 0 && x->free_count == 0) {
+  if (x->alloc_count == 0 && x->free_count == 0 && x->bytes == 0) {
     cs_graph_exec_free(x);
     return NULL;
   }
-  return x;
+  return x; /* with nothing drawn but its bytes, for an out-of-memory answer's size */
 }
 
 void cs_graphs_instantiated(uintptr_t exec, uintptr_t graph, bool auto_free, uint32_t stack) {
@@ -164,6 +167,22 @@ void cs_graphs_launched(uintptr_t exec, uintptr_t stream, uint32_t (*stack)(void
     }
   }
   pthread_mutex_unlock(&cs_graphs_lock);
+}
+
+size_t cs_graphs_exec_bytes(uintptr_t exec) {
+  if (atomic_load_explicit(&cs_graphs_exec_count, memory_order_acquire) == 0) return 0;
+  pthread_mutex_lock(&cs_graphs_lock);
+  const cs_graph_exec_t *x = *cs_graphs_link_locked(exec);
+  size_t bytes = x ? x->bytes : 0;
+  pthread_mutex_unlock(&cs_graphs_lock);
+  return bytes;
+}
+
+size_t cs_graphs_graph_bytes(uintptr_t graph) {
+  cs_graph_exec_t *x = cs_graphs_read((CUgraph)graph, false);
+  size_t bytes = x ? x->bytes : 0;
+  cs_graph_exec_free(x);
+  return bytes;
 }
 
 void cs_graphs_exec_destroyed(uintptr_t exec) {

@@ -12,6 +12,7 @@
 #define CS_GRAPHS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The stack of the call that made the allocation node of address `addr`, drawn as its site. */
@@ -26,6 +27,12 @@ void cs_graphs_instantiated(uintptr_t exec, uintptr_t graph, bool auto_free, uin
 void cs_graphs_launched(uintptr_t exec, uintptr_t stream, uint32_t (*stack)(void));
 
 void cs_graphs_exec_destroyed(uintptr_t exec);
+
+/* The bytes of every allocation node of an instantiated exec (0: none, or not known), or of a
+ * graph (asked of the driver): what a launch or an upload asks the graph memory pool for, the
+ * size an out-of-memory answer to it records. */
+size_t cs_graphs_exec_bytes(uintptr_t exec);
+size_t cs_graphs_graph_bytes(uintptr_t graph);
 
 /* In a fork child: the parent's graphs are not the child's. */
 void cs_graphs_postfork_child(void);

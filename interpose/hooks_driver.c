@@ -13,6 +13,7 @@
 #include "interpose/guard.h"
 #include "interpose/hooks.h"
 #include "interpose/lifecycle.h"
+#include "interpose/passthrough_oom.h"
 #include "interpose/real.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
@@ -27,26 +28,28 @@
     (result) = cs_real_fn_(__VA_ARGS__);                                                          \
   } while (0)
 
-/* The driver refused an allocation for lack of memory: give back what cudasnap's caches hold free
- * on the device (every context's, as empty_cache does) and say whether asking again may succeed.
- * Not from inside cudasnap, and nothing is released during a capture. device -1: memory of no
- * device (pinned host memory, a cuMemCreate located on the host) or a device the driver would not
- * name: the device caches have nothing to do with it, and the guard is not touched. */
-static bool cs_release_for_retry(int device) {
-  if (device < 0) return false;
-  bool released = false;
-  if (cs_guard_enter()) released = cs_contexts_release_device(device, NULL);
-  cs_guard_exit();
-  return released;
-}
-
-/* CS_FORWARD, asked once more after cs_release_for_retry(device) when the driver says out of
- * memory: memory cached by cudasnap serves other kinds of allocation as it would without it. */
-#define CS_FORWARD_RETRY(result, device, name, pfn, ...)                                          \
+/* CS_FORWARD for a call that makes memory past the cache (interpose/passthrough_oom.h): when the
+ * driver says out of memory, cudasnap's caches on the device give back their free memory and the
+ * call is asked once more; an out-of-memory answer the program then gets is recorded as one of
+ * `kind` asking `size` bytes on `stream`. device_expr and size are evaluated only then. */
+#define CS_FORWARD_MEMORY(result, kind, device_expr, size, stream, name, pfn, ...)                \
   do {                                                                                            \
     CS_FORWARD(result, name, pfn, __VA_ARGS__);                                                   \
-    if ((result) == CUDA_ERROR_OUT_OF_MEMORY && cs_release_for_retry(device))                     \
-      CS_FORWARD(result, name, pfn, __VA_ARGS__);                                                 \
+    if (CS_UNLIKELY((result) == CUDA_ERROR_OUT_OF_MEMORY)) {                                      \
+      int cs_oom_device_ = (device_expr);                                                         \
+      if (cs_passthrough_oom_release(cs_oom_device_)) CS_FORWARD(result, name, pfn, __VA_ARGS__); \
+      if ((result) == CUDA_ERROR_OUT_OF_MEMORY)                                                   \
+        cs_passthrough_oom_record(kind, cs_oom_device_, (size), (uintptr_t)(stream));             \
+    }                                                                                             \
+  } while (0)
+
+/* The real variant asked to free what `pending` marked (cs_foreign_free_begin), its answer
+ * recorded (cs_foreign_free_end) on every path. */
+#define CS_FORWARD_FREE(result, pending, name, pfn, ...)                                          \
+  do {                                                                                            \
+    pfn cs_real_fn_ = CS_REAL_FN(name, pfn);                                                      \
+    (result) = cs_real_fn_ ? cs_real_fn_(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;               \
+    cs_foreign_free_end(pending, (result) == CUDA_SUCCESS);                                       \
   } while (0)
 
 static int cs_current_device(void) {
@@ -56,24 +59,21 @@ static int cs_current_device(void) {
   return device;
 }
 
-/* A free of memory passed through: the entry of the first of `kinds` the address was. */
-static void cs_foreign_free_of(const cs_foreign_kind_t *kinds, size_t count, CUdeviceptr dptr) {
-  uint32_t stack = cs_record_stack();
-  for (size_t i = 0; i < count; i++)
-    if (cs_foreign_remove(kinds[i], dptr, stack)) return;
-}
-
 /* What cuMemFree frees that is not the cache's: whichever kind the address was. */
-static void cs_foreign_free(CUdeviceptr dptr) {
-  static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC,
-                                            CS_FOREIGN_GRAPH};
-  cs_foreign_free_of(kinds, sizeof kinds / sizeof *kinds, dptr);
+static const cs_foreign_kind_t cs_free_kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED,
+                                                  CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
+/* What cuMemFreeAsync frees: a stream-ordered allocation, or a graph's. */
+static const cs_foreign_kind_t cs_free_async_kinds[] = {CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
+#define CS_COUNT(a) (sizeof(a) / sizeof *(a))
+
+/* A free of the one kind `kind` at key, begun (cs_foreign_free_begin) with the caller's stack. */
+static void cs_free_begin(cs_foreign_pending_t *p, cs_foreign_kind_t kind, uintptr_t key) {
+  cs_foreign_free_begin(p, &kind, 1, key, cs_record_stack());
 }
 
-/* What cuMemFreeAsync frees: a stream-ordered allocation, or a graph's. */
-static void cs_foreign_free_async(CUdeviceptr dptr) {
-  static const cs_foreign_kind_t kinds[] = {CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
-  cs_foreign_free_of(kinds, sizeof kinds / sizeof *kinds, dptr);
+/* The same for kinds that are not drawn (host memory, reservations): no stack is kept. */
+static void cs_kind_free_begin_nostack(cs_foreign_pending_t *p, cs_foreign_kind_t kind, uintptr_t key) {
+  cs_foreign_free_begin(p, &kind, 1, key, 0);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -89,10 +89,30 @@ static CUresult cs_status_of(int rc) {
   }
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+/* A cuMemAlloc_v2 the driver answers, outside the guard. Nested inside cudasnap (!program): the
+ * driver's answer only. The program's own call (no context cudasnap serves, a capture under which
+ * the driver refuses allocations, or cudasnap's metadata could not grow) is a pass-through
+ * allocation as any other: given back to and asked again on out of memory, that answer recorded,
+ * and memory it gets on a device cudasnap knows (device >= 0) recorded with `stack` (0: taken
+ * here). */
+static CS_NOINLINE CUresult cs_alloc_by_driver(CUdeviceptr *dptr, size_t bytesize, bool program, int device,
+                                               uint32_t stack) {
   CUresult r;
+  if (!program) {
+    CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
+    return r;
+  }
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_DEVICE, device >= 0 ? device : cs_current_device(), bytesize, 0, cuMemAlloc_v2,
+                    PFN_cuMemAlloc_v3020, dptr, bytesize);
+  if (r == CUDA_SUCCESS && device >= 0)
+    cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, device, 0, stack ? stack : cs_record_stack());
+  return r;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   cs_context_t *c = NULL;
-  if (CS_LIKELY(cs_guard_enter())) {
+  const bool program = cs_guard_enter();
+  if (CS_LIKELY(program)) {
     cs_lifecycle_activate();
     c = cs_contexts_current();
   }
@@ -100,11 +120,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
     /* Nested inside cudasnap, no current context, a context cudasnap cannot serve, or a capture
      * under which the driver refuses allocations (and invalidates the capture): the driver
      * answers, including with its own errors. */
-    CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
-    if (r == CUDA_SUCCESS && c)
-      cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c), 0, cs_record_stack());
     cs_guard_exit();
-    return r;
+    return cs_alloc_by_driver(dptr, bytesize, program, c ? cs_context_device(c) : -1, 0);
   }
   uintptr_t addr = 0;
   uint32_t stack = cs_record_stack(); /* before the allocator's lock: unwinding takes a while */
@@ -114,14 +131,13 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
     rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, stack, &addr);
   if (CS_UNLIKELY(rc == -CS_EHOSTMEM)) {
     /* cudasnap's own metadata could not grow: let the driver serve this one. */
-    CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
-    if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, cs_context_device(c), 0, stack);
-  } else {
-    r = cs_status_of(rc);
-    if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)addr;
-    /* the snapshot is written before the program sees the error */
-    else if (r == CUDA_ERROR_OUT_OF_MEMORY) cs_dump_on_oom();
+    cs_guard_exit();
+    return cs_alloc_by_driver(dptr, bytesize, true, cs_context_device(c), stack);
   }
+  CUresult r = cs_status_of(rc);
+  if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)addr;
+  /* the snapshot is written before the program sees the error */
+  else if (r == CUDA_ERROR_OUT_OF_MEMORY) cs_dump_on_oom();
   cs_guard_exit();
   return r;
 }
@@ -151,8 +167,9 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
      * driver answers an unknown pointer. */
     r = CUDA_ERROR_INVALID_VALUE;
   } else {
-    CS_FORWARD(r, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
-    if (r == CUDA_SUCCESS) cs_foreign_free(dptr);
+    cs_foreign_pending_t freeing;
+    cs_foreign_free_begin(&freeing, cs_free_kinds, CS_COUNT(cs_free_kinds), dptr, cs_record_stack());
+    CS_FORWARD_FREE(r, &freeing, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
   }
   cs_guard_exit();
   return r;
@@ -161,7 +178,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
 /* cudaMemGetInfo resolves this too, so one hook keeps every caller's view of free memory as it
  * would be without the cache (interposition.md section 7.4): free is the driver's figure plus the
  * whole segments cudasnap holds without a live block, which an allocation that finds the device
- * full gets back (cs_release_for_retry); free fragments of shared segments are not counted. */
+ * full gets back (cs_passthrough_oom_release); free fragments of shared segments are not counted. */
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   CUresult r;
   CS_FORWARD(r, cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020, free_bytes, total_bytes);
@@ -190,30 +207,33 @@ static void cs_foreign_record(cs_foreign_kind_t kind, uintptr_t key, size_t size
 
 CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
   CUresult r;
-  CS_FORWARD_RETRY(r, cs_current_device(), cuMemAlloc, PFN_cuMemAlloc_v2000, dptr, bytesize);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_DEVICE, cs_current_device(), bytesize, 0, cuMemAlloc, PFN_cuMemAlloc_v2000, dptr,
+                    bytesize);
   if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_DEVICE, *dptr, bytesize, 0);
   return r;
 }
 
 CUresult cuMemFree(CUdeviceptr_v1 dptr) {
   CUresult r;
-  CS_FORWARD(r, cuMemFree, PFN_cuMemFree_v2000, dptr);
-  if (r == CUDA_SUCCESS) cs_foreign_free(dptr);
+  cs_foreign_pending_t freeing;
+  cs_foreign_free_begin(&freeing, cs_free_kinds, CS_COUNT(cs_free_kinds), dptr, cs_record_stack());
+  CS_FORWARD_FREE(r, &freeing, cuMemFree, PFN_cuMemFree_v2000, dptr);
   return r;
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                             unsigned int element_size) {
   CUresult r;
-  CS_FORWARD_RETRY(r, cs_current_device(), cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020, dptr, pitch, width,
-                   height, element_size);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_PITCH, cs_current_device(), width * height, 0, cuMemAllocPitch_v2,
+                    PFN_cuMemAllocPitch_v3020, dptr, pitch, width, height, element_size);
   if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_PITCH, *dptr, *pitch * height, 0);
   return r;
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD_RETRY(r, cs_current_device(), cuMemAllocManaged, PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_MANAGED, cs_current_device(), bytesize, 0, cuMemAllocManaged,
+                    PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
   if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_MANAGED, *dptr, bytesize, 0);
   return r;
 }
@@ -239,7 +259,7 @@ static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream strea
 #define CS_ASYNC_ALLOC_HOOK(name, pfn, per_thread)                                                \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
     CUresult r;                                                                                   \
-    CS_FORWARD_RETRY(r, cs_current_device(), name, pfn, dptr, bytesize, stream);                  \
+    CS_FORWARD_MEMORY(r, CS_FOREIGN_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, stream); \
     if (r == CUDA_SUCCESS) cs_async_allocated(*dptr, bytesize, stream, per_thread);               \
     return r;                                                                                     \
   }
@@ -249,7 +269,8 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
 #define CS_POOL_ALLOC_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream) {        \
     CUresult r;                                                                                   \
-    CS_FORWARD_RETRY(r, cs_current_device(), name, pfn, dptr, bytesize, pool, stream);            \
+    CS_FORWARD_MEMORY(r, CS_FOREIGN_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, pool, \
+                      stream);                                                                    \
     if (r == CUDA_SUCCESS) {                                                                      \
       cs_async_allocated(*dptr, bytesize, stream, per_thread);                                    \
       cs_foreign_pool_used((uintptr_t)pool, cs_current_device());                                  \
@@ -276,7 +297,9 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
   return rc == -CS_EINVAL ? CUDA_ERROR_INVALID_VALUE : cs_status_of(rc);
 }
 
-/* During capture a free node, which frees nothing until a launch (interpose/graphs.c). */
+/* During capture a free node, which frees nothing until a launch (interpose/graphs.c). Otherwise
+ * the free is begun before the driver is asked (foreign.h): another thread may be handed the
+ * address as soon as the driver has freed it. */
 #define CS_ASYNC_FREE_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
     CUresult r;                                                                                   \
@@ -286,8 +309,14 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
       cs_guard_exit();                                                                            \
       return r;                                                                                   \
     }                                                                                             \
-    CS_FORWARD(r, name, pfn, dptr, stream);                                                       \
-    if (r == CUDA_SUCCESS && !cs_stream_in_capture(stream, per_thread)) cs_foreign_free_async(dptr); \
+    if (dptr == 0 || cs_stream_in_capture(stream, per_thread)) {                                  \
+      CS_FORWARD(r, name, pfn, dptr, stream);                                                     \
+      return r;                                                                                   \
+    }                                                                                             \
+    cs_foreign_pending_t freeing;                                                                 \
+    cs_foreign_free_begin(&freeing, cs_free_async_kinds, CS_COUNT(cs_free_async_kinds), dptr,     \
+                          cs_record_stack());                                                     \
+    CS_FORWARD_FREE(r, &freeing, name, pfn, dptr, stream);                                        \
     return r;                                                                                     \
   }
 CS_ASYNC_FREE_HOOK(cuMemFreeAsync, PFN_cuMemFreeAsync_v11020, false)
@@ -306,8 +335,10 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                      unsigned long long flags) {
   CUresult r;
-  CS_FORWARD_RETRY(r, prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1,
-                   cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
+  /* located on the host (CUDA 12.2 on): pinned host memory, whose lack no device cache can make up */
+  bool on_device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+  CS_FORWARD_MEMORY(r, on_device || !prop ? CS_FOREIGN_VMM_HANDLE : CS_FOREIGN_HOST, on_device ? prop->location.id : -1,
+                    size, 0, cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
   if (r == CUDA_SUCCESS)
     cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size,
                    prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1, 0,
@@ -317,8 +348,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   CUresult r;
-  CS_FORWARD(r, cuMemRelease, PFN_cuMemRelease_v10020, handle);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_HANDLE, (uintptr_t)handle, cs_record_stack());
+  cs_foreign_pending_t freeing;
+  cs_free_begin(&freeing, CS_FOREIGN_VMM_HANDLE, (uintptr_t)handle);
+  CS_FORWARD_FREE(r, &freeing, cuMemRelease, PFN_cuMemRelease_v10020, handle);
   return r;
 }
 
@@ -332,8 +364,9 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   CUresult r;
-  CS_FORWARD(r, cuMemUnmap, PFN_cuMemUnmap_v10020, ptr, size);
-  if (r == CUDA_SUCCESS) cs_foreign_unmap(ptr, size, cs_record_stack());
+  cs_foreign_pending_t freeing;
+  cs_foreign_unmap_begin(&freeing, ptr, size, cs_record_stack());
+  CS_FORWARD_FREE(r, &freeing, cuMemUnmap, PFN_cuMemUnmap_v10020, ptr, size);
   return r;
 }
 
@@ -347,8 +380,9 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   CUresult r;
-  CS_FORWARD(r, cuMemAddressFree, PFN_cuMemAddressFree_v10020, ptr, size);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_VMM_RESERVE, ptr, 0);
+  cs_foreign_pending_t freeing;
+  cs_kind_free_begin_nostack(&freeing, CS_FOREIGN_VMM_RESERVE, ptr);
+  CS_FORWARD_FREE(r, &freeing, cuMemAddressFree, PFN_cuMemAddressFree_v10020, ptr, size);
   return r;
 }
 
@@ -374,36 +408,39 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD(r, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize, flags);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST, -1, bytesize, 0, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize, flags);
   if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
   CUresult r;
-  CS_FORWARD(r, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020, pp, bytesize);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST, -1, bytesize, 0, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020, pp, bytesize);
   if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemFreeHost(void *p) {
   CUresult r;
-  CS_FORWARD(r, cuMemFreeHost, PFN_cuMemFreeHost_v2000, p);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST, (uintptr_t)p, 0);
+  cs_foreign_pending_t freeing;
+  cs_kind_free_begin_nostack(&freeing, CS_FOREIGN_HOST, (uintptr_t)p);
+  CS_FORWARD_FREE(r, &freeing, cuMemFreeHost, PFN_cuMemFreeHost_v2000, p);
   return r;
 }
 
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD(r, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050, p, bytesize, flags);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST_REGISTERED, -1, bytesize, 0, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050,
+                    p, bytesize, flags);
   if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemHostUnregister(void *p) {
   CUresult r;
-  CS_FORWARD(r, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, p);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, 0);
+  cs_foreign_pending_t freeing;
+  cs_kind_free_begin_nostack(&freeing, CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p);
+  CS_FORWARD_FREE(r, &freeing, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, p);
   return r;
 }
 
@@ -435,7 +472,9 @@ static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_
 
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_RETRY(r, cs_current_device(), cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(),
+                    desc ? cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1) : 0, 0,
+                    cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
                    cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1), 0);
@@ -444,7 +483,9 @@ CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
 
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_RETRY(r, cs_current_device(), cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(),
+                    desc ? cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1) : 0,
+                    0, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
                    cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1), 0);
@@ -453,16 +494,19 @@ CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
 
 CUresult cuArrayDestroy(CUarray array) {
   CUresult r;
-  CS_FORWARD(r, cuArrayDestroy, PFN_cuArrayDestroy_v2000, array);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array, cs_record_stack());
+  cs_foreign_pending_t freeing;
+  cs_free_begin(&freeing, CS_FOREIGN_ARRAY, (uintptr_t)array);
+  CS_FORWARD_FREE(r, &freeing, cuArrayDestroy, PFN_cuArrayDestroy_v2000, array);
   return r;
 }
 
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                 unsigned int levels) {
   CUresult r;
-  CS_FORWARD_RETRY(r, cs_current_device(), cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc,
-                   levels);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(),
+                    desc ? cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels)
+                         : 0,
+                    0, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
   if (r == CUDA_SUCCESS && desc)
     cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
                    cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels), 0);
@@ -471,8 +515,9 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESC
 
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   CUresult r;
-  CS_FORWARD(r, cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, array);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_ARRAY, (uintptr_t)array, cs_record_stack());
+  cs_foreign_pending_t freeing;
+  cs_free_begin(&freeing, CS_FOREIGN_ARRAY, (uintptr_t)array);
+  CS_FORWARD_FREE(r, &freeing, cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, array);
   return r;
 }
 
@@ -520,25 +565,44 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
   return r;
 }
 
+/* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the instantiation uploads the graph (cuGraphUpload,
+ * below), and can fail for lack of memory as an upload does. */
 #define CS_INSTANTIATE_WITH_PARAMS_HOOK(name, pfn)                                                \
   CUresult name(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {        \
     CUresult r;                                                                                   \
-    CS_FORWARD(r, name, pfn, exec, graph, params);                                                \
+    CS_FORWARD_MEMORY(r, CS_FOREIGN_GRAPH, cs_current_device(), cs_graphs_graph_bytes((uintptr_t)graph), \
+                      params ? (uintptr_t)params->hUploadStream : 0, name, pfn, exec, graph, params); \
     cs_graph_instantiated(r, exec, graph, params ? params->flags : 0);                            \
     return r;                                                                                     \
   }
 CS_INSTANTIATE_WITH_PARAMS_HOOK(cuGraphInstantiateWithParams, PFN_cuGraphInstantiateWithParams_v12000)
 CS_INSTANTIATE_WITH_PARAMS_HOOK(cuGraphInstantiateWithParams_ptsz, PFN_cuGraphInstantiateWithParams_v12000_ptsz)
 
+/* A launch of a graph with memory nodes takes their memory from the graph memory pool, which grows
+ * from the device: it fails for lack of memory as an allocation does, and gets the same give-back
+ * and retry. */
 #define CS_GRAPH_LAUNCH_HOOK(name, pfn)                                                           \
   CUresult name(CUgraphExec exec, CUstream stream) {                                             \
     CUresult r;                                                                                   \
-    CS_FORWARD(r, name, pfn, exec, stream);                                                       \
+    CS_FORWARD_MEMORY(r, CS_FOREIGN_GRAPH, cs_current_device(), cs_graphs_exec_bytes((uintptr_t)exec), stream, \
+                      name, pfn, exec, stream);                                                   \
     if (r == CUDA_SUCCESS) cs_graphs_launched((uintptr_t)exec, (uintptr_t)stream, cs_record_stack); \
     return r;                                                                                     \
   }
 CS_GRAPH_LAUNCH_HOOK(cuGraphLaunch, PFN_cuGraphLaunch_v10000)
 CS_GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz)
+
+/* An upload backs the exec's allocations with the pool's memory ahead of a launch: it fails for
+ * lack of memory as a launch does. Nothing becomes live, so nothing is recorded on success. */
+#define CS_GRAPH_UPLOAD_HOOK(name, pfn)                                                           \
+  CUresult name(CUgraphExec exec, CUstream stream) {                                             \
+    CUresult r;                                                                                   \
+    CS_FORWARD_MEMORY(r, CS_FOREIGN_GRAPH, cs_current_device(), cs_graphs_exec_bytes((uintptr_t)exec), stream, \
+                      name, pfn, exec, stream);                                                   \
+    return r;                                                                                     \
+  }
+CS_GRAPH_UPLOAD_HOOK(cuGraphUpload, PFN_cuGraphUpload_v11010)
+CS_GRAPH_UPLOAD_HOOK(cuGraphUpload_ptsz, PFN_cuGraphUpload_v11010_ptsz)
 
 CUresult cuGraphExecDestroy(CUgraphExec exec) {
   CUresult r;
@@ -574,8 +638,9 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handle, unsigne
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   CUresult r;
-  CS_FORWARD(r, cuIpcCloseMemHandle, PFN_cuIpcCloseMemHandle_v4010, dptr);
-  if (r == CUDA_SUCCESS) cs_foreign_remove(CS_FOREIGN_IPC, dptr, cs_record_stack());
+  cs_foreign_pending_t freeing;
+  cs_free_begin(&freeing, CS_FOREIGN_IPC, dptr);
+  CS_FORWARD_FREE(r, &freeing, cuIpcCloseMemHandle, PFN_cuIpcCloseMemHandle_v4010, dptr);
   return r;
 }
 

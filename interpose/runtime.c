@@ -79,6 +79,23 @@ int cs_runtime_for_each_allocator(int device, cs_runtime_allocator_fn fn, void *
   return n;
 }
 
+/* ---- out-of-memory answers past the cache ---- */
+
+static _Atomic int64_t cs_passthrough_ooms[CS_MAX_DEVICES];
+
+void cs_runtime_count_passthrough_oom(int device) {
+  if (device >= 0 && device < CS_MAX_DEVICES) atomic_fetch_add_explicit(&cs_passthrough_ooms[device], 1, memory_order_relaxed);
+}
+
+int64_t cs_runtime_passthrough_ooms(int device) {
+  return device >= 0 && device < CS_MAX_DEVICES ? atomic_load_explicit(&cs_passthrough_ooms[device], memory_order_relaxed) : 0;
+}
+
+void cs_runtime_reset_passthrough_ooms(int device) {
+  for (int d = 0; d < CS_MAX_DEVICES; d++)
+    if (device < 0 || d == device) atomic_store_explicit(&cs_passthrough_ooms[d], 0, memory_order_relaxed);
+}
+
 /* ---- current device ---- */
 
 static _Atomic(cs_runtime_current_device_fn) cs_current_device_fn;

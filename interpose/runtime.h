@@ -36,6 +36,14 @@ void cs_runtime_remove_allocator(cs_allocator_t *a);
 typedef void (*cs_runtime_allocator_fn)(void *ctx, cs_allocator_t *a);
 int cs_runtime_for_each_allocator(int device, cs_runtime_allocator_fn fn, void *ctx);
 
+/* The out-of-memory answers the driver gave the program past the cache (memory passed through,
+ * interpose/foreign.c), per device: num_ooms counts them with the allocators' own, wherever it is
+ * read (the API, snapshots, the live record). Reset as num_ooms is (reset_accumulated); device -1
+ * resets every device (a fork child). Lock-free. */
+void cs_runtime_count_passthrough_oom(int device);
+int64_t cs_runtime_passthrough_ooms(int device);
+void cs_runtime_reset_passthrough_ooms(int device);
+
 /* Resolve an API device argument: an ordinal stays, -1 becomes the calling thread's current
  * device. Returns -1 for anything else. */
 int cs_runtime_resolve_device(int device);

@@ -28,9 +28,13 @@ bool cs_foreign_kind_counted(cs_foreign_kind_t kind) {
 bool cs_foreign_kind_pooled(cs_foreign_kind_t kind) { return kind == CS_FOREIGN_ASYNC || kind == CS_FOREIGN_GRAPH; }
 
 void cs_foreign_stat_key(cs_foreign_kind_t kind, int field, char *buf, size_t len) {
-  static const char *const fields[CS_FOREIGN_STAT_FIELDS] = {"current", "peak", "allocated", "freed"};
+  static const char *const fields[CS_FOREIGN_STAT_FIELDS - 1] = {"current", "peak", "allocated", "freed"};
+  if (field == CS_FOREIGN_STAT_FIELDS - 1) {
+    snprintf(buf, len, "passthrough_ooms.%s", cs_foreign_kind_name(kind));
+    return;
+  }
   snprintf(buf, len, "passthrough_bytes.%s.%s", cs_foreign_kind_name(kind),
-           fields[field >= 0 && field < CS_FOREIGN_STAT_FIELDS ? field : 0]);
+           fields[field >= 0 && field < CS_FOREIGN_STAT_FIELDS - 1 ? field : 0]);
 }
 
 int64_t cs_foreign_stat_field(const cs_foreign_stat_t *s, int field) {
@@ -38,7 +42,8 @@ int64_t cs_foreign_stat_field(const cs_foreign_stat_t *s, int field) {
   case 0: return s->current;
   case 1: return s->peak;
   case 2: return s->allocated;
-  default: return s->freed;
+  case 3: return s->freed;
+  default: return s->ooms;
   }
 }
 

@@ -1,6 +1,6 @@
 /* The kinds of memory that pass the cache by (interpose/foreign.c records them), as a snapshot
- * names, draws and reconciles them: each segment's "kind", the "passthrough_bytes.*" statistics
- * keys. Part of the format both sides share: the library records and writes them; the tool reads
+ * names, draws and reconciles them: each segment's "kind", the "passthrough_bytes.*" and
+ * "passthrough_ooms.*" statistics keys. Part of the format both sides share: the library records and writes them; the tool reads
  * them in a recording file's pass-through ring (reader/recording.h) and names them (`cudasnap
  * recover`). No state: names and rules only. */
 #ifndef CS_PASSTHROUGH_H
@@ -42,17 +42,19 @@ bool cs_foreign_kind_counted(cs_foreign_kind_t kind);
 /* Is it counted inside a pool's reserved bytes instead (stream-ordered and graph allocations)? */
 bool cs_foreign_kind_pooled(cs_foreign_kind_t kind);
 
-/* Bytes now, at peak, ever allocated and ever freed, per device and kind: cudasnap's own
- * statistics keys, "passthrough.<kind>.current" and so on. */
+/* Bytes now, at peak, ever allocated and ever freed, per device and kind, and the out-of-memory
+ * answers the driver gave the program for the kind: cudasnap's own statistics keys,
+ * "passthrough_bytes.<kind>.current" (.peak, .allocated, .freed) and "passthrough_ooms.<kind>". */
 typedef struct cs_foreign_stat_s {
   int64_t current, peak, allocated, freed;
+  int64_t ooms;
 } cs_foreign_stat_t;
 
-enum { CS_FOREIGN_STAT_FIELDS = 4 };
+enum { CS_FOREIGN_STAT_FIELDS = 5 };
 /* The kinds a row of statistics has: a device's (everything but reservations and host memory),
  * or the host row's (pinned and registered host memory). */
 bool cs_foreign_kind_in_row(cs_foreign_kind_t kind, bool host_row);
-/* The key of field f (0..3) of kind k, written into buf. */
+/* The key of field f (0..4) of kind k, written into buf. */
 void cs_foreign_stat_key(cs_foreign_kind_t kind, int field, char *buf, size_t len);
 int64_t cs_foreign_stat_field(const cs_foreign_stat_t *s, int field);
 

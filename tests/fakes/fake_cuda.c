@@ -1041,6 +1041,14 @@ FC_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize) {
 
 typedef enum fc_free_what_e { FC_FREE_DEVICE, FC_FREE_HOST, FC_FREE_IPC } fc_free_what_t;
 
+static _Atomic(fake_cuda_free_hook_t) fc_free_hook;
+
+/* The driver freed device memory at p; the call has not returned yet (outside the lock). */
+void fc_freed_hook(uintptr_t p) {
+  fake_cuda_free_hook_t hook = atomic_load(&fc_free_hook);
+  if (hook) hook(p);
+}
+
 /* Frees the allocation based at p if its kind matches; 0 is a no-op that succeeds. *freed says
  * whether anything was freed. */
 static CUresult fc_mem_free(uintptr_t p, fc_free_what_t what, bool *freed) {
@@ -1064,6 +1072,7 @@ static CUresult fc_mem_free(uintptr_t p, fc_free_what_t what, bool *freed) {
     }
   }
   fc_unlock();
+  if (*freed && what == FC_FREE_DEVICE) fc_freed_hook(p);
   return rc;
 }
 
@@ -2144,3 +2153,5 @@ FC_EXPORT void fake_cuda_set_capacity(size_t bytes) {
 /* fc_alloc_hook: called by cuMemAlloc_v2 first, outside the driver's lock, so that a test can stop
  * or crash a thread inside the driver (and so inside whatever its caller holds). */
 FC_EXPORT void fake_cuda_set_alloc_hook(fake_cuda_alloc_hook_t hook) { atomic_store(&fc_alloc_hook, hook); }
+
+FC_EXPORT void fake_cuda_set_free_hook(fake_cuda_free_hook_t hook) { atomic_store(&fc_free_hook, hook); }

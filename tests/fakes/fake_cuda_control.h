@@ -67,6 +67,13 @@ FAKE_CUDA_API void fake_cuda_set_capacity(size_t bytes);
  * outside the driver's lock: a test stops or crashes a thread there, inside the driver. */
 typedef void (*fake_cuda_alloc_hook_t)(size_t bytesize);
 FAKE_CUDA_API void fake_cuda_set_alloc_hook(fake_cuda_alloc_hook_t hook);
+/* hook(address) is called by every call that freed device memory (cuMemFree_v2, cuMemFree,
+ * cuMemFreeAsync and _ptsz, cuMemUnmap), after the driver freed it and before the call returns,
+ * on the caller's thread and outside the driver's lock (NULL: none): a test makes another thread
+ * be handed the address there, as a real driver may between its free and its answer. Linked
+ * programs only (not in fake_cuda_control_t). */
+typedef void (*fake_cuda_free_hook_t)(uintptr_t address);
+FAKE_CUDA_API void fake_cuda_set_free_hook(fake_cuda_free_hook_t hook);
 
 /* What the fake cuIpcGetMemHandle writes at the start of CUipcMemHandle.reserved (64 bytes).
  * cuIpcOpenMemHandle in the exporting process fails with CUDA_ERROR_INVALID_CONTEXT, as on a real

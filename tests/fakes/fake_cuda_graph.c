@@ -335,11 +335,23 @@ FC_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgra
   return fc_graph_instantiate_logged("cuGraphInstantiate_v2", exec, graph, error_node, log, log_size);
 }
 
-/* CUDA 12's: flags and the outcome in a structure. The fake has no upload (its flag is refused). */
+static CUresult fc_graph_upload(const char *api, CUgraphExec exec, CUstream stream);
+
+/* CUDA 12's: flags and the outcome in a structure. CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads the
+ * new exec in params->hUploadStream (as cuGraphUpload does); when that fails the instantiation
+ * fails with it, and no exec is left. */
 static CUresult fc_graph_instantiate_params(const char *api, CUgraphExec *exec, CUgraph graph,
                                             CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
   if (!params) return CUDA_ERROR_INVALID_VALUE;
-  CUresult rc = fc_graph_instantiate(api, exec, graph, params->flags);
+  bool upload = params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  CUresult rc = fc_graph_instantiate(api, exec, graph, params->flags & ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+  if (rc == CUDA_SUCCESS && upload) {
+    rc = fc_graph_upload(api, *exec, params->hUploadStream);
+    if (rc != CUDA_SUCCESS) {
+      (void)cuGraphExecDestroy(*exec);
+      *exec = NULL;
+    }
+  }
   params->hErrNode_out = NULL;
   params->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
   return rc;

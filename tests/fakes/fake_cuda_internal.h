@@ -5,6 +5,8 @@
 #define CS_FAKE_CUDA_INTERNAL_H
 
 #include <cuda.h>
+
+#include "tests/fakes/fake_cuda_control.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +45,9 @@ bool fc_dev_ok(CUdevice d);
 CUresult fc_charge_locked(int device, size_t bytes);
 void fc_uncharge_locked(int device, size_t bytes);
 size_t fc_used_locked(int device);
+/* Device memory at p was freed (cuMemFree*, cuMemFreeAsync*, cuMemUnmap): the test's free hook,
+ * called outside the lock before the call returns. */
+void fc_freed_hook(uintptr_t p);
 /* Pinned host memory (FAKE_CUDA_HOST_CAPACITY): charged, or CUDA_ERROR_OUT_OF_MEMORY. */
 CUresult fc_charge_host_locked(size_t bytes);
 void fc_uncharge_host_locked(size_t bytes);

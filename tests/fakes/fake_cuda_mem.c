@@ -275,6 +275,7 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     madvise((void *)ptr, size, MADV_DONTNEED);
   }
   fc_unlock();
+  if (rc == CUDA_SUCCESS) fc_freed_hook(ptr);
   fc_log("cuMemUnmap ptr=0x%llx size=%zu status=%d", (unsigned long long)ptr, size, (int)rc);
   return rc;
 }

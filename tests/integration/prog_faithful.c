@@ -9,8 +9,8 @@
  *   host_oom         pinned host memory the driver cannot pin (cuMemCreate located on the host,
  *                    cuMemHostAlloc) fails, and the cache answers as before: a block freed after
  *                    that leaves its neighbour in the segment usable (issue 44, item 1)
- *   graph_oom        48 MiB cached, then a graph with a 48 MiB memory node is uploaded and
- *                    launched: each succeeds (issue 44, item 6)
+ *   graph_oom        48 MiB cached, then a graph with a 48 MiB memory node is uploaded,
+ *                    launched, and instantiated with an upload: each succeeds (issue 44, item 6)
  *   meminfo          16 MiB live in alternate 1 MiB blocks: cuMemGetInfo's free bytes, less
  *                    4 MiB, can really be allocated (item 2)
  *   free_async       cuMemFreeAsync of a cached block frees that block only (item 5)
@@ -123,22 +123,21 @@ static void host_oom(void) {
 }
 
 /* A graph of one 48 MiB allocation, freed by the graph itself. */
-static CUgraphExec it_graph_48(void) {
+static CUgraph it_graph_48(void) {
   CUgraph graph = NULL;
   IT_CHECK(cuGraphCreate(&graph, 0) == CUDA_SUCCESS, "cuGraphCreate");
   CUDA_MEM_ALLOC_NODE_PARAMS params = it_alloc_node_params(48 * IT_MIB);
   CUgraphNode alloc = NULL, freed = NULL;
   IT_CHECK(cuGraphAddMemAllocNode(&alloc, graph, NULL, 0, &params) == CUDA_SUCCESS, "cuGraphAddMemAllocNode");
   IT_CHECK(cuGraphAddMemFreeNode(&freed, graph, &alloc, 1, params.dptr) == CUDA_SUCCESS, "cuGraphAddMemFreeNode");
-  CUgraphExec exec = NULL;
-  IT_CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS, "cuGraphInstantiateWithFlags");
-  IT_CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS, "cuGraphDestroy");
-  return exec;
+  return graph;
 }
 
-/* Run with FAKE_CUDA_CAPACITY=67108864. */
+/* Run with FAKE_CUDA_CAPACITY=67108864: each call needs the 48 MiB the cache holds. */
 static void graph_oom(void) {
-  CUgraphExec exec = it_graph_48();
+  CUgraph graph = it_graph_48();
+  CUgraphExec exec = NULL;
+  IT_CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS, "cuGraphInstantiateWithFlags");
   it_cache_48();
   it_answer("cuGraphUpload", cuGraphUpload(exec, 0));
   IT_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "cuDeviceGraphMemTrim");
@@ -147,6 +146,13 @@ static void graph_oom(void) {
   it_answer("cuStreamSynchronize", cuStreamSynchronize(0));
   IT_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "cuDeviceGraphMemTrim");
   IT_CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS, "cuGraphExecDestroy");
+  it_cache_48();
+  CUDA_GRAPH_INSTANTIATE_PARAMS params = {.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, .hUploadStream = 0};
+  CUresult r = cuGraphInstantiateWithParams(&exec, graph, &params);
+  it_answer("cuGraphInstantiateWithParams, uploading", r);
+  it_answer("its result", params.result_out);
+  if (r == CUDA_SUCCESS) IT_CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS, "cuGraphExecDestroy");
+  IT_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && cuGraphDestroy(graph) == CUDA_SUCCESS, "graph teardown");
 }
 
 static void meminfo(void) {
