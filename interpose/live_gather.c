@@ -274,7 +274,7 @@ size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_
     d->allocated_bytes = (uint64_t)pass.stats.allocated_bytes[CS_STAT_ALL].current;
     d->reserved_bytes = (uint64_t)pass.stats.reserved_bytes[CS_STAT_ALL].current;
     d->peak_allocated_bytes = (uint64_t)pass.stats.allocated_bytes[CS_STAT_ALL].peak;
-    d->ooms = (uint64_t)pass.stats.num_ooms;
+    d->ooms = (uint64_t)(pass.stats.num_ooms + cs_runtime_passthrough_ooms(device)); /* and past the cache */
     uint64_t used, time_us;
     if (cs_driver_watch_last_used(device, &used, &time_us)) {
       d->driver_used_bytes = used;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# server.sh BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL [REQUESTS_PER_THREAD]
+#
+# Issue 44: the server shape (it_server: 4 workers, a stream each, cudaMalloc and cudaMallocAsync
+# buffers, a KV cache grown until out of memory then evicted, NVTX per request) runs alone and
+# under cudasnap with OOM and exit snapshots. Exact checks: the out-of-memory answers the program
+# counted are num_ooms and the `oom` entries of the exit snapshot, and the OOM snapshots account
+# for each of them; every snapshot is clean for `cudasnap check` and never holds two live
+# allocations at one address (live_check.py).
+set -u
+bin=$1 lib=$2 tool=$3 requests=${4:-300}
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL [server]: $*" >&2; exit 1; }
+export FAKE_CUDA_CAPACITY=$((256 << 20))
+env -u LD_PRELOAD CS_IT_EXPECT_PRELOAD=0 "$bin/it_server" "$requests" >"$dir/out0" 2>"$dir/err0" ||
+  fail "without cudasnap it exited $?: $(head -c 2000 "$dir/err0")"
+(cd "$dir" && env LD_PRELOAD="$lib" CS_IT_EXPECT_PRELOAD=1 CUDASNAP_DUMP_ON=oom,exit CUDASNAP_MAX_ENTRIES=2000000 \
+  CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" "$bin/it_server" "$requests" >"$dir/out" 2>"$dir/err") ||
+  fail "it_server exited $?: $(head -c 3000 "$dir/err")"
+ooms=$(sed -n 's/^ooms //p' "$dir/out")
+served=$(sed -n 's/^requests //p' "$dir/out")
+[[ $served == $((4 * requests)) ]] || fail "served $served requests of $((4 * requests))"
+((ooms > 0)) || fail "the KV cache never ran out of memory: nothing was tested"
+files=("$dir"/snap-*.json)
+for f in "${files[@]}"; do
+  "$tool" check "$f" >"$dir/check" 2>&1 || fail "cudasnap check $(basename "$f"): $(head -c 3000 "$dir/check")"
+  python3 "$here/live_check.py" "$f" >"$dir/live" 2>&1 || fail "live_check.py $(basename "$f"): $(head -c 3000 "$dir/live")"
+done
+python3 - "$ooms" "${files[@]}" <<'PY' || fail "the snapshots do not count the answers"
+import json, sys
+ooms = int(sys.argv[1])
+snaps = [json.load(open(f)) for f in sys.argv[2:]]
+exits = [s for s in snaps if s["cudasnap"]["trigger"] == "exit"]
+assert len(exits) == 1, [s["cudasnap"]["trigger"] for s in snaps]
+s = exits[0]
+assert s["cudasnap"]["dropped_events"] == 0, "the history wrapped"
+num_ooms = s["cudasnap"]["memory_stats"][0]["num_ooms"]
+entries = [e for e in s["device_traces"][0] if e["action"] == "oom"]
+assert num_ooms == ooms, f"num_ooms {num_ooms}, the program got {ooms}"
+assert len(entries) == ooms, f"{len(entries)} oom entries, the program got {ooms}"
+assert all(e["size"] > 0 and "device_free" in e and "stream" in e for e in entries), entries[:3]
+answered = sum(o["cudasnap"]["oom_coalesced"] + 1 for o in snaps if o["cudasnap"]["trigger"] == "oom")
+assert answered == ooms, f"the OOM snapshots account for {answered} answers, not {ooms}"
+async_ooms = s["cudasnap"]["passthrough_stats"][0]["passthrough_ooms.async"]
+print(f"server: {ooms} out-of-memory answers ({async_ooms} of cudaMallocAsync), all counted; "
+      f"{len(snaps)} snapshots clean")
+PY
