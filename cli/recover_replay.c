@@ -250,8 +250,9 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
     free(keys);
     return -1;
   }
-  /* a stable merge by time, as a dump merges its rings: each ring's own order is kept even where
-   * its times are not monotonic (a counter read on another core), and ties go to the first ring */
+  /* a stable merge by time, as a dump merges its rings (a free first within a microsecond:
+   * cs_ring_entry_merges_before): each ring's own order is kept even where its times are not
+   * monotonic (a counter read on another core), and other ties go to the first ring */
   size_t n = 0;
   size_t *next = calloc(rec->ring_count ? rec->ring_count : 1, sizeof *next);
   if (!next) {
@@ -260,16 +261,14 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
   }
   for (;;) {
     size_t pick = SIZE_MAX;
-    uint64_t pick_time = 0;
     for (size_t r = 0; r < rec->ring_count; r++) {
       if (next[r] == rec->rings[r].count) continue;
-      const uint64_t t = cs_ring_entry_epoch_us(&rec->rings[r].entries[next[r]]);
-      if (pick == SIZE_MAX || t < pick_time) {
+      if (pick == SIZE_MAX ||
+          cs_ring_entry_merges_before(&rec->rings[r].entries[next[r]], &rec->rings[pick].entries[next[pick]]))
         pick = r;
-        pick_time = t;
-      }
     }
     if (pick == SIZE_MAX) break;
+    const uint64_t pick_time = cs_ring_entry_epoch_us(&rec->rings[pick].entries[next[pick]]);
     s->kinds[n] = rec->rings[pick].kinds ? rec->rings[pick].kinds[next[pick]] : -1;
     s->events[n] = rec->rings[pick].entries[next[pick]++];
     keys[n] = (cs_rr_key_t){.time = pick_time, .order = n, .entry = &s->events[n]};

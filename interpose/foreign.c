@@ -312,10 +312,7 @@ void cs_foreign_reused(uintptr_t addr, size_t size) {
   cs_foreign_t *gone = NULL;
   pthread_mutex_lock(&cs_foreign_lock);
   if (cs_foreign_inflight) cs_foreign_settle_locked(CS_SPACE_DEVICE, addr, size, &gone);
-  if (cs_foreign_count[CS_FOREIGN_DEVICE] + cs_foreign_count[CS_FOREIGN_PITCH] + cs_foreign_count[CS_FOREIGN_MANAGED] +
-          cs_foreign_count[CS_FOREIGN_ASYNC] + cs_foreign_count[CS_FOREIGN_GRAPH] + cs_foreign_count[CS_FOREIGN_VMM_MAPPING] >
-      0)
-    cs_foreign_forget_stale_locked(addr, &gone);
+  cs_foreign_forget_stale_locked(addr, &gone);
   pthread_mutex_unlock(&cs_foreign_lock);
   cs_foreign_free_list(gone);
 }
@@ -376,7 +373,8 @@ void cs_foreign_free_end(cs_foreign_pending_t *p, bool freed) {
   pthread_mutex_lock(&cs_foreign_lock);
   for (cs_foreign_t *e = p->first, *next; e; e = next) {
     next = e->pending_next;
-    if (e->settled) { /* recorded already, and out of the table */
+    if (e->settled) { /* recorded already, and out of the table: its address was handed out
+                         again, so the driver had freed it, whatever it answers */
       e->next = gone;
       gone = e;
       continue;
@@ -436,7 +434,8 @@ void cs_foreign_oom(cs_foreign_kind_t kind, int device, size_t size, uintptr_t s
     /* the recording file's pass-through entries name a drawn kind: a physical handle's memory is
      * drawn through its mappings */
     cs_foreign_kind_t drawn = kind < (cs_foreign_kind_t)CS_FOREIGN_DRAWN_KINDS ? kind : CS_FOREIGN_VMM_MAPPING;
-    cs_ring_push(&cs_foreign_ring, CS_ACTION_OOM, device, device_free, size, stream, cs_recfile_kind_stack(drawn, stack));
+    uint32_t tagged = cs_recfile_kind_stack(drawn, stack);
+    cs_ring_push(&cs_foreign_ring, CS_ACTION_OOM, device, device_free, size, stream, tagged);
   }
   pthread_mutex_unlock(&cs_foreign_lock);
 }

@@ -64,7 +64,6 @@ static const cs_foreign_kind_t cs_free_kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_
                                                   CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
 /* What cuMemFreeAsync frees: a stream-ordered allocation, or a graph's. */
 static const cs_foreign_kind_t cs_free_async_kinds[] = {CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
-#define CS_COUNT(a) (sizeof(a) / sizeof *(a))
 
 /* A free of the one kind `kind` at key, begun (cs_foreign_free_begin) with the caller's stack. */
 static void cs_free_begin(cs_foreign_pending_t *p, cs_foreign_kind_t kind, uintptr_t key) {
@@ -168,7 +167,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     r = CUDA_ERROR_INVALID_VALUE;
   } else {
     cs_foreign_pending_t freeing;
-    cs_foreign_free_begin(&freeing, cs_free_kinds, CS_COUNT(cs_free_kinds), dptr, cs_record_stack());
+    cs_foreign_free_begin(&freeing, cs_free_kinds, CS_ARRAY_SIZE(cs_free_kinds), dptr, cs_record_stack());
     CS_FORWARD_FREE(r, &freeing, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
   }
   cs_guard_exit();
@@ -216,7 +215,7 @@ CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
 CUresult cuMemFree(CUdeviceptr_v1 dptr) {
   CUresult r;
   cs_foreign_pending_t freeing;
-  cs_foreign_free_begin(&freeing, cs_free_kinds, CS_COUNT(cs_free_kinds), dptr, cs_record_stack());
+  cs_foreign_free_begin(&freeing, cs_free_kinds, CS_ARRAY_SIZE(cs_free_kinds), dptr, cs_record_stack());
   CS_FORWARD_FREE(r, &freeing, cuMemFree, PFN_cuMemFree_v2000, dptr);
   return r;
 }
@@ -314,7 +313,7 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
       return r;                                                                                   \
     }                                                                                             \
     cs_foreign_pending_t freeing;                                                                 \
-    cs_foreign_free_begin(&freeing, cs_free_async_kinds, CS_COUNT(cs_free_async_kinds), dptr,     \
+    cs_foreign_free_begin(&freeing, cs_free_async_kinds, CS_ARRAY_SIZE(cs_free_async_kinds), dptr, \
                           cs_record_stack());                                                     \
     CS_FORWARD_FREE(r, &freeing, name, pfn, dptr, stream);                                        \
     return r;                                                                                     \
@@ -470,25 +469,27 @@ static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_
   return total;
 }
 
+static size_t cs_array2d_bytes(const CUDA_ARRAY_DESCRIPTOR *d) {
+  return d ? cs_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1) : 0;
+}
+
+static size_t cs_array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels) {
+  return d ? cs_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : 0;
+}
+
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(),
-                    desc ? cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1) : 0, 0,
-                    cuArrayCreate_v2, PFN_cuArrayCreate_v3020, array, desc);
-  if (r == CUDA_SUCCESS && desc)
-    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1), 0);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array2d_bytes(desc), 0, cuArrayCreate_v2,
+                    PFN_cuArrayCreate_v3020, array, desc);
+  if (r == CUDA_SUCCESS && desc) cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array2d_bytes(desc), 0);
   return r;
 }
 
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(),
-                    desc ? cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1) : 0,
-                    0, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, array, desc);
-  if (r == CUDA_SUCCESS && desc)
-    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, 1), 0);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array3d_bytes(desc, 1), 0, cuArray3DCreate_v2,
+                    PFN_cuArray3DCreate_v3020, array, desc);
+  if (r == CUDA_SUCCESS && desc) cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, 1), 0);
   return r;
 }
 
@@ -503,13 +504,10 @@ CUresult cuArrayDestroy(CUarray array) {
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                 unsigned int levels) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(),
-                    desc ? cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels)
-                         : 0,
-                    0, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array3d_bytes(desc, levels), 0,
+                    cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array,
-                   cs_array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels, levels), 0);
+    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, levels), 0);
   return r;
 }
 

@@ -83,10 +83,11 @@ static uint64_t cs_dump_oom_flush(bool ending) {
   cs_dump_oom_note_t note = {.coalesced = cs_dump_oom_folded};
   cs_dump_oom_folded = 0;
   cs_dump_oom_next_ms = now + CS_DUMP_OOM_INTERVAL_MS;
+  int64_t latest = cs_dump_oom_latest; /* under the lock: an OOM on another thread writes it */
   pthread_mutex_unlock(&cs_dump_oom_lock);
   /* recovered: an allocation succeeded after this OOM (a later OOM's copy knows as much) */
   int64_t since = cs_contexts_allocations(CS_ENDING_LOCK_WAIT_MS);
-  if (cs_dump_oom_latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
+  if (latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
   else if (ending && since >= 0) note.recovered = CS_OOM_NOT_RECOVERED;
   cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .ending = ending};
   (void)cs_dump_run_copy(&copy, &how, &note);

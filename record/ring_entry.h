@@ -5,6 +5,7 @@
 #ifndef CS_RING_ENTRY_H
 #define CS_RING_ENTRY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The memory_viz actions, in one place for the ring and the writers. */
@@ -69,5 +70,21 @@ static inline int cs_ring_entry_device(const cs_ring_entry_t *e) {
 }
 /* Wall-clock microseconds since the epoch, of an entry copied out by cs_ring_copy. */
 static inline uint64_t cs_ring_entry_epoch_us(const cs_ring_entry_t *e) { return e->when >> CS_RING_TIME_SHIFT; }
+
+/* Merging the copied-out entries of several histories into one: does entry b (of one history) go
+ * before entry a (of another)? By time; within one microsecond, an entry that gives memory back
+ * before one that does not: two histories meet at an address only where one gives it back and the
+ * other is handed it again (memory passed through and the cache's segments), never the other way.
+ * The order of one history's own entries is never changed by a merge. */
+static inline bool cs_ring_entry_merges_before(const cs_ring_entry_t *b, const cs_ring_entry_t *a) {
+  uint64_t tb = cs_ring_entry_epoch_us(b), ta = cs_ring_entry_epoch_us(a);
+  if (tb != ta) return tb < ta;
+  cs_action_t xb = cs_ring_entry_action(b), xa = cs_ring_entry_action(a);
+  bool b_gives = xb == CS_ACTION_FREE_REQUESTED || xb == CS_ACTION_FREE_COMPLETED || xb == CS_ACTION_SEGMENT_FREE ||
+                 xb == CS_ACTION_SEGMENT_UNMAP;
+  bool a_gives = xa == CS_ACTION_FREE_REQUESTED || xa == CS_ACTION_FREE_COMPLETED || xa == CS_ACTION_SEGMENT_FREE ||
+                 xa == CS_ACTION_SEGMENT_UNMAP;
+  return b_gives && !a_gives;
+}
 
 #endif

@@ -2,7 +2,7 @@
 # Set up, build, and run every test: the main build (all tests), the whole suite again in a Release
 # build (no debug information, -O3: the tests must not depend on the build type), then the unit
 # tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the concurrency tests under
-# ThreadSanitizer.
+# ThreadSanitizer (with the few integration tests a sanitizer build has, the library preloaded).
 #   scripts/test.sh
 # Build trees: build-test/, build-release/, build-asan/, build-tsan/ (reused between runs), each
 # its own: build/ stays the users' (the Quickstart's), never configured with assertions here.
@@ -44,10 +44,11 @@ cmake --build build-release -j "$jobs"
 ctest --test-dir build-release --output-on-failure -j "$jobs"
 left_running build-release
 
-step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+step "unit tests and the servers' integration tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCS_DEBUG=2 -DCS_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j "$jobs"
-ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
+# and the few integration tests a sanitizer build has (tests/integration: the servers of issue 44)
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|integration'
 left_running build-asan
 
 step "concurrency tests under ThreadSanitizer"

@@ -162,27 +162,11 @@ void cs_snap_state_add_log(cs_snap_state_t *s, cs_thread_log_t *log) {
   cs_snap_state_adopt(s, n, dropped, &log->streams);
 }
 
-/* An entry that gives memory back (a block or a segment). */
-static bool cs_snap_gives_back(const cs_ring_entry_t *e) {
-  cs_action_t a = cs_ring_entry_action(e);
-  return a == CS_ACTION_FREE_REQUESTED || a == CS_ACTION_FREE_COMPLETED || a == CS_ACTION_SEGMENT_FREE ||
-         a == CS_ACTION_SEGMENT_UNMAP;
-}
-
-/* Does entry b of another ring go before entry a? By time; within one microsecond, a free goes
- * before what is not one: two rings meet at an address only where one gives it back and the other
- * is handed it again (memory passed through and the cache's segments: interpose/foreign.c records
- * the free before the new allocation, often within the same microsecond), never the other way. */
-static bool cs_snap_before(const cs_ring_entry_t *b, const cs_ring_entry_t *a) {
-  uint64_t tb = cs_ring_entry_epoch_us(b), ta = cs_ring_entry_epoch_us(a);
-  return tb < ta || (tb == ta && cs_snap_gives_back(b) && !cs_snap_gives_back(a));
-}
-
 /* Merge the sorted runs entries[lo, mid) and [mid, hi) through tmp, keeping the order of each
  * run (entries of one ring keep their order: an alloc and its free can share a microsecond). */
 static void cs_snap_merge(cs_ring_entry_t *entries, cs_ring_entry_t *tmp, size_t lo, size_t mid, size_t hi) {
   size_t i = lo, j = mid, k = lo;
-  while (i < mid && j < hi) tmp[k++] = cs_snap_before(&entries[j], &entries[i]) ? entries[j++] : entries[i++];
+  while (i < mid && j < hi) tmp[k++] = cs_ring_entry_merges_before(&entries[j], &entries[i]) ? entries[j++] : entries[i++];
   while (i < mid) tmp[k++] = entries[i++];
   while (j < hi) tmp[k++] = entries[j++];
   memcpy(entries + lo, tmp + lo, (hi - lo) * sizeof *entries);

@@ -75,7 +75,8 @@ static void it_release_other(void) {
     IT_CHECK(cuStreamSynchronize(it_streams[1]) == CUDA_SUCCESS, "cuStreamSynchronize");
   } else if (strcmp(it_scenario, "cache") == 0) {
     it_free_ok(it_got);
-    if (cudasnap_empty_cache) IT_CHECK(cudasnap_empty_cache(0) == 0, "cudasnap_empty_cache"); /* a new segment next round */
+    /* a new segment next round */
+    if (cudasnap_empty_cache) IT_CHECK(cudasnap_empty_cache(0) == 0, "cudasnap_empty_cache");
   } else {
     IT_CHECK(cuMemUnmap(it_reserved, IT_BYTES) == CUDA_SUCCESS, "cuMemUnmap (other)");
   }
@@ -95,7 +96,8 @@ int main(int argc, char **argv) {
     CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                 .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
     IT_CHECK(cuMemAddressReserve(&it_reserved, IT_BYTES, 0, 0, 0) == CUDA_SUCCESS, "cuMemAddressReserve");
-    for (int i = 0; i < 2; i++) IT_CHECK(cuMemCreate(&it_handles[i], IT_BYTES, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
+    for (int i = 0; i < 2; i++)
+      IT_CHECK(cuMemCreate(&it_handles[i], IT_BYTES, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
   }
   sem_init(&it_go, 0, 0);
   sem_init(&it_done, 0, 0);

@@ -180,6 +180,25 @@ static void sleep_ms(long ms) {
   }
 }
 
+/* Merging histories: by time, and within one microsecond what gives memory back first (issue 44:
+ * the cache handed an address that memory passed through gave back in the same microsecond). */
+static void test_merge_puts_frees_first_within_a_microsecond(void **state) {
+  (void)state;
+  cs_ring_entry_t e[4];
+  memset(e, 0, sizeof e);
+  const uint64_t t = UINT64_C(1700000000000000);
+  e[0].when = t << CS_RING_TIME_SHIFT | CS_ACTION_SEGMENT_ALLOC;
+  e[1].when = t << CS_RING_TIME_SHIFT | CS_ACTION_SEGMENT_FREE;
+  e[2].when = (t - 1) << CS_RING_TIME_SHIFT | CS_ACTION_SEGMENT_ALLOC;
+  e[3].when = t << CS_RING_TIME_SHIFT | CS_ACTION_FREE_COMPLETED;
+  assert_true(cs_ring_entry_merges_before(&e[1], &e[0]));  /* a free, the same microsecond */
+  assert_false(cs_ring_entry_merges_before(&e[0], &e[1]));
+  assert_true(cs_ring_entry_merges_before(&e[2], &e[1]));  /* earlier wins whatever it is */
+  assert_false(cs_ring_entry_merges_before(&e[1], &e[2]));
+  assert_false(cs_ring_entry_merges_before(&e[3], &e[1])); /* two frees: the first history's first */
+  assert_false(cs_ring_entry_merges_before(&e[0], &e[0]));
+}
+
 /* Two contexts' rings (two devices, and a second context on device 0): the state's history is one
  * list in time order, each ring's own order kept, and each entry's stream handle survives the
  * rings' different stream tables. */
@@ -340,6 +359,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_and_pickle_agree_and_validate),
       cmocka_unit_test(test_every_ring_size_replays),
+      cmocka_unit_test(test_merge_puts_frees_first_within_a_microsecond),
       cmocka_unit_test(test_histories_of_several_rings_merge_by_time),
       cmocka_unit_test(test_completion_times_follow_the_free_mode),
       cmocka_unit_test(test_entries_carry_what_the_viewer_reads),
