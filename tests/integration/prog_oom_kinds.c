@@ -7,7 +7,8 @@
  * cuMemCreate located on the host).
  *
  * Under cudasnap it checks what the program can read itself: num_ooms of device 0 is the count of
- * device answers, and each passthrough_ooms.KIND key counts its kind's. It prints "device_ooms N"
+ * device answers, each passthrough_ooms.KIND key counts its kind's, and the host answers left the
+ * cache as it was (nothing given back for them). It prints "device_ooms N"
  * and "host_ooms N" for oom_kinds.sh, which checks the snapshots. */
 #include <cuda.h>
 
@@ -79,10 +80,17 @@ int main(void) {
   it_oom("cuGraphUpload", cuGraphUpload(exec, stream), 0);
   it_oom("cuGraphLaunch", cuGraphLaunch(exec, stream), 0);
 
+  /* host answers leave the device caches alone: what is cached stays cached */
+  it_free_ok(it_alloc_ok(IT_MIB));
+  int64_t cached = preloaded ? it_stat(0, "reserved_bytes.all.current") : 0;
   void *host = NULL;
   it_oom("cuMemHostAlloc", cuMemHostAlloc(&host, 2 * IT_MIB, 0), 1);
   prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
   it_oom("cuMemCreate on the host", cuMemCreate(&handle, 2 * IT_MIB, &prop, 0), 1);
+  if (preloaded)
+    IT_CHECK(cached > 0 && it_stat(0, "reserved_bytes.all.current") == cached,
+             "the cache held %" PRId64 " bytes before the host answers, %" PRId64 " after", cached,
+             it_stat(0, "reserved_bytes.all.current"));
 
   /* the cache goes on serving the thread: the guard is whole after the host answers */
   it_free_ok(it_alloc_ok(IT_MIB));
