@@ -258,7 +258,8 @@ static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream strea
 #define CS_ASYNC_ALLOC_HOOK(name, pfn, per_thread)                                                \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
     CUresult r;                                                                                   \
-    CS_FORWARD_MEMORY(r, CS_FOREIGN_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, stream); \
+    CS_FORWARD_MEMORY(r, CS_FOREIGN_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, \
+                      stream);                                                                    \
     if (r == CUDA_SUCCESS) cs_async_allocated(*dptr, bytesize, stream, per_thread);               \
     return r;                                                                                     \
   }

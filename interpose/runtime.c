@@ -84,11 +84,13 @@ int cs_runtime_for_each_allocator(int device, cs_runtime_allocator_fn fn, void *
 static _Atomic int64_t cs_passthrough_ooms[CS_MAX_DEVICES];
 
 void cs_runtime_count_passthrough_oom(int device) {
-  if (device >= 0 && device < CS_MAX_DEVICES) atomic_fetch_add_explicit(&cs_passthrough_ooms[device], 1, memory_order_relaxed);
+  if (device < 0 || device >= CS_MAX_DEVICES) return;
+  atomic_fetch_add_explicit(&cs_passthrough_ooms[device], 1, memory_order_relaxed);
 }
 
 int64_t cs_runtime_passthrough_ooms(int device) {
-  return device >= 0 && device < CS_MAX_DEVICES ? atomic_load_explicit(&cs_passthrough_ooms[device], memory_order_relaxed) : 0;
+  if (device < 0 || device >= CS_MAX_DEVICES) return 0;
+  return atomic_load_explicit(&cs_passthrough_ooms[device], memory_order_relaxed);
 }
 
 void cs_runtime_reset_passthrough_ooms(int device) {

@@ -96,19 +96,22 @@ int main(void) {
   it_free_ok(it_alloc_ok(IT_MIB));
 
   if (preloaded) {
-    IT_CHECK(it_stat(0, "num_ooms") == it_device_ooms, "num_ooms %" PRId64 ", the program got %d", it_stat(0, "num_ooms"),
-             it_device_ooms);
+    int64_t num_ooms = it_stat(0, "num_ooms");
+    IT_CHECK(num_ooms == it_device_ooms, "num_ooms %" PRId64 ", the program got %d", num_ooms, it_device_ooms);
     static const struct {
       const char *key;
       int64_t count;
-    } kinds[] = {{"passthrough_ooms.device", 1}, {"passthrough_ooms.pitch", 1},        {"passthrough_ooms.managed", 1},
-                 {"passthrough_ooms.async", 2},  {"passthrough_ooms.vmm_physical", 1}, {"passthrough_ooms.array", 3},
-                 {"passthrough_ooms.graph", 2},  {"passthrough_ooms.ipc_imported", 0}, {"passthrough_ooms.vmm_mapped", 0}};
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-      IT_CHECK(it_passthrough_stat(0, kinds[i].key) == kinds[i].count, "%s is %" PRId64 ", not %" PRId64, kinds[i].key,
-               it_passthrough_stat(0, kinds[i].key), kinds[i].count);
-    IT_CHECK(it_passthrough_stat(CUDASNAP_HOST, "passthrough_ooms.host_pinned") == 2, "passthrough_ooms.host_pinned %" PRId64,
-             it_passthrough_stat(CUDASNAP_HOST, "passthrough_ooms.host_pinned"));
+    } kinds[] = {{"passthrough_ooms.device", 1},       {"passthrough_ooms.pitch", 1},
+                 {"passthrough_ooms.managed", 1},      {"passthrough_ooms.async", 2},
+                 {"passthrough_ooms.vmm_physical", 1}, {"passthrough_ooms.array", 3},
+                 {"passthrough_ooms.graph", 2},        {"passthrough_ooms.ipc_imported", 0},
+                 {"passthrough_ooms.vmm_mapped", 0}};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+      int64_t got = it_passthrough_stat(0, kinds[i].key);
+      IT_CHECK(got == kinds[i].count, "%s is %" PRId64 ", not %" PRId64, kinds[i].key, got, kinds[i].count);
+    }
+    int64_t host_ooms = it_passthrough_stat(CUDASNAP_HOST, "passthrough_ooms.host_pinned");
+    IT_CHECK(host_ooms == 2, "passthrough_ooms.host_pinned %" PRId64, host_ooms);
   }
   IT_CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphDestroy(graph) == CUDA_SUCCESS, "graph teardown");
   printf("device_ooms %d\nhost_ooms %d\n", it_device_ooms, it_host_ooms);
