@@ -237,7 +237,7 @@ static void cs_live_top_sites(cs_live_gather_t *g, cs_live_device_t *d) {
     cs_live_total_t t = g->totals[site];
     if (t.blocks) g->totals[n++] = (cs_live_total_t){.site = (uint32_t)site, .bytes = t.bytes, .blocks = t.blocks};
   }
-  qsort(g->totals, n, sizeof *g->totals, cs_live_total_cmp);
+  if (n > 1) qsort(g->totals, n, sizeof *g->totals, cs_live_total_cmp); /* totals is NULL before a first site */
   d->site_count = (uint32_t)(n < CS_LIVE_TOP_SITES ? n : CS_LIVE_TOP_SITES);
   for (size_t i = 0; i < d->site_count; i++) {
     d->sites[i].bytes = g->totals[i].bytes;
