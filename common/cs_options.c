@@ -13,6 +13,7 @@
 #include "common/cs_assert.h"
 #include "common/cs_compiler.h"
 #include "common/cs_error.h"
+#include "common/cs_labels.h"
 #include "common/cs_parse.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -145,6 +146,34 @@ static void cs_option_show_live_interval(const cs_options_t *opts, char *buf, si
   unsigned ms = opts->live_interval_ms;
   if (ms % 1000 == 0) snprintf(buf, size, "%u", ms / 1000);
   else snprintf(buf, size, "%u.%03u", ms / 1000, ms % 1000);
+}
+
+/* -- CUDASNAP_LIVE_DIR: absolute, so that the library (in the program's current directory) and the
+ * tool (in its own) mean one place -- */
+
+static int cs_option_parse_live_dir(const char *value, cs_options_t *opts) {
+  size_t len = strlen(value);
+  if (value[0] != '/' || len >= sizeof opts->live_dir) return -CS_EINVAL;
+  memcpy(opts->live_dir, value, len + 1);
+  return 0;
+}
+
+static void cs_option_show_live_dir(const cs_options_t *opts, char *buf, size_t size) {
+  snprintf(buf, size, "%s", opts->live_dir);
+}
+
+/* -- CUDASNAP_LABELS: judged whole here, so that a bad one warns once, at start -- */
+
+static int cs_option_parse_labels(const char *value, cs_options_t *opts) {
+  cs_label_t labels[CS_LABELS_MAX];
+  size_t len = strlen(value);
+  if (len >= sizeof opts->labels || cs_labels_parse(value, labels) < 0) return -CS_EINVAL;
+  memcpy(opts->labels, value, len + 1);
+  return 0;
+}
+
+static void cs_option_show_labels(const cs_options_t *opts, char *buf, size_t size) {
+  snprintf(buf, size, "%s", opts->labels);
 }
 
 /* -- CUDASNAP_OUTPUT -- */

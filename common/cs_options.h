@@ -43,6 +43,7 @@ enum {
 };
 
 #define CS_OPTION_PATH_MAX 1024
+#define CS_OPTION_LIVE_DIR_MAX 256
 
 typedef struct cs_options_s {
   char output[CS_OPTION_PATH_MAX]; /* CUDASNAP_OUTPUT pattern */
@@ -62,6 +63,8 @@ typedef struct cs_options_s {
   bool argv;                       /* CUDASNAP_ARGV: the command line goes into files */
   bool live;                       /* CUDASNAP_LIVE: publish the live record (the registration stays) */
   uint32_t live_interval_ms;       /* CUDASNAP_LIVE_INTERVAL, 1000..3600000 */
+  char live_dir[CS_OPTION_LIVE_DIR_MAX]; /* CUDASNAP_LIVE_DIR: where the live record goes */
+  char labels[CS_OPTION_PATH_MAX]; /* CUDASNAP_LABELS as given (valid: common/cs_labels.h), "" = none */
   cs_log_level_t log;              /* CUDASNAP_LOG */
 } cs_options_t;
 

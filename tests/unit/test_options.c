@@ -343,6 +343,79 @@ static void test_live(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_rejected(bad[i]);
 }
 
+/* CUDASNAP_LIVE_DIR: an absolute path below 256 bytes, /dev/shm by default (a relative one would
+ * mean one place to the program and another to the tool). */
+static void test_live_dir(void **state) {
+  (void)state;
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_string_equal(opts.live_dir, "/dev/shm");
+  assert_accepted("CUDASNAP_LIVE_DIR=/run/cudasnap", &opts);
+  assert_string_equal(opts.live_dir, "/run/cudasnap");
+  assert_rejected("CUDASNAP_LIVE_DIR=run/cudasnap");
+  assert_rejected("CUDASNAP_LIVE_DIR=./live");
+  char entry[300];
+  snprintf(entry, sizeof entry, "CUDASNAP_LIVE_DIR=/%0254d", 0); /* 255 bytes */
+  assert_accepted(entry, &opts);
+  assert_int_equal(strlen(opts.live_dir), 255);
+  snprintf(entry, sizeof entry, "CUDASNAP_LIVE_DIR=/%0255d", 0); /* 256 bytes: the default kept */
+  assert_int_equal(parse_entry(entry, &opts), 1);
+  assert_string_equal(opts.live_dir, "/dev/shm");
+  assert_int_equal(count_lines(captured()), 1);
+}
+
+/* CUDASNAP_LABELS: key=value,... judged whole: keys Prometheus takes and not the exporter's own,
+ * values of UTF-8 without commas or control characters, at most 8, keys different. */
+static void test_labels(void **state) {
+  (void)state;
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_string_equal(opts.labels, "");
+  assert_accepted("CUDASNAP_LABELS=team=vision,queue=gpu-long", &opts);
+  assert_string_equal(opts.labels, "team=vision,queue=gpu-long");
+  assert_accepted("CUDASNAP_LABELS=pod=trainer-0,namespace=ml,_x=caf\xc3\xa9", &opts);
+  static const char *const bad[] = {
+      "CUDASNAP_LABELS=team",                 /* no value */
+      "CUDASNAP_LABELS=team=",                /* an empty one */
+      "CUDASNAP_LABELS==vision",              /* no key */
+      "CUDASNAP_LABELS=team=a,,b=c",          /* an empty item */
+      "CUDASNAP_LABELS=team=a,",              /* a trailing comma */
+      "CUDASNAP_LABELS=1team=a",              /* a key starting with a digit */
+      "CUDASNAP_LABELS=te-am=a",              /* a character Prometheus refuses */
+      "CUDASNAP_LABELS=__name__=a",           /* Prometheus' own */
+      "CUDASNAP_LABELS=pid=1",                /* the exporter's own */
+      "CUDASNAP_LABELS=device=1",
+      "CUDASNAP_LABELS=team=a,team=b",        /* twice */
+      "CUDASNAP_LABELS=a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9", /* 9 */
+      "CUDASNAP_LABELS=abcdefghijabcdefghijabcdefghijab=1",  /* a 32-byte key */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_rejected(bad[i]);
+  /* the warning shows these bytes its own way (no control reaches the terminal): one line, nothing kept */
+  static const char *const unprintable[] = {
+      "CUDASNAP_LABELS=team=a\tb",         /* a control character */
+      "CUDASNAP_LABELS=team=a\x1b[2Jb",    /* an escape sequence */
+      "CUDASNAP_LABELS=team=a\xc2\x9b" "b", /* C1 */
+      "CUDASNAP_LABELS=team=a\xff" "b",     /* not UTF-8 */
+  };
+  for (size_t i = 0; i < sizeof unprintable / sizeof unprintable[0]; i++) {
+    assert_int_equal(parse_entry(unprintable[i], &opts), 1);
+    assert_string_equal(opts.labels, "");
+    const char *log = captured();
+    assert_int_equal(count_lines(log), 1);
+    assert_contains(log, "CUDASNAP_LABELS=team=a");
+    assert_contains(log, " is not accepted (");
+  }
+  assert_accepted("CUDASNAP_LABELS=a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8", &opts);
+  assert_accepted("CUDASNAP_LABELS=abcdefghijabcdefghijabcdefghija=1", &opts); /* 31 bytes */
+  char entry[400];
+  snprintf(entry, sizeof entry, "CUDASNAP_LABELS=k=%0255d", 0); /* a 255-byte value */
+  assert_accepted(entry, &opts);
+  snprintf(entry, sizeof entry, "CUDASNAP_LABELS=k=%0256d", 0); /* 256 bytes: none kept */
+  assert_int_equal(parse_entry(entry, &opts), 1);
+  assert_string_equal(opts.labels, "");
+  assert_int_equal(count_lines(captured()), 1);
+}
+
 static void test_meminfo(void **state) {
   (void)state;
   cs_options_t opts;
@@ -528,9 +601,11 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 19); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 21); /* one per row of cs_options.def */
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE_INTERVAL=1\n");
+  assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE_DIR=/dev/shm\n");
+  assert_contains(log, "cudasnap: debug: CUDASNAP_LABELS=\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_RECORD=\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_OUTPUT=cudasnap-%e-%p-%n-%t.json\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_FORMAT=auto\n");
@@ -589,6 +664,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_children, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_nvtx, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_live, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_live_dir, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_labels, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_meminfo, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_alloc_conf, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_alloc_conf_with_free_and_cache, log_capture_setup, log_capture_teardown),
