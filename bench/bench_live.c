@@ -48,7 +48,7 @@ static int bench_scrape(int n) {
     cs_live_header_t h;
     memset(&h, 0, sizeof h);
     h.pid = kids[i];
-    h.uid = (uint32_t)getuid();
+    h.uid = (uint32_t)geteuid();
     h.signal = SIGUSR1;
     h.start_ticks = cs_live_start_ticks((long)kids[i]);
     h.pid_ns = cs_live_pid_ns();
@@ -105,6 +105,9 @@ static int bench_scrape(int n) {
     kill(kids[i], SIGKILL);
     waitpid(kids[i], NULL, 0);
   }
+  char user_dir[600];
+  snprintf(user_dir, sizeof user_dir, "%s/%s%u", dir, CS_LIVE_PREFIX, (unsigned)geteuid());
+  rmdir(user_dir);
   rmdir(dir);
   free(kids);
   free(w);

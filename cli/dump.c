@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/dump_pattern.h"
 #include "cli/env_options.h"
+#include "cli/live_dir.h"
 #include "cli/proc.h"
 #include "live/live_read.h"
 
@@ -35,7 +36,8 @@ static const char cs_dump_help[] =
     "signal they listen on), never any other process, whatever it maps or handles. All are\n"
     "signalled first, then waited for: one 'wrote PATH' line per snapshot, as each appears. A\n"
     "process that cannot be asked (its signal trigger off) is passed over with its line on\n"
-    "stderr. Run as root, it asks the invoking user's processes only (under sudo, SUDO_UID's),\n"
+    "stderr. The records are read in CUDASNAP_LIVE_DIR (default /dev/shm), as the programs wrote\n"
+    "them there. Run as root, it asks the invoking user's processes only (under sudo, SUDO_UID's),\n"
     "unless --all-users. --job ID asks only the processes of that job (cudasnap.job's id:\n"
     "SLURM_JOB_ID, TORCHELASTIC_RUN_ID), for a user running two jobs on one node. For every node\n"
     "of a job, run it through the launcher\n"
@@ -248,11 +250,14 @@ typedef struct cs_dump_all_opts_s {
 static int cs_dump_all(uint64_t timeout, const cs_dump_all_opts_t *o) {
   cs_live_filter_t f = {.all_users = o->all_users, .uid = cs_live_invoking_uid(), .pid = 0, .job_id = o->job};
   cs_live_list_t list;
-  int err = cs_live_list(CS_LIVE_DIR, &f, &list);
+  int err = cs_live_list(cs_live_dir(), &f, &list);
   if (err != 0) {
-    cs_cli_error(cs_dump_name, "cannot read the live records in %s: %s", CS_LIVE_DIR, strerror(err));
+    cs_cli_error(cs_dump_name, "cannot read the live records in %s: %s", cs_live_dir(), strerror(err));
     return CS_CLI_FAIL;
   }
+  char note[512];
+  cs_live_passed_over(&list, note, sizeof note);
+  if (note[0]) cs_cli_error(cs_dump_name, "%s", note);
   if (list.count == 0) {
     if (o->job)
       cs_cli_error(cs_dump_name, "no profiled process of job %s on this machine", o->job);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/live_dir.h"
 #include "common/cs_format.h"
 
 static const char *const cs_live_sort_names[CS_LIVE_SORTS] = {"ALLOCATED", "RESERVED", "PEAK",
@@ -19,7 +20,7 @@ const char *cs_live_sort_name(cs_live_sort_t sort) {
 
 int cs_live_rows_list(long pid, cs_live_list_t *list) {
   cs_live_filter_t f = {.all_users = getuid() == 0, .uid = getuid(), .pid = pid, .job_id = NULL};
-  return cs_live_list(CS_LIVE_DIR, &f, list);
+  return cs_live_list(cs_live_dir(), &f, list);
 }
 
 static uint64_t cs_live_key(const cs_live_row_t *r, cs_live_sort_t sort) {
@@ -178,6 +179,10 @@ int cs_live_print_json(FILE *out, const cs_live_row_t *rows, size_t count) {
     cJSON_AddItemToObject(p, "local_rank",
                           r->process->local_rank >= 0 ? cJSON_CreateNumber((double)r->process->local_rank) : cJSON_CreateNull());
     cJSON_AddStringToObject(p, "host", r->process->host);
+    cJSON *labels = cJSON_AddObjectToObject(p, "labels");
+    for (uint32_t k = 0; labels && k < r->process->label_count; k++)
+      if (cs_live_label_shown(r->process, k))
+        cJSON_AddStringToObject(labels, r->process->labels[k].key, r->process->labels[k].value);
     cJSON_AddNumberToObject(p, "device", r->device->device);
     cJSON_AddItemToObject(p, "allocated_bytes", cs_live_json_u64(r->device->allocated_bytes));
     cJSON_AddItemToObject(p, "reserved_bytes", cs_live_json_u64(r->device->reserved_bytes));

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/live_dir.h"
 #include "cli/live_rows.h"
 #include "cli/metrics_text.h"
 
@@ -62,7 +63,7 @@ static char *cs_metrics_body(size_t *len) {
   }
   if (err) {
     /* no samples; the scrape says why */
-    fprintf(mem, "# cudasnap: cannot read the live records in %s: %s\n", CS_LIVE_DIR, strerror(err));
+    fprintf(mem, "# cudasnap: cannot read the live records in %s: %s\n", cs_live_dir(), strerror(err));
   } else {
     cs_metrics_write(mem, &list);
     cs_live_list_free(&list);

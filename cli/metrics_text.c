@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cli/live_dir.h"
+
 /* A label value as the text format wants it: backslash, double quote and newline escaped. */
 static void cs_metrics_value(FILE *out, const char *s, size_t max) {
   for (size_t i = 0; i < max && s[i]; i++) {
@@ -30,12 +32,56 @@ static void cs_metrics_process_labels(FILE *out, const cs_live_header_t *h) {
   cs_metrics_value(out, h->job_id, sizeof h->job_id);
   fputs("\",host=\"", out);
   cs_metrics_value(out, h->host, sizeof h->host);
+  for (uint32_t i = 0; i < h->label_count; i++) {
+    if (!cs_live_label_shown(h, i)) continue; /* a key its owner made up that would break the exposition */
+    fprintf(out, "\",%s=\"", h->labels[i].key);
+    cs_metrics_value(out, h->labels[i].value, sizeof h->labels[i].value);
+  }
 }
 
 /* {pid="..",rank="..",local_rank="..",job="..",host="..",device=".."} without the closing brace. */
 static void cs_metrics_labels(FILE *out, const cs_live_header_t *h, const cs_live_device_t *d) {
   cs_metrics_process_labels(out, h);
   fprintf(out, "\",device=\"%d\"", d->device);
+}
+
+/* The gauges of a device: 6, or 4 before the driver was asked (no driver samples). */
+static uint32_t cs_metrics_gauges(const cs_live_device_t *d) { return d->driver_known ? 6 : 4; }
+
+static uint32_t cs_metrics_site_count(const cs_live_device_t *d) {
+  return d->site_count < CS_LIVE_TOP_SITES ? d->site_count : CS_LIVE_TOP_SITES;
+}
+
+/* The cap on a process's series: its info sample, then every device's gauges while they fit,
+ * then sites, device by device, while room is left. How many devices get samples; *left: the room
+ * for sites. */
+static uint32_t cs_metrics_devices_shown(const cs_live_entry_t *e, uint32_t *left) {
+  uint32_t room = CS_METRICS_SERIES_PER_PROCESS - 1, k = 0;
+  for (; k < e->header.device_count && cs_metrics_gauges(&e->devices[k]) <= room; k++)
+    room -= cs_metrics_gauges(&e->devices[k]);
+  if (left) *left = room;
+  return k;
+}
+
+/* How many sites of device k get a sample. */
+static uint32_t cs_metrics_sites_shown(const cs_live_entry_t *e, size_t k) {
+  uint32_t left;
+  cs_metrics_devices_shown(e, &left);
+  for (size_t i = 0; i <= k; i++) {
+    uint32_t n = cs_metrics_site_count(&e->devices[i]);
+    if (n > left) n = left;
+    if (i == k) return n;
+    left -= n;
+  }
+  return 0;
+}
+
+/* The series a process would have without the cap. */
+static size_t cs_metrics_series_wanted(const cs_live_entry_t *e) {
+  size_t n = 1;
+  for (size_t k = 0; k < e->header.device_count; k++)
+    n += cs_metrics_gauges(&e->devices[k]) + cs_metrics_site_count(&e->devices[k]);
+  return n;
 }
 
 typedef enum {
@@ -63,7 +109,7 @@ static void cs_metrics_family(FILE *out, const cs_live_list_t *list, cs_metric_t
           cs_metrics[m].type);
   for (size_t i = 0; i < list->count; i++) {
     const cs_live_entry_t *e = &list->items[i];
-    for (size_t k = 0; k < e->header.device_count; k++) {
+    for (size_t k = 0; k < cs_metrics_devices_shown(e, NULL); k++) {
       const cs_live_device_t *d = &e->devices[k];
       uint64_t v = 0;
       switch (m) {
@@ -86,6 +132,16 @@ static void cs_metrics_family(FILE *out, const cs_live_list_t *list, cs_metric_t
 }
 
 void cs_metrics_write(FILE *out, const cs_live_list_t *list) {
+  char note[512];
+  cs_live_passed_over(list, note, sizeof note);
+  if (note[0]) fprintf(out, "# cudasnap: %s\n", note);
+  for (size_t i = 0; i < list->count; i++) {
+    size_t wanted = cs_metrics_series_wanted(&list->items[i]);
+    if (wanted > CS_METRICS_SERIES_PER_PROCESS)
+      fprintf(out, "# cudasnap: process %" PRId64 ": %zu of its %zu series left out (at most %d per process)\n",
+              list->items[i].header.pid, wanted - CS_METRICS_SERIES_PER_PROCESS, wanted,
+              CS_METRICS_SERIES_PER_PROCESS);
+  }
   for (cs_metric_t m = CS_METRIC_ALLOCATED; m <= CS_METRIC_OOMS; m++) cs_metrics_family(out, list, m);
   fputs("# HELP cudasnap_site_allocated_bytes Bytes requested by the live blocks of an allocation site (the site as "
         "cudasnap summary names it; the top sites of each device).\n"
@@ -93,9 +149,9 @@ void cs_metrics_write(FILE *out, const cs_live_list_t *list) {
         out);
   for (size_t i = 0; i < list->count; i++) {
     const cs_live_entry_t *e = &list->items[i];
-    for (size_t k = 0; k < e->header.device_count; k++) {
+    for (size_t k = 0; k < cs_metrics_devices_shown(e, NULL); k++) {
       const cs_live_device_t *d = &e->devices[k];
-      for (uint32_t s = 0; s < d->site_count && s < CS_LIVE_TOP_SITES; s++) {
+      for (uint32_t s = 0, n = cs_metrics_sites_shown(e, k); s < n; s++) {
         fputs("cudasnap_site_allocated_bytes", out);
         cs_metrics_labels(out, &e->header, d);
         fputs(",site=\"", out);

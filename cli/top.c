@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/live_dir.h"
 #include "cli/live_rows.h"
 #include "cli/term.h"
 
@@ -20,8 +21,9 @@ static const char cs_top_help[] =
     "usage: cudasnap top [--once] [--json] [--interval SECONDS] [--pid PID]\n"
     "\n"
     "The GPU memory of every profiled process on this machine (of this user; of every user when\n"
-    "run as root) while it runs, read from the live record each process publishes\n"
-    "(CUDASNAP_LIVE_INTERVAL, default every second; docs/live.md). One row per process and device:\n"
+    "run as root) while it runs, read from the live record each process publishes in\n"
+    "CUDASNAP_LIVE_DIR (default /dev/shm; CUDASNAP_LIVE_INTERVAL, default every second;\n"
+    "docs/live.md). One row per process and device:\n"
     "  PID RANK DEV ALLOCATED RESERVED PEAK \"DRIVER USED\" PHASE OOMS \"TOP SITE\"\n"
     "sorted by ALLOCATED, the largest first. DRIVER USED is the driver's last answer and its age\n"
     "(\"10.1G 12s\"): it is asked where the cache grows. Keys: q quits; up and down select a row;\n"
@@ -31,12 +33,12 @@ static const char cs_top_help[] =
     "Without colours when NO_COLOR is set or TERM is dumb; fits 80 columns.\n"
     "\n"
     "--once prints the table once and exits; with --json, as one JSON object:\n"
-    "  {\"processes\": [{\"pid\", \"rank\", \"local_rank\", \"host\", \"device\", \"allocated_bytes\",\n"
-    "   \"reserved_bytes\", \"peak_allocated_bytes\", \"driver_used_bytes\",\n"
+    "  {\"processes\": [{\"pid\", \"rank\", \"local_rank\", \"host\", \"labels\", \"device\",\n"
+    "   \"allocated_bytes\", \"reserved_bytes\", \"peak_allocated_bytes\", \"driver_used_bytes\",\n"
     "   \"driver_used_timestamp_seconds\", \"phase\", \"ooms\",\n"
     "   \"top_sites\": [{\"site\", \"bytes\", \"blocks\"}]}]}\n"
     "one entry per process and device (rank, local_rank, driver_used_bytes and its timestamp,\n"
-    "phase: null when not known).\n"
+    "phase: null when not known; labels: the process's pod, namespace and CUDASNAP_LABELS).\n"
     "\n"
     "exit status: 0; 1 when the live records cannot be read; 2 for a bad option.\n"
     "\n"
@@ -98,13 +100,16 @@ static int cs_top_parse(int argc, char **argv, cs_top_opts_t *o) {
 
 static int cs_top_list(const cs_top_opts_t *o, cs_live_list_t *list) {
   int err = cs_live_rows_list(o->pid, list);
-  if (err) cs_cli_error(cs_top_name, "cannot read the live records in %s: %s", CS_LIVE_DIR, strerror(err));
+  if (err) cs_cli_error(cs_top_name, "cannot read the live records in %s: %s", cs_live_dir(), strerror(err));
   return err;
 }
 
 static int cs_top_once(const cs_top_opts_t *o) {
   cs_live_list_t list;
   if (cs_top_list(o, &list) != 0) return CS_CLI_FAIL;
+  char note[512];
+  cs_live_passed_over(&list, note, sizeof note);
+  if (note[0]) cs_cli_error(cs_top_name, "%s", note);
   cs_live_row_t *rows;
   size_t n;
   int rc = CS_CLI_OK;

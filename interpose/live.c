@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cs_deadline.h"
+#include "common/cs_labels.h"
 #include "common/cs_log.h"
 #include "interpose/live_gather.h"
 #include "interpose/process_info.h"
@@ -29,6 +31,36 @@ static uint64_t cs_live_wall_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+_Static_assert((int)CS_LIVE_MAX_LABELS == (int)CS_LABELS_MAX && (int)CS_LIVE_LABEL_KEY_LEN == (int)CS_LABEL_KEY_LEN &&
+                   (int)CS_LIVE_LABEL_VALUE_LEN == (int)CS_LABEL_VALUE_LEN,
+               "the record holds every label CUDASNAP_LABELS may give");
+
+/* Add key=value unless the key is there already or the record is full. */
+static void cs_live_add_label(cs_live_header_t *id, const char *key, const char *value) {
+  for (uint32_t i = 0; i < id->label_count; i++)
+    if (strcmp(id->labels[i].key, key) == 0) return;
+  if (id->label_count == CS_LIVE_MAX_LABELS) return;
+  cs_live_label_t *l = &id->labels[id->label_count++];
+  snprintf(l->key, sizeof l->key, "%s", key);
+  snprintf(l->value, sizeof l->value, "%s", value);
+}
+
+/* CUDASNAP_LABELS (checked with the options), then the pod's name and namespace as Kubernetes'
+ * downward API gives them, where CUDASNAP_LABELS does not name them already. */
+static void cs_live_labels(cs_live_header_t *id, const cs_options_t *opts) {
+  cs_label_t labels[CS_LABELS_MAX];
+  int n = cs_labels_parse(opts->labels, labels);
+  for (int i = 0; i < n; i++) cs_live_add_label(id, labels[i].key, labels[i].value);
+  static const char *const pod[][2] = {{"POD_NAME", "pod"}, {"POD_NAMESPACE", "namespace"}};
+  for (size_t i = 0; i < sizeof pod / sizeof pod[0]; i++) {
+    const char *value = getenv(pod[i][0]);
+    if (!value || !*value) continue;
+    if (cs_label_value_ok(value, strlen(value))) cs_live_add_label(id, pod[i][1], value);
+    else cs_log_warn("%s='%.64s' is not a label value (1 to 255 bytes of UTF-8 without commas or control "
+                     "characters): the live record leaves it out", pod[i][0], value);
+  }
+}
+
 void cs_live_start(void) {
   const cs_options_t *opts = cs_runtime_options();
   const cs_job_t *job = cs_runtime_job();
@@ -37,7 +69,7 @@ void cs_live_start(void) {
   cs_live_header_t id;
   memset(&id, 0, sizeof id);
   id.pid = (int64_t)getpid();
-  id.uid = (uint32_t)getuid();
+  id.uid = (uint32_t)geteuid(); /* the owner of what it makes, as readers check it */
   /* the signal that asks for a snapshot, only while it does: dump --all sends it and nothing else */
   id.signal = (opts->dump_on & CS_DUMP_ON_SIGNAL) ? opts->signal : 0;
   id.start_ticks = cs_live_start_ticks((long)id.pid);
@@ -57,11 +89,12 @@ void cs_live_start(void) {
     free(info);
   }
   id.interval_ms = opts->live ? opts->live_interval_ms : 0;
-  int err = cs_live_writer_open(&cs_live_writer, CS_LIVE_DIR, &id);
+  cs_live_labels(&id, opts);
+  int err = cs_live_writer_open(&cs_live_writer, opts->live_dir, &id);
   if (err) {
     cs_log_warn("cannot make the live record in %s (%s): cudasnap top, metrics and dump --all will not see "
                 "this process",
-                CS_LIVE_DIR, strerror(err));
+                opts->live_dir, strerror(err));
     goto out;
   }
   if (!opts->live) goto out; /* the registration only */
@@ -111,7 +144,7 @@ void cs_live_end(void) {
     return;
   }
   /* not had: remove the file anyway (its mapping stays; the process is ending) */
-  if (cs_live_writer.pid == (long)getpid()) (void)unlink(cs_live_writer.path);
+  cs_live_writer_remove(&cs_live_writer);
 }
 
 void cs_live_postfork_child(void) {

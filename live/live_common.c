@@ -1,4 +1,4 @@
-/* What both sides of the live record need: its name, and a process's start time. */
+/* What both sides of the live record need: its names, and a process's start time. */
 #include "live/live_format.h"
 
 #include <errno.h>
@@ -9,8 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cs_live_path(char *buf, size_t len, const char *dir, unsigned uid, uint64_t pid_ns, long pid) {
-  return snprintf(buf, len, "%s/%s%u-%llu-%ld", dir, CS_LIVE_PREFIX, uid, (unsigned long long)pid_ns, pid);
+int cs_live_user_dir_name(char *buf, size_t len, unsigned uid) {
+  return snprintf(buf, len, "%s%u", CS_LIVE_PREFIX, uid);
+}
+
+int cs_live_record_name(char *buf, size_t len, uint64_t pid_ns, long pid) {
+  return snprintf(buf, len, "%llu-%ld", (unsigned long long)pid_ns, pid);
 }
 
 uint64_t cs_live_pid_ns(void) {

@@ -14,6 +14,9 @@ fixtures=$src/tests/data/fixtures
 trace=$src/tests/data/traces/cs336-MAGMA27_memory_snapshot_pythononly.pickle
 same_content() { "$python" "$src/tests/cli/same_content.py" "$@"; }
 dir=$(mktemp -d)
+# the programs' live records (dump --all reads them) in a directory of this test's own
+export CUDASNAP_LIVE_DIR=$dir/live
+mkdir "$CUDASNAP_LIVE_DIR"
 cleanup() {
   [[ -n ${pids:-} ]] && kill $pids 2>/dev/null
   rm -rf "$dir"
@@ -323,9 +326,8 @@ dump)
   ;;
 
 dump_all)
-  # `dump --all` signals every process of this user that maps libcudasnap: run it in a PID
-  # namespace of its own (with its own /proc), so that it sees this test's processes only, never
-  # another test's or another user's session.
+  # `dump --all` signals the processes whose live records it finds: this test's only, in its own
+  # CUDASNAP_LIVE_DIR, and in a PID namespace of its own (with its own /proc) besides.
   if [[ -z ${CS_TEST_PIDNS:-} ]]; then
     for ns in "unshare -Urpf --mount-proc" "unshare -pf --mount-proc"; do
       if $ns true 2>/dev/null; then

@@ -10,13 +10,17 @@
 #   top         top driven in tmux (send-keys, capture-pane): rows, the sort, Enter, d, q, 80
 #               columns without colours
 # PROG_LIVE is tests/cli/prog_live.c on the fake driver (the caller puts tests/fakes on
-# LD_LIBRARY_PATH). Each program is found by its pid, so other profiled processes of the same
-# user (another test's) do not disturb the checks. Exit 77: a client this group needs is missing.
+# LD_LIBRARY_PATH). The records go to a CUDASNAP_LIVE_DIR of this test's own, so the tools see this
+# test's programs only, never another profiled process of the same user (another test's, or one
+# that runs on the machine). Exit 77: a client this group needs is missing.
 set -u
 test=$1 cudasnap=$(realpath "$2") prog=$(realpath "$3") python=$4
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 cd "$dir" || exit 1 # the programs write their snapshots here
+export CUDASNAP_LIVE_DIR=$dir/live # the programs' records and the tools' reading
+mkdir "$CUDASNAP_LIVE_DIR"
+records=$CUDASNAP_LIVE_DIR/cudasnap-live-$(id -u)
 pids=
 cleanup() {
   for p in $pids; do kill "$p" 2>/dev/null; done
@@ -92,13 +96,16 @@ import json, sys, time
 doc = json.load(open(sys.argv[1]))
 a, b, host, started = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 assert set(doc) == {"processes"}, doc.keys()
-keys = {"pid", "rank", "local_rank", "host", "device", "allocated_bytes", "reserved_bytes", "peak_allocated_bytes",
+keys = {"pid", "rank", "local_rank", "host", "labels", "device", "allocated_bytes", "reserved_bytes", "peak_allocated_bytes",
         "driver_used_bytes", "driver_used_timestamp_seconds", "phase", "ooms", "top_sites"}
-rows = {(p["pid"], p["device"]): p for p in doc["processes"] if p["pid"] in (a, b)}
+# this test's programs only, whatever else runs on the machine (its own CUDASNAP_LIVE_DIR)
+assert {p["pid"] for p in doc["processes"]} == {a, b}, [p["pid"] for p in doc["processes"]]
+rows = {(p["pid"], p["device"]): p for p in doc["processes"]}
 assert set(rows) == {(a, 0), (a, 1), (b, 0)}, sorted(rows)
 for p in rows.values():
     assert set(p) == keys, set(p) ^ keys
     assert p["host"] == host, p["host"]
+    assert p["labels"] == {}, p["labels"]
     assert p["phase"] is None
     assert p["reserved_bytes"] >= p["allocated_bytes"]
     # the driver's answer when last asked (on a segment's growth, at most every 100 ms): a count
@@ -143,14 +150,14 @@ PY
   grep -E "^ +$pid_b " "$dir/table" | grep -qE ' 2.0M +(- |[0-9.]+[0-9BKMGTP]* [0-9]+[smhd] )' ||
     fail "b's DRIVER USED: $(cat "$dir/table")"
   # killed: its record is skipped, then removed by the reader
-  rec=$(ls /dev/shm/cudasnap-live-"$(id -u)"-*-"$pid_b")
+  rec=$(ls "$records"/*-"$pid_b")
   kill -9 "$pid_b"
   wait "$pid_b" 2>/dev/null
   [[ -f $rec ]] || fail "the record went with kill -9?"
   until_json "$pid_b" 'e == []'
   [[ ! -e $rec ]] || fail "the dead process's record $rec was not removed"
   # ended: the record goes with it
-  rec=$(ls /dev/shm/cudasnap-live-"$(id -u)"-*-"$pid_a")
+  rec=$(ls "$records"/*-"$pid_a")
   eval "exec $fd_a>&-"
   wait "$pid_a" || fail "prog_live a failed: $(cat "$dir/a.err")"
   [[ ! -e $rec ]] || fail "the record $rec outlived its process"
@@ -160,7 +167,7 @@ PY
   sleep 1.5
   "$cudasnap" top --once --json --pid "$pid_c" >"$dir/json"
   grep -q '"processes":\[\]' "$dir/json" || fail "CUDASNAP_LIVE=0 published: $(cat "$dir/json")"
-  ls /dev/shm/cudasnap-live-"$(id -u)"-*-"$pid_c" >/dev/null || fail "CUDASNAP_LIVE=0: no registration"
+  ls "$records"/*-"$pid_c" >/dev/null || fail "CUDASNAP_LIVE=0: no registration"
   # a bad interval: one line, the default kept
   start d CUDASNAP_LIVE_INTERVAL=0.5
   [[ $(grep -c 'CUDASNAP_LIVE_INTERVAL=0.5 is not accepted' "$dir/d.err") -eq 1 ]] || fail "d: $(cat "$dir/d.err")"
@@ -285,7 +292,8 @@ top)
   # 80 columns, no colours; the tmux server must not hold the programs' pipes open
   (
     exec {fd_a}>&- {fd_b}>&-
-    tmux -S "$tmux_sock" new-session -d -x 80 -y 24 "env TERM=dumb NO_COLOR=1 $cudasnap top --interval 0.5; sleep 30"
+    tmux -S "$tmux_sock" new-session -d -x 80 -y 24 \
+      "env TERM=dumb NO_COLOR=1 CUDASNAP_LIVE_DIR=$CUDASNAP_LIVE_DIR $cudasnap top --interval 0.5; sleep 30"
   )
   screen() { tmux -S "$tmux_sock" capture-pane -p >"$dir/screen"; }
   until_screen() { # until_screen PATTERN: 10 s at most
