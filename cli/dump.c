@@ -9,13 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/dump_pattern.h"
+#include "cli/dump_signal.h"
 #include "cli/env_options.h"
 #include "cli/live_dir.h"
 #include "cli/proc.h"
+#include "live/live_proc.h"
 #include "live/live_read.h"
 
 static const char cs_dump_help[] =
@@ -29,15 +33,18 @@ static const char cs_dump_help[] =
     "  wrote PATH\n"
     "Otherwise one line on stderr says why not: PID does not have libcudasnap loaded; its signal\n"
     "trigger is off; it has not started cudasnap yet (no CUDA call so far: the signal would end\n"
-    "it, so none is sent); or no file appeared in time.\n"
+    "it, so none is sent); or no file appeared in time. The signal goes to the process checked\n"
+    "only: fixed by a pidfd when it is looked at, checked again through it (its start time, its\n"
+    "user, that it catches the signal) and signalled through it, with nothing in between.\n"
     "\n"
     "--all asks every process of this user on this machine that cudasnap profiles: those that\n"
     "registered when cudasnap started in them (their live record, docs/live.md, naming the\n"
     "signal they listen on), never any other process, whatever it maps or handles. All are\n"
     "signalled first, then waited for: one 'wrote PATH' line per snapshot, as each appears. A\n"
     "process that cannot be asked (its signal trigger off) is passed over with its line on\n"
-    "stderr. The records are read in CUDASNAP_LIVE_DIR (default /dev/shm), as the programs wrote\n"
-    "them there. Run as root, it asks the invoking user's processes only (under sudo, SUDO_UID's),\n"
+    "stderr; so is one whose record names another signal than its CUDASNAP_SIGNAL. The records\n"
+    "are read in CUDASNAP_LIVE_DIR (default /dev/shm), as the programs wrote them there.\n"
+    "Run as root, it asks the invoking user's processes only (under sudo, SUDO_UID's),\n"
     "unless --all-users. --job ID asks only the processes of that job (cudasnap.job's id:\n"
     "SLURM_JOB_ID, TORCHELASTIC_RUN_ID), for a user running two jobs on one node. For every node\n"
     "of a job, run it through the launcher\n"
@@ -131,33 +138,73 @@ static int cs_dump_strcmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* One process asked for a snapshot: where its file will appear, and the files there before. */
+/* One process asked for a snapshot: who it is, where its file will appear, the files there
+ * before. */
 typedef struct cs_dump_target_s {
-  pid_t pid;
-  int sig;
+  cs_dump_identity_t id; /* fixed when it was looked at: the one signalled, or none */
+  int pidfd;             /* once signalled (-1: not, or no pidfd_open and not root) */
   char pattern[2 * PATH_MAX];
   glob_t before;
   char *file; /* the new file, once it appeared (malloc'ed) */
   bool over;  /* a file appeared, or the process ended */
 } cs_dump_target_t;
 
-/* Learn how pid writes snapshots, check it may be signalled, and list the files before. Returns
- * 0, or an exit status after one line on stderr. */
-static int cs_dump_prepare(pid_t pid, cs_dump_target_t *t) {
+/* "" when pid sees the file system from our root, else "/proc/PID/root", where its paths are
+ * from here (a container's). Returns 0 or an errno value. */
+static int cs_dump_root(pid_t pid, char *buf, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/root", (long)pid);
+  struct stat theirs, ours;
+  if (stat(path, &theirs) != 0) return errno;
+  if (stat("/", &ours) != 0) return errno;
+  bool same = theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+  snprintf(buf, len, "%s", same ? "" : path);
+  return 0;
+}
+
+/* Learn how pid writes snapshots, check it may be signalled, and list the files before: all of it
+ * before the signal, since the process's owner chooses the pattern, and a glob over a tree of
+ * theirs takes as long as they like. record: its live record (dump --all), whose signal must be
+ * the process's own, or NULL (dump PID). Returns 0, or an exit status after one line on stderr. */
+static int cs_dump_prepare(pid_t pid, const cs_live_header_t *record, cs_dump_target_t *t) {
   memset(t, 0, sizeof *t);
-  t->pid = pid;
+  t->pidfd = -1;
+  t->id.pid = pid;
+  if (record) {
+    t->id.start_ticks = record->start_ticks;
+    t->id.uid = record->uid;
+  } else {
+    int err = cs_dump_identity_read(pid, &t->id);
+    if (err != 0) return cs_dump_proc_error(pid, "status", err);
+  }
   cs_options_t opts;
   int rc = cs_dump_options(pid, &opts);
   if (rc == 0) rc = cs_dump_precheck(pid, &opts);
   if (rc != 0) return rc;
-  char cwd[PATH_MAX];
-  int err = cs_proc_cwd(pid, cwd, sizeof cwd);
+  if (record && record->signal != opts.signal) {
+    /* the record is its owner's to write: a signal it names alone is never sent */
+    char named[16], listens[16];
+    cs_dump_signal_name(record->signal, named, sizeof named);
+    cs_dump_signal_name(opts.signal, listens, sizeof listens);
+    cs_cli_error(cs_dump_name,
+                 "process %ld: its live record names signal %s, but it listens on %s (its CUDASNAP_SIGNAL); "
+                 "nothing sent",
+                 (long)pid, named, listens);
+    return CS_CLI_FAIL;
+  }
+  t->id.sig = opts.signal;
+  char root[64], cwd[PATH_MAX];
+  int err = cs_dump_root(pid, root, sizeof root);
+  if (err == 0) err = cs_proc_cwd(pid, cwd, sizeof cwd);
   if (err != 0) return cs_dump_proc_error(pid, "cwd", err);
-  if (cs_dump_glob_pattern(opts.output, (long)pid, cwd, t->pattern, sizeof t->pattern) != 0) {
+  /* the library names its file with its own pid: the one in its PID namespace */
+  cs_live_status_t st;
+  long own_pid = cs_live_status_read((long)pid, &st) == 0 && st.ns_pid > 0 ? st.ns_pid : (long)pid;
+  size_t used = (size_t)snprintf(t->pattern, sizeof t->pattern, "%s", root);
+  if (cs_dump_glob_pattern(opts.output, own_pid, cwd, t->pattern + used, sizeof t->pattern - used) != 0) {
     cs_cli_error(cs_dump_name, "the output pattern of process %ld is too long", (long)pid);
     return CS_CLI_FAIL;
   }
-  t->sig = opts.signal;
   cs_dump_glob(t->pattern, &t->before);
   return 0;
 }
@@ -165,6 +212,7 @@ static int cs_dump_prepare(pid_t pid, cs_dump_target_t *t) {
 static void cs_dump_target_free(cs_dump_target_t *t) {
   globfree(&t->before);
   free(t->file);
+  if (t->pidfd >= 0) close(t->pidfd);
 }
 
 /* Was path already taken as another target's file? Processes that share a directory and a
@@ -195,12 +243,14 @@ static double cs_dump_now(void) {
 }
 
 /* Signal every target (all first, so that the snapshots of a job are taken at about the same
- * moment), then wait for each one's new file: a `wrote PATH` line on stdout as each appears, one
- * line on stderr for each that ends first or runs out of time. Returns how many wrote one. */
+ * moment), each through its pidfd once checked again (cli/dump_signal.h), then wait for each
+ * one's new file: a `wrote PATH` line on stdout as each appears, one line on stderr for each that
+ * ends first or runs out of time. Returns how many wrote one. */
 static size_t cs_dump_signal_and_wait(cs_dump_target_t *t, size_t n, uint64_t timeout) {
   for (size_t i = 0; i < n; i++) {
-    if (kill(t[i].pid, t[i].sig) != 0) {
-      cs_cli_error(cs_dump_name, "cannot signal process %ld: %s", (long)t[i].pid, strerror(errno));
+    char why[256];
+    if (cs_dump_signal(&t[i].id, &t[i].pidfd, why, sizeof why) != 0) {
+      cs_cli_error(cs_dump_name, "%s", why);
       t[i].over = true;
     }
   }
@@ -219,15 +269,15 @@ static size_t cs_dump_signal_and_wait(cs_dump_target_t *t, size_t n, uint64_t ti
         fflush(stdout);
         wrote++;
         t[i].over = true;
-      } else if (kill(t[i].pid, 0) != 0 && errno == ESRCH) {
-        cs_cli_error(cs_dump_name, "process %ld ended before a snapshot appeared (looked for %s)", (long)t[i].pid,
+      } else if (!cs_dump_alive(t[i].pidfd, t[i].id.pid)) {
+        cs_cli_error(cs_dump_name, "process %ld ended before a snapshot appeared (looked for %s)", (long)t[i].id.pid,
                      t[i].pattern);
         t[i].over = true;
       } else if (cs_dump_now() >= deadline) {
         cs_cli_error(cs_dump_name,
                      "no snapshot from process %ld within %llu s (looked for %s); it may have no CUDA "
                      "allocations yet, or cannot write there",
-                     (long)t[i].pid, (unsigned long long)timeout, t[i].pattern);
+                     (long)t[i].id.pid, (unsigned long long)timeout, t[i].pattern);
         t[i].over = true;
       }
       left -= t[i].over;
@@ -279,11 +329,10 @@ static int cs_dump_all(uint64_t timeout, const cs_dump_all_opts_t *o) {
       cs_cli_error(cs_dump_name, "process %lld has snapshots on signal turned off; passed over", (long long)h->pid);
       continue;
     }
-    if (cs_dump_prepare((pid_t)h->pid, &t[n]) != 0) {
+    if (cs_dump_prepare((pid_t)h->pid, h, &t[n]) != 0) {
       cs_dump_target_free(&t[n]);
       continue;
     }
-    t[n].sig = h->signal; /* the signal the process registered, the one it listens on */
     n++;
   }
   size_t wrote = cs_dump_signal_and_wait(t, n, timeout);
@@ -337,7 +386,7 @@ int cs_cli_dump(int argc, char **argv) {
   uint64_t pid;
   if (!cs_cli_parse_count(cs_dump_name, "PID", argv[optind], 1, INT_MAX, &pid)) return CS_CLI_USAGE;
   cs_dump_target_t t;
-  int rc = cs_dump_prepare((pid_t)pid, &t);
+  int rc = cs_dump_prepare((pid_t)pid, NULL, &t);
   if (rc == 0) rc = cs_dump_signal_and_wait(&t, 1, timeout) == 1 ? CS_CLI_OK : CS_CLI_FAIL;
   cs_dump_target_free(&t);
   return rc;
