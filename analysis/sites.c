@@ -25,6 +25,10 @@ cs_site_t cs_site_of_frame(const cs_doc_t *doc, cs_val_t frame) {
                      .frame = 0};
 }
 
+bool cs_frame_inlined(const cs_doc_t *doc, cs_val_t frame) {
+  return cs_val_is_true(cs_doc_get_key(doc, frame, CS_KEY_INLINED));
+}
+
 typedef struct cs_site_frames_s {
   const cs_doc_t *doc;
   const cs_val_t *items;

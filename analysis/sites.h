@@ -45,6 +45,10 @@ cs_site_t cs_site_cache_of(cs_site_cache_t *c, cs_val_t frames);
  * the wrong type). */
 cs_site_t cs_site_of_frame(const cs_doc_t *doc, cs_val_t frame);
 
+/* True for a frame of a function the compiler inlined into the next frame's: the two stand for
+ * one return address (cudasnap writes `"inlined": true` on such frames; PyTorch writes none). */
+bool cs_frame_inlined(const cs_doc_t *doc, cs_val_t frame);
+
 /* The index of the next user frame (memviz/site_rule.h) after the one at `frame` in the list
  * `frames`, that is, of the next user frame that called it; SIZE_MAX when none: the context shown
  * under a site, without the interpreter and framework frames in between. */

@@ -88,6 +88,16 @@ static cs_val_t cs_r_close(cs_recover_t *r, cs_val_t open) {
   return cs_rv(r, cs_build_close(r->b, open));
 }
 
+/* One frame as a snapshot writes it (snapshot/snapshot.c): inlined into the next one or not. */
+static cs_val_t cs_recover_frame(cs_recover_t *r, const cs_frame_t *f, bool inlined) {
+  cs_val_t frame = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  cs_r_set(r, frame, "filename", cs_r_str(r, f->filename));
+  cs_r_set(r, frame, "line", cs_r_int(r, f->line));
+  cs_r_set(r, frame, "name", cs_r_str(r, f->name));
+  if (inlined) cs_r_set(r, frame, "inlined", CS_VAL_TRUE);
+  return cs_r_close(r, frame);
+}
+
 static cs_val_t cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
   size_t n = 0;
   const uint64_t *pcs = cs_recording_stack(r->rec, stack_id, &n);
@@ -96,14 +106,11 @@ static cs_val_t cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
     cs_val_t list = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
     for (size_t i = 0; !r->failed && i < n; i++) {
       /* a Python frame's names stayed in the process's memory (record/pyframes.h): say so */
-      cs_frame_t f = cs_py_is_frame((uintptr_t)pcs[i])
-                         ? (cs_frame_t){.name = "(Python frame, not in the recording)", .filename = "??"}
-                         : cs_symbolize(r->sym, (uintptr_t)pcs[i], 0);
-      cs_val_t frame = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
-      cs_r_set(r, frame, "filename", cs_r_str(r, f.filename));
-      cs_r_set(r, frame, "line", cs_r_int(r, f.line));
-      cs_r_set(r, frame, "name", cs_r_str(r, f.name));
-      cs_r_append(r, list, cs_r_close(r, frame));
+      static const cs_frame_t python = {.name = "(Python frame, not in the recording)", .filename = "??"};
+      const cs_frame_t *frames = &python;
+      size_t count = 1;
+      if (!cs_py_is_frame((uintptr_t)pcs[i])) count = cs_symbolize_frames(r->sym, (uintptr_t)pcs[i], 0, &frames);
+      for (size_t k = 0; k < count; k++) cs_r_append(r, list, cs_recover_frame(r, &frames[k], k + 1 < count));
     }
     r->frames[stack_id - 1] = cs_r_close(r, list);
   }

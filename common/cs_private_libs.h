@@ -37,11 +37,15 @@ const cs_unw_step_api_t *cs_private_unw_step(void);
 
 /* The libdw/libdwfl/libelf functions symbolize.c calls. */
 #define CS_DW_FUNCTIONS(X)                                                                         \
+  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_diecu) X(dwarf_filesrc)            \
+  X(dwarf_formstring) X(dwarf_formudata) X(dwarf_getsrcfiles) X(dwarf_haspc) X(dwarf_siblingof)   \
+  X(dwarf_tag)                                                                                     \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_ranges) X(dwelf_elf_gnu_build_id)  \
   X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_build_id_find_debuginfo) X(dwfl_end) X(dwfl_errmsg)      \
   X(dwfl_lineinfo) X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrinfo)   \
-  X(dwfl_module_build_id) X(dwfl_module_getdwarf) X(dwfl_module_getelf) X(dwfl_module_getsrc)      \
-  X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_info) X(dwfl_module_nextcu)    \
+  X(dwfl_module_addrdie) X(dwfl_module_build_id) X(dwfl_module_getdwarf) X(dwfl_module_getelf)    \
+  X(dwfl_module_getsrc) X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_info)     \
+  X(dwfl_module_nextcu)                                                                            \
   X(dwfl_report_begin) X(dwfl_report_elf) X(dwfl_report_end) X(elf_begin) X(elf_end)                 \
   X(elf_version)
 

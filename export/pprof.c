@@ -38,14 +38,27 @@ typedef struct cs_pp_sample_s {
   int64_t values[CS_PP_VALUES];
 } cs_pp_sample_t;
 
+/* A location: one return address, so one frame, or several where functions were inlined into
+ * the last one (cudasnap marks them: cs_frame_inlined), written as one Line each, innermost
+ * first, as pprof encodes inlining. */
+typedef struct cs_pp_location_s {
+  const cs_val_t *frames; /* in the doc's frame list; NULL: "(no stack)" */
+  uint32_t count;
+  uint32_t next; /* the next location id whose frames hash the same (inlined_index), 0: none */
+} cs_pp_location_t;
+
 typedef struct cs_pprof_s {
   const cs_doc_t *doc;
   const char **strings;        /* the string table; [0] = "" */
   size_t nstrings, cap_strings;
   cs_val_map_t string_index;   /* a string's address -> its index: the doc interns its strings */
-  cs_val_t *locations;         /* frame of location id i + 1; CS_VAL_NULL = "(no stack)" */
+  cs_pp_location_t *locations; /* location id i + 1 */
   size_t nlocations, cap_locations;
-  cs_val_map_t location_index; /* frame -> location id */
+  cs_val_map_t location_index; /* a location of one frame: frame -> location id */
+  cs_val_map_t inlined_index;  /* of several: their hash -> the first location id with it */
+  cs_val_t *functions;         /* frame of function id i + 1; CS_VAL_NULL = "(no stack)" */
+  size_t nfunctions, cap_functions;
+  cs_val_map_t function_index; /* frame -> function id */
   cs_pp_sample_t *samples;
   size_t nsamples, cap_samples;
   uint32_t *slots;             /* index + 1 into samples; 0 = empty */
@@ -85,17 +98,65 @@ static uint32_t cs_pp_string(cs_pprof_t *p, const char *s) {
   return (uint32_t)p->nstrings++;
 }
 
-/* The location id of a frame (added if new); 0 without host memory. */
-static uint64_t cs_pp_location(cs_pprof_t *p, cs_val_t frame) {
-  uint32_t id;
-  if (cs_val_map_get(&p->location_index, frame, &id)) return id;
-  if (!cs_pp_grow((void **)&p->locations, &p->cap_locations, p->nlocations + 1, sizeof *p->locations) ||
-      cs_val_map_put(&p->location_index, frame, (uint32_t)p->nlocations + 1) != 0) {
+static uint64_t cs_pp_add_location(cs_pprof_t *p, const cs_val_t *frames, uint32_t count) {
+  if (!cs_pp_grow((void **)&p->locations, &p->cap_locations, p->nlocations + 1, sizeof *p->locations)) {
     p->oom = true;
     return 0;
   }
-  p->locations[p->nlocations++] = frame;
+  p->locations[p->nlocations++] = (cs_pp_location_t){.frames = frames, .count = count, .next = 0};
   return p->nlocations;
+}
+
+/* Frames are stored once by content (model/doc.h): equal frames are equal words. */
+static cs_val_t cs_pp_frames_hash(const cs_val_t *frames, uint32_t count) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (uint32_t i = 0; i < count; i++) {
+    h = (h ^ frames[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+  }
+  return h == CS_VAL_ABSENT ? h + 1 : h;
+}
+
+/* The location id of frames[0..count) (added if new); 0 without host memory. frames NULL: the
+ * "(no stack)" location. */
+static uint64_t cs_pp_location(cs_pprof_t *p, const cs_val_t *frames, uint32_t count) {
+  uint32_t id;
+  if (frames == NULL || count == 1) {
+    const cs_val_t key = frames ? frames[0] : CS_VAL_NULL;
+    if (cs_val_map_get(&p->location_index, key, &id)) return id;
+    uint64_t added = cs_pp_add_location(p, frames, 1);
+    if (added != 0 && cs_val_map_put(&p->location_index, key, (uint32_t)added) != 0) p->oom = true;
+    return p->oom ? 0 : added;
+  }
+  const cs_val_t hash = cs_pp_frames_hash(frames, count);
+  uint32_t first = 0;
+  if (cs_val_map_get(&p->inlined_index, hash, &first)) {
+    for (id = first; id != 0; id = p->locations[id - 1].next) {
+      const cs_pp_location_t *l = &p->locations[id - 1];
+      if (l->count == count && memcmp(l->frames, frames, count * sizeof *frames) == 0) return id;
+    }
+  }
+  uint64_t added = cs_pp_add_location(p, frames, count);
+  if (added == 0) return 0;
+  p->locations[added - 1].next = first; /* the chain of this hash, newest first */
+  if (cs_val_map_put(&p->inlined_index, hash, (uint32_t)added) != 0) {
+    p->oom = true;
+    return 0;
+  }
+  return added;
+}
+
+/* The function id of a frame (added if new); 0 without host memory. */
+static uint64_t cs_pp_function(cs_pprof_t *p, cs_val_t frame) {
+  uint32_t id;
+  if (cs_val_map_get(&p->function_index, frame, &id)) return id;
+  if (!cs_pp_grow((void **)&p->functions, &p->cap_functions, p->nfunctions + 1, sizeof *p->functions) ||
+      cs_val_map_put(&p->function_index, frame, (uint32_t)p->nfunctions + 1) != 0) {
+    p->oom = true;
+    return 0;
+  }
+  p->functions[p->nfunctions++] = frame;
+  return p->nfunctions;
 }
 
 /* ---- samples, by key ------------------------------------------------------------------------ */
@@ -335,8 +396,13 @@ static void cs_pp_write_sample(cs_pprof_t *p, cs_pp_out_t *o, const cs_pp_sample
     cs_site_t site = cs_site_cache_of(&p->sites, s->key.frames);
     if (site.name != NULL && site.frame < n) first = site.frame;
   }
-  for (size_t i = first; i < n; i++) cs_pb_varint(&o->packed, cs_pp_location(p, cs_doc_at(p->doc, s->key.frames, i)));
-  if (n == 0) cs_pb_varint(&o->packed, cs_pp_location(p, CS_VAL_NULL));
+  const cs_val_t *frames = n > 0 ? cs_doc_items(p->doc, s->key.frames) : NULL;
+  for (size_t i = first, last; i < n; i = last + 1) {
+    /* the frames of one address: those inlined, and the one they were inlined into */
+    for (last = i; last + 1 < n && cs_frame_inlined(p->doc, frames[last]); last++) continue;
+    cs_pb_varint(&o->packed, cs_pp_location(p, &frames[i], (uint32_t)(last + 1 - i)));
+  }
+  if (n == 0) cs_pb_varint(&o->packed, cs_pp_location(p, NULL, 1));
   cs_pb_bytes(&o->msg, 1, o->packed.data, o->packed.len);
   cs_pb_clear(&o->packed);
   for (int v = 0; v < CS_PP_VALUES; v++) cs_pb_varint(&o->packed, (uint64_t)s->values[v]);
@@ -348,23 +414,31 @@ static void cs_pp_write_sample(cs_pprof_t *p, cs_pp_out_t *o, const cs_pp_sample
   cs_pb_bytes(&o->top, CS_PP_SAMPLE, o->msg.data, o->msg.len);
 }
 
-/* One location per frame, each with a function of its own (pprof merges functions by name and
- * file, so two frames of one function still read as one). */
+/* A location: one Line per frame, innermost first (several where functions were inlined). */
 static void cs_pp_write_location(cs_pprof_t *p, cs_pp_out_t *o, size_t i) {
-  cs_val_t frame = p->locations[i];
+  const cs_pp_location_t *l = &p->locations[i];
+  cs_pb_clear(&o->msg);
+  cs_pb_uint(&o->msg, 1, i + 1);
+  cs_pb_uint(&o->msg, 2, 1); /* the one mapping */
+  for (uint32_t k = 0; k < l->count; k++) {
+    cs_val_t frame = l->frames ? l->frames[k] : CS_VAL_NULL;
+    int64_t line = frame != CS_VAL_NULL ? cs_site_of_frame(p->doc, frame).line : 0;
+    cs_pb_clear(&o->inner);
+    cs_pb_uint(&o->inner, 1, cs_pp_function(p, frame));
+    cs_pb_uint_nz(&o->inner, 2, (uint64_t)(line > 0 ? line : 0));
+    cs_pb_bytes(&o->msg, 4, o->inner.data, o->inner.len);
+  }
+  cs_pb_bytes(&o->top, CS_PP_LOCATION, o->msg.data, o->msg.len);
+}
+
+/* One function per distinct frame (pprof merges functions by name and file, so two frames of one
+ * function still read as one). */
+static void cs_pp_write_function(cs_pprof_t *p, cs_pp_out_t *o, size_t i) {
+  cs_val_t frame = p->functions[i];
   cs_site_t site = {.name = cs_pp_no_stack, .filename = "", .line = 0};
   if (frame != CS_VAL_NULL) site = cs_site_of_frame(p->doc, frame);
-  uint64_t id = i + 1;
   cs_pb_clear(&o->msg);
-  cs_pb_uint(&o->msg, 1, id);
-  cs_pb_uint(&o->msg, 2, 1); /* the one mapping */
-  cs_pb_clear(&o->inner);
-  cs_pb_uint(&o->inner, 1, id);
-  cs_pb_uint_nz(&o->inner, 2, (uint64_t)(site.line > 0 ? site.line : 0));
-  cs_pb_bytes(&o->msg, 4, o->inner.data, o->inner.len);
-  cs_pb_bytes(&o->top, CS_PP_LOCATION, o->msg.data, o->msg.len);
-  cs_pb_clear(&o->msg);
-  cs_pb_uint(&o->msg, 1, id);
+  cs_pb_uint(&o->msg, 1, i + 1);
   uint32_t name = cs_pp_string(p, site.name);
   cs_pb_uint_nz(&o->msg, 2, name);
   /* system_name equal to name tells pprof the name is a C++ one to simplify: it would strip
@@ -411,9 +485,14 @@ static int cs_pp_write(cs_pprof_t *p, cs_sink_t sink) {
     cs_pp_write_sample(p, &o, &p->samples[i]);
     cs_pp_flush(&o, false);
   }
-  /* locations are added while samples are written; functions' strings while locations are */
+  /* locations are added while samples are written, functions while locations are, and
+   * functions' strings while functions are */
   for (size_t i = 0; i < p->nlocations && o.error == 0; i++) {
     cs_pp_write_location(p, &o, i);
+    cs_pp_flush(&o, false);
+  }
+  for (size_t i = 0; i < p->nfunctions && o.error == 0; i++) {
+    cs_pp_write_function(p, &o, i);
     cs_pp_flush(&o, false);
   }
   cs_pb_uint_nz(&o.top, CS_PP_TIME_NANOS, (uint64_t)cs_pp_time_nanos(p->doc));
@@ -437,6 +516,8 @@ int cs_pprof_write(const cs_doc_t *doc, bool at_peak, bool all_frames, cs_sink_t
   cs_site_cache_init(&p.sites, doc);
   cs_val_map_init(&p.string_index);
   cs_val_map_init(&p.location_index);
+  cs_val_map_init(&p.inlined_index);
+  cs_val_map_init(&p.function_index);
   cs_pp_string(&p, ""); /* index 0 must be the empty string */
   int devices = cs_view_device_count(doc);
   int rc = 0;
@@ -444,10 +525,13 @@ int cs_pprof_write(const cs_doc_t *doc, bool at_peak, bool all_frames, cs_sink_t
   int err = rc != 0 || p.oom ? ENOMEM : cs_pp_write(&p, sink);
   free(p.strings);
   free(p.locations);
+  free(p.functions);
   free(p.samples);
   free(p.slots);
   cs_val_map_free(&p.string_index);
   cs_val_map_free(&p.location_index);
+  cs_val_map_free(&p.inlined_index);
+  cs_val_map_free(&p.function_index);
   cs_site_cache_free(&p.sites);
   return err;
 }

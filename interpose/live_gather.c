@@ -178,7 +178,7 @@ static uint32_t cs_live_site(cs_live_gather_t *g, uint32_t stack_id) {
   cs_symbolizer_t *sym = pcs && n ? cs_live_symbolizer(g) : NULL;
   bool named = false;
   if (sym) {
-    cs_frame_t f = cs_symbolize(sym, cs_stack_site_pc(sym, pcs, n), 0);
+    cs_frame_t f = cs_stack_site(sym, pcs, n);
     if (f.name) {
       snprintf(name, sizeof name, "%s %s:%d", f.name, f.filename ? f.filename : "??", f.line);
       named = true;

@@ -1,5 +1,6 @@
 #include "snapshot/leaks.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +10,24 @@
 #include "snapshot/stack_site.h"
 
 typedef struct cs_leak_site_s {
-  uintptr_t pc;      /* the site's return address, 0 = unknown */
+  cs_frame_t frame; /* the site; name NULL: no stack, or no symbolizer to name it */
   uint64_t bytes;
   uint64_t blocks;
 } cs_leak_site_t;
 
-static uintptr_t cs_leak_site_pc(const cs_intern_t *intern, cs_symbolizer_t *sym, uint32_t stack_id) {
+static const cs_frame_t cs_leak_no_site = {.name = NULL, .filename = "??", .line = 0};
+
+static cs_frame_t cs_leak_site_of(const cs_intern_t *intern, cs_symbolizer_t *sym, uint32_t stack_id) {
   size_t n = 0;
   const uintptr_t *pcs = stack_id ? cs_intern_get(intern, stack_id, &n) : NULL;
-  if (pcs == NULL || n == 0) return 0;
-  if (sym == NULL) return pcs[n - 1];
-  return cs_stack_site_pc(sym, pcs, n);
+  if (pcs == NULL || n == 0 || sym == NULL) return cs_leak_no_site;
+  return cs_stack_site(sym, pcs, n);
+}
+
+/* Frames of one symbolizer: equal names are often one string, but not always (a Python frame's). */
+static bool cs_leak_same_site(const cs_frame_t *a, const cs_frame_t *b) {
+  if (a->name == NULL || b->name == NULL) return a->name == b->name;
+  return a->line == b->line && strcmp(a->name, b->name) == 0 && strcmp(a->filename, b->filename) == 0;
 }
 
 static int cs_leak_site_cmp(const void *x, const void *y) {
@@ -53,14 +61,14 @@ static void cs_leak_report_kind(const cs_leak_item_t *items, size_t n, int kind,
   size_t count = 0;
   for (size_t i = 0; sites && i < n; i++) {
     if (items[i].kind != kind) continue;
-    uintptr_t pc = cs_leak_site_pc(intern, sym, items[i].stack_id);
+    cs_frame_t site = cs_leak_site_of(intern, sym, items[i].stack_id);
     size_t j = 0;
-    while (j < count && sites[j].pc != pc) j++;
-    if (j == count) sites[count++] = (cs_leak_site_t){.pc = pc};
+    while (j < count && !cs_leak_same_site(&sites[j].frame, &site)) j++;
+    if (j == count) sites[count++] = (cs_leak_site_t){.frame = site};
     sites[j].bytes += items[i].bytes;
     sites[j].blocks++;
   }
-  bool named = sites && count > 0 && !(count == 1 && sites[0].pc == 0);
+  bool named = sites && count > 0 && !(count == 1 && sites[0].frame.name == NULL);
   const char *hint = named ? "; top allocation sites by bytes:" : " (CUDASNAP_STACKS=all shows where)";
   if (kind < 0)
     cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total, hint);
@@ -72,8 +80,7 @@ static void cs_leak_report_kind(const cs_leak_item_t *items, size_t n, int kind,
     for (size_t i = 0; i < count && i < CS_LEAK_TOP_SITES; i++) {
       char size[32];
       cs_format_size(sites[i].bytes, size, sizeof size);
-      cs_frame_t f = sites[i].pc && sym ? cs_symbolize(sym, sites[i].pc, 0)
-                                        : (cs_frame_t){.name = NULL, .filename = "??", .line = 0};
+      const cs_frame_t f = sites[i].frame;
       if (f.name == NULL) {
         /* blocks allocated while recording was off (cudasnap_record_history) or past the stack
            table's bound: say why there is no site rather than name a non-site */

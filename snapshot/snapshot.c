@@ -257,6 +257,17 @@ typedef struct cs_snap_writer_s {
   cs_emitter_t *e;
 } cs_snap_writer_t;
 
+/* One frame as PyTorch writes them; `inlined` marks a function the compiler inlined into the next
+ * frame's (the two are one return address: docs/snapshots.md). */
+static void cs_snap_write_frame(cs_emitter_t *e, const cs_frame_t *f, bool inlined) {
+  cs_emit_dict_begin(e);
+  cs_emit_kv_str(e, "filename", f->filename);
+  cs_emit_kv_int(e, "line", f->line);
+  cs_emit_kv_str(e, "name", f->name);
+  if (inlined) cs_emit_kv_bool(e, "inlined", true);
+  cs_emit_dict_end(e);
+}
+
 /* A stack as a frame list, innermost first; written once and referenced (pickle) or copied (JSON)
  * afterwards. The reference is tried first: a list was only ever shared for a stack the intern
  * table knows, and ids stay valid, so a hit needs no lookup. */
@@ -267,12 +278,9 @@ static void cs_snap_write_frames(cs_snap_writer_t *w, uint32_t stack_id) {
   const uintptr_t *pcs = stack_id && w->intern ? cs_intern_get(w->intern, stack_id, &n) : NULL;
   cs_emit_list_begin(e);
   for (size_t i = 0; pcs && w->sym && i < n; i++) {
-    cs_frame_t f = cs_symbolize(w->sym, pcs[i], 0);
-    cs_emit_dict_begin(e);
-    cs_emit_kv_str(e, "filename", f.filename);
-    cs_emit_kv_int(e, "line", f.line);
-    cs_emit_kv_str(e, "name", f.name);
-    cs_emit_dict_end(e);
+    const cs_frame_t *frames;
+    const size_t count = cs_symbolize_frames(w->sym, pcs[i], 0, &frames);
+    for (size_t k = 0; k < count; k++) cs_snap_write_frame(e, &frames[k], k + 1 < count);
   }
   cs_emit_list_end(e);
   if (pcs) cs_emit_frames_done(e, stack_id);

@@ -132,7 +132,7 @@ static void cs_sum_name(cs_sum_site_t *site, const cs_intern_t *intern, cs_symbo
   size_t n = 0;
   const uintptr_t *pcs = site->stack_id && intern ? cs_intern_get(intern, site->stack_id, &n) : NULL;
   if (pcs == NULL || n == 0 || sym == NULL) return; /* an empty frame list: no stack */
-  cs_frame_t f = cs_symbolize(sym, cs_stack_site_pc(sym, pcs, n), 0);
+  cs_frame_t f = cs_stack_site(sym, pcs, n);
   site->name = f.name;
   site->filename = f.filename;
   site->line = f.line;

@@ -25,6 +25,7 @@
 #include "common/cs_compiler.h"
 #include "common/cs_log.h"
 #include "snapshot/symbolize.h"
+#include "snapshot/inline_calls.h"
 #include "snapshot/symbol_name.h"
 #include "common/cs_private_libs.h"
 #include "record/stack_entry.h"
@@ -46,6 +47,7 @@ static const cs_dw_api_t *cs_dw;
 #define dwfl_lineinfo CS_DW_CALL(dwfl_lineinfo)
 #define dwfl_linux_proc_report CS_DW_CALL(dwfl_linux_proc_report)
 #define dwfl_module_addrinfo CS_DW_CALL(dwfl_module_addrinfo)
+#define dwfl_module_addrdie CS_DW_CALL(dwfl_module_addrdie)
 #define dwfl_module_build_id CS_DW_CALL(dwfl_module_build_id)
 #define dwfl_module_getdwarf CS_DW_CALL(dwfl_module_getdwarf)
 #define dwfl_module_getelf CS_DW_CALL(dwfl_module_getelf)
@@ -64,6 +66,8 @@ static const cs_dw_api_t *cs_dw;
 enum {
   CS_SYM_ARENA_BYTES = 64 * 1024, /* string arena chunk; a longer string gets its own chunk */
   CS_SYM_INITIAL_SLOTS = 1024,    /* frame cache and string set start here, doubling at 1/2 */
+  CS_SYM_MAX_FRAMES = 32,         /* frames one address stands for at most: inlined functions
+                                     nested deeper are named by their function alone */
 };
 
 static const char cs_sym_unknown[] = "??";
@@ -72,9 +76,10 @@ static const char cs_sym_unknown[] = "??";
 typedef char *(*cs_sym_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 
 typedef struct cs_sym_frame_slot_s {
-  uintptr_t addr;   /* lookup address: pc - 1 for return addresses */
-  bool used;        /* addr 0 is a valid key, so emptiness is a flag */
-  cs_frame_t frame; /* strings live in the arena (or are static "??") */
+  uintptr_t addr;           /* lookup address: pc - 1 for return addresses */
+  bool used;                /* addr 0 is a valid key, so emptiness is a flag */
+  uint32_t count;           /* frames the address stands for, >= 1 */
+  const cs_frame_t *frames; /* in the arena, innermost first; strings in the arena or "??" */
 } cs_sym_frame_slot_t;
 
 typedef struct cs_sym_str_slot_s {
@@ -108,7 +113,7 @@ typedef struct cs_sym_module_s {
 typedef struct cs_sym_chunk_s {
   struct cs_sym_chunk_s *next; /* older chunks */
   size_t used, size;           /* bytes of data[] */
-  char data[];
+  _Alignas(cs_frame_t) char data[]; /* strings, and the frame arrays of the cache */
 } cs_sym_chunk_t;
 
 struct cs_symbolizer_s {
@@ -147,9 +152,11 @@ static uint64_t cs_sym_hash_str(const char *s, size_t len) { /* FNV-1a, then mix
 
 /* ---- strings: arena + set ---- */
 
-static char *cs_sym_arena_alloc(cs_symbolizer_t *s, size_t bytes) {
+/* bytes at a multiple of align (a power of two, at most the chunk's own alignment) */
+static void *cs_sym_arena_alloc(cs_symbolizer_t *s, size_t bytes, size_t align) {
   cs_sym_chunk_t *c = s->arena;
-  if (!c || c->size - c->used < bytes) {
+  size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+  if (!c || at > c->size || c->size - at < bytes) {
     size_t size = CS_SYM_ARENA_BYTES - sizeof *c;
     if (size < bytes) size = bytes;
     c = malloc(sizeof *c + size);
@@ -158,10 +165,10 @@ static char *cs_sym_arena_alloc(cs_symbolizer_t *s, size_t bytes) {
     c->used = 0;
     c->size = size;
     s->arena = c;
+    at = 0;
   }
-  char *p = c->data + c->used;
-  c->used += bytes;
-  return p;
+  c->used = at + bytes;
+  return c->data + at;
 }
 
 static bool cs_sym_strs_grow(cs_symbolizer_t *s) {
@@ -193,7 +200,7 @@ static const char *cs_sym_intern_str(cs_symbolizer_t *s, const char *str, size_t
     i = (size_t)h & s->strs_mask;
     while (s->strs[i].str) i = (i + 1) & s->strs_mask;
   }
-  char *copy = cs_sym_arena_alloc(s, len + 1);
+  char *copy = cs_sym_arena_alloc(s, len + 1, 1);
   if (!copy) return cs_sym_unknown;
   memcpy(copy, str, len);
   copy[len] = '\0';
@@ -344,11 +351,12 @@ done:
   qsort(m->cus, m->ncus, sizeof m->cus[0], cs_sym_cu_cmp);
 }
 
-static Dwarf_Line *cs_sym_line_by_units(cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr) {
-  Dwarf_Addr bias = 0;
-  if (!dwfl_module_getdwarf(mod, &bias)) return NULL; /* no DWARF at all */
+/* The unit holding addr by its ranges (for modules without .debug_aranges); *bias gets the
+ * module's DWARF bias. NULL when no unit holds it, or the module has no DWARF. */
+static Dwarf_Die *cs_sym_unit_by_ranges(cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr, Dwarf_Addr *bias) {
+  if (!dwfl_module_getdwarf(mod, bias)) return NULL; /* no DWARF at all */
   if (!m->cus_read) cs_sym_read_cus(m, mod);
-  const Dwarf_Addr a = (Dwarf_Addr)addr - bias;
+  const Dwarf_Addr a = (Dwarf_Addr)addr - *bias;
   size_t lo = 0, hi = m->ncus; /* first unit range starting above a */
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
@@ -356,26 +364,68 @@ static Dwarf_Line *cs_sym_line_by_units(cs_sym_module_t *m, Dwfl_Module *mod, ui
     else hi = mid;
   }
   if (lo == 0 || a >= m->cus[lo - 1].hi) return NULL;
-  return dwarf_getsrc_die(&m->cus[lo - 1].die, a);
+  return &m->cus[lo - 1].die;
+}
+
+static Dwarf_Line *cs_sym_line_by_units(cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = cs_sym_unit_by_ranges(m, mod, addr, &bias);
+  return cu ? dwarf_getsrc_die(cu, (Dwarf_Addr)addr - bias) : NULL;
+}
+
+/* ---- inlined functions ----
+ *
+ * A return address in code the compiler inlined stands for several calls (snapshot/inline_calls.h):
+ * the innermost inlined function at the address's own line, then each function it was inlined
+ * into at the line of that call, and last the function the code belongs to, at the line of the
+ * outermost inlined call, as `eu-addr2line -i` and `perf` show them. Without this, the function
+ * the code was inlined into took the inlined function's line and its place as the site. */
+
+static const char *cs_sym_call_file(cs_symbolizer_t *s, const cs_inline_call_t *call) {
+  return call->call_file && call->call_file[0] ? cs_sym_intern_cstr(s, call->call_file) : cs_sym_unknown;
+}
+
+/* out[0] is the address's frame as the symbol table and line table name it; where the address is
+ * in inlined code, it becomes the innermost of several. Returns the count, >= 1. */
+static size_t cs_sym_inlined(cs_symbolizer_t *s, cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr, cs_frame_t *out) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, (Dwarf_Addr)addr, &bias);
+  if (!cu) cu = cs_sym_unit_by_ranges(m, mod, addr, &bias);
+  if (!cu) return 1;
+  cs_inline_call_t calls[CS_SYM_MAX_FRAMES - 1];
+  const size_t k = cs_inline_calls(cs_dw, cu, (Dwarf_Addr)addr - bias, calls, CS_SYM_MAX_FRAMES - 1);
+  if (k == 0) return 1;
+  const cs_frame_t outer = out[0];
+  for (size_t i = 0; i < k; i++) {
+    out[i].name = calls[i].name ? cs_sym_name(s, calls[i].name) : cs_sym_unknown;
+    if (i > 0) {
+      out[i].filename = cs_sym_call_file(s, &calls[i - 1]);
+      out[i].line = calls[i - 1].call_line;
+    }
+  }
+  out[k] = (cs_frame_t){.name = outer.name, .filename = cs_sym_call_file(s, &calls[k - 1]), .line = calls[k - 1].call_line};
+  return k + 1;
 }
 
 /* ---- one lookup ---- */
 
-static cs_frame_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr) {
-  cs_frame_t f = {.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
-  if (!s->dwfl) return f;
+/* The frames of addr into out[0..CS_SYM_MAX_FRAMES), innermost first; their count, >= 1. */
+static size_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr, cs_frame_t *out) {
+  cs_frame_t *f = &out[0];
+  *f = (cs_frame_t){.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
+  if (!s->dwfl) return 1;
   Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr);
-  if (!mod) return f;
+  if (!mod) return 1;
   Dwarf_Addr start = 0, end = 0;
   void **userdata = NULL;
   const char *modname = dwfl_module_info(mod, &userdata, &start, &end, NULL, NULL, NULL, NULL);
   /* dwfl_addrmodule (0.188) can answer with the last module for an address past every module */
-  if ((Dwarf_Addr)addr < start || (Dwarf_Addr)addr >= end) return f;
+  if ((Dwarf_Addr)addr < start || (Dwarf_Addr)addr >= end) return 1;
   if (!modname) modname = cs_sym_unknown;
 
   cs_sym_module_t *m = cs_sym_module(s, mod, userdata);
   const char *symname = cs_sym_lookup(m, addr);
-  if (symname) f.name = cs_sym_name(s, symname);
+  if (symname) f->name = cs_sym_name(s, symname);
 
   int lineno = 0;
   const char *src = NULL;
@@ -390,10 +440,12 @@ static cs_frame_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr) {
     }
   }
   if (src && src[0]) {
-    f.filename = cs_sym_intern_cstr(s, src);
-    f.line = lineno > 0 ? lineno : 0;
-  } else if (symname) {
-    f.filename = cs_sym_intern_cstr(s, modname);
+    f->filename = cs_sym_intern_cstr(s, src);
+    f->line = lineno > 0 ? lineno : 0;
+    return cs_sym_inlined(s, m, mod, addr, out); /* lines, so DWARF: inlined functions too */
+  }
+  if (symname) {
+    f->filename = cs_sym_intern_cstr(s, modname);
   } else {
     /* Neither a symbol nor lines: keep what an offline tool needs, the ELF address in the
      * module (what addr2line -e <module> takes), not the run's load address. */
@@ -401,9 +453,9 @@ static cs_frame_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr) {
     if (!dwfl_module_getelf(mod, &bias)) bias = start;
     char buf[4096 + 32];
     int len = snprintf(buf, sizeof buf, "%s+0x%" PRIxPTR, modname, addr - (uintptr_t)bias);
-    if (len > 0) f.filename = cs_sym_intern_str(s, buf, strnlen(buf, sizeof buf - 1));
+    if (len > 0) f->filename = cs_sym_intern_str(s, buf, strnlen(buf, sizeof buf - 1));
   }
-  return f;
+  return 1;
 }
 
 /* ---- frame cache ---- */
@@ -437,27 +489,46 @@ static bool cs_sym_frames_grow(cs_symbolizer_t *s) {
   return true;
 }
 
-cs_frame_t cs_symbolize(cs_symbolizer_t *s, uintptr_t pc, int exact) {
+static const cs_frame_t cs_sym_unknown_frame = {.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
+
+size_t cs_symbolize_frames(cs_symbolizer_t *s, uintptr_t pc, int exact, const cs_frame_t **frames) {
   /* A return address points after the call; pc - 1 lies inside the call instruction, so the
    * frame gets the call's line and, for a noreturn call at a function's end, its function. */
   /* A Python frame entry (record/pyframes.h) is no address: named from its code object. */
   const uintptr_t addr = cs_py_is_frame(pc) ? pc : exact ? pc : pc - 1;
-  if (!s) return (cs_frame_t){.name = cs_sym_unknown, .filename = cs_sym_unknown, .line = 0};
+  *frames = &cs_sym_unknown_frame;
+  if (!s) return 1;
 
   const uint64_t h = cs_sym_mix64(addr);
   size_t i = (size_t)h & s->frames_mask;
-  for (; s->frames[i].used; i = (i + 1) & s->frames_mask)
-    if (s->frames[i].addr == addr) return s->frames[i].frame;
+  for (; s->frames[i].used; i = (i + 1) & s->frames_mask) {
+    if (s->frames[i].addr != addr) continue;
+    *frames = s->frames[i].frames;
+    return s->frames[i].count;
+  }
 
-  const cs_frame_t f = cs_py_is_frame(pc) ? cs_sym_python(s, pc) : cs_sym_resolve(s, addr);
+  cs_frame_t found[CS_SYM_MAX_FRAMES];
+  size_t count = 1;
+  if (cs_py_is_frame(pc)) found[0] = cs_sym_python(s, pc);
+  else count = cs_sym_resolve(s, addr, found);
+  cs_frame_t *kept = cs_sym_arena_alloc(s, count * sizeof *kept, _Alignof(cs_frame_t));
+  if (!kept) return 1; /* "??", as without host memory anywhere else */
+  memcpy(kept, found, count * sizeof *kept);
+  *frames = kept;
   if ((s->frames_used + 1) * 2 > s->frames_mask + 1) {
-    if (!cs_sym_frames_grow(s)) return f; /* uncached, still correct */
+    if (!cs_sym_frames_grow(s)) return count; /* uncached, still correct */
     i = (size_t)h & s->frames_mask;
     while (s->frames[i].used) i = (i + 1) & s->frames_mask;
   }
-  s->frames[i] = (cs_sym_frame_slot_t){.addr = addr, .used = true, .frame = f};
+  s->frames[i] = (cs_sym_frame_slot_t){.addr = addr, .used = true, .count = (uint32_t)count, .frames = kept};
   s->frames_used++;
-  return f;
+  return count;
+}
+
+cs_frame_t cs_symbolize(cs_symbolizer_t *s, uintptr_t pc, int exact) {
+  const cs_frame_t *frames;
+  (void)cs_symbolize_frames(s, pc, exact, &frames);
+  return frames[0];
 }
 
 /* ---- finding separate debug information, locally ---- */

@@ -223,7 +223,7 @@ static void ref_name(cs_symbolizer_t *sym, uint32_t id, char *name, size_t size)
     snprintf(name, size, "(no stack)");
     return;
   }
-  cs_frame_t f = cs_symbolize(sym, cs_stack_site_pc(sym, pcs, n), 0);
+  cs_frame_t f = cs_stack_site(sym, pcs, n);
   assert_non_null(f.name);
   snprintf(name, size, "%s %s:%d", f.name, f.filename ? f.filename : "??", f.line);
 }
