@@ -37,7 +37,8 @@ const cs_unw_step_api_t *cs_private_unw_step(void);
 
 /* The libdw/libdwfl/libelf functions symbolize.c calls. */
 #define CS_DW_FUNCTIONS(X)                                                                         \
-  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_diecu) X(dwarf_filesrc)            \
+  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_child) X(dwarf_diecu) X(dwarf_dieoffset)          \
+  X(dwarf_filesrc)                                                                                 \
   X(dwarf_formstring) X(dwarf_formudata) X(dwarf_getsrcfiles) X(dwarf_haspc) X(dwarf_siblingof)   \
   X(dwarf_tag)                                                                                     \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_ranges) X(dwelf_elf_gnu_build_id)  \

@@ -34,6 +34,7 @@
 /* Every libdw/libelf call goes through the privately loaded table (private_libs.h). */
 static const cs_dw_api_t *cs_dw;
 #define CS_DW_CALL(name) (cs_dw->name)
+#define dwarf_dieoffset CS_DW_CALL(dwarf_dieoffset)
 #define dwarf_getsrc_die CS_DW_CALL(dwarf_getsrc_die)
 #define dwarf_lineno CS_DW_CALL(dwarf_lineno)
 #define dwarf_linesrc CS_DW_CALL(dwarf_linesrc)
@@ -100,6 +101,13 @@ typedef struct cs_sym_cu_s {
   Dwarf_Die die;     /* the unit's DIE: a value, valid while the Dwfl lives */
 } cs_sym_cu_t;
 
+/* A unit's functions by address (snapshot/inline_calls.h), read at the unit's first address. */
+typedef struct cs_sym_unit_slot_s {
+  Dwarf_Off offset;        /* the unit DIE's */
+  bool used;
+  cs_inline_unit_t *unit;  /* NULL: could not be read (no host memory) */
+} cs_sym_unit_slot_t;
+
 /* What we read from one module, hung on the module's userdata slot at its first lookup. */
 typedef struct cs_sym_module_s {
   struct cs_sym_module_s *next; /* every module read, for destroy */
@@ -108,6 +116,8 @@ typedef struct cs_sym_module_s {
   cs_sym_cu_t *cus; /* sorted by lo; read at the first line lookup libdwfl cannot answer */
   size_t ncus;
   bool cus_read;
+  cs_sym_unit_slot_t *units; /* open addressing on offset; NULL until the first */
+  size_t units_mask, units_used;
 } cs_sym_module_t;
 
 typedef struct cs_sym_chunk_s {
@@ -385,15 +395,48 @@ static const char *cs_sym_call_file(cs_symbolizer_t *s, const cs_inline_call_t *
   return call->call_file && call->call_file[0] ? cs_sym_intern_cstr(s, call->call_file) : cs_sym_unknown;
 }
 
+static bool cs_sym_units_grow(cs_sym_module_t *m) {
+  const size_t slots = m->units ? (m->units_mask + 1) * 2 : 64;
+  cs_sym_unit_slot_t *n = calloc(slots, sizeof *n);
+  if (!n) return false;
+  for (size_t i = 0; m->units && i <= m->units_mask; i++) {
+    if (!m->units[i].used) continue;
+    size_t j = (size_t)cs_sym_mix64(m->units[i].offset) & (slots - 1);
+    while (n[j].used) j = (j + 1) & (slots - 1);
+    n[j] = m->units[i];
+  }
+  free(m->units);
+  m->units = n;
+  m->units_mask = slots - 1;
+  return true;
+}
+
+/* The functions of the unit cu, read at its first address; NULL when they cannot be had. */
+static const cs_inline_unit_t *cs_sym_unit(cs_sym_module_t *m, Dwarf_Die *cu) {
+  if (m == &cs_sym_no_module) return NULL; /* never written */
+  const Dwarf_Off offset = dwarf_dieoffset(cu);
+  if (m->units) {
+    for (size_t i = (size_t)cs_sym_mix64(offset) & m->units_mask; m->units[i].used; i = (i + 1) & m->units_mask)
+      if (m->units[i].offset == offset) return m->units[i].unit;
+  }
+  if ((m->units_used + 1) * 2 > (m->units ? m->units_mask + 1 : 0) && !cs_sym_units_grow(m)) return NULL;
+  size_t i = (size_t)cs_sym_mix64(offset) & m->units_mask;
+  while (m->units[i].used) i = (i + 1) & m->units_mask;
+  m->units[i] = (cs_sym_unit_slot_t){.offset = offset, .used = true, .unit = cs_inline_unit_read(cs_dw, cu)};
+  m->units_used++;
+  return m->units[i].unit;
+}
+
 /* out[0] is the address's frame as the symbol table and line table name it; where the address is
  * in inlined code, it becomes the innermost of several. Returns the count, >= 1. */
 static size_t cs_sym_inlined(cs_symbolizer_t *s, cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr, cs_frame_t *out) {
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, (Dwarf_Addr)addr, &bias);
   if (!cu) cu = cs_sym_unit_by_ranges(m, mod, addr, &bias);
-  if (!cu) return 1;
+  const cs_inline_unit_t *unit = cu ? cs_sym_unit(m, cu) : NULL;
+  if (!unit) return 1;
   cs_inline_call_t calls[CS_SYM_MAX_FRAMES - 1];
-  const size_t k = cs_inline_calls(cs_dw, cu, (Dwarf_Addr)addr - bias, calls, CS_SYM_MAX_FRAMES - 1);
+  const size_t k = cs_inline_calls(cs_dw, unit, (Dwarf_Addr)addr - bias, calls, CS_SYM_MAX_FRAMES - 1);
   if (k == 0) return 1;
   const cs_frame_t outer = out[0];
   for (size_t i = 0; i < k; i++) {
@@ -670,6 +713,8 @@ void cs_symbolizer_destroy(cs_symbolizer_t *s) {
     next = m->next;
     free(m->syms);
     free(m->cus);
+    for (size_t i = 0; m->units && i <= m->units_mask; i++) cs_inline_unit_free(m->units[i].unit);
+    free(m->units);
     free(m);
   }
   for (cs_sym_chunk_t *c = s->arena, *next; c; c = next) {
