@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memviz/allocator_frames.h"
 #include "memviz/site_rule.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -41,6 +42,71 @@ static cs_frame_t cs_site_frame_at(void *ctx, size_t i) {
   return (cs_frame_t){.name = s.name, .filename = s.filename, .line = 0};
 }
 
+/* ---- the snapshot's allocator frames ---- */
+
+/* cudasnap.allocator_frames compiled, kept with the doc (cs_doc_keep): derived once per file. */
+typedef struct cs_site_doc_frames_s {
+  size_t count;
+  cs_glob_t globs[];
+} cs_site_doc_frames_t;
+
+static const cs_site_doc_frames_t cs_site_no_frames = {.count = 0};
+
+static void cs_site_doc_frames_free(void *p) { free(p); }
+
+static const cs_site_doc_frames_t *cs_site_doc_frames(const cs_doc_t *doc) {
+  const cs_site_doc_frames_t *kept = cs_doc_kept(doc);
+  if (kept != NULL) return kept;
+  cs_val_t list = cs_doc_get(doc, cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP), "allocator_frames");
+  size_t n = cs_val_is_array(list) ? cs_doc_len(doc, list) : 0;
+  if (n > CS_ALLOCATOR_FRAMES_MAX) n = CS_ALLOCATOR_FRAMES_MAX; /* a hostile file's work is bounded */
+  cs_site_doc_frames_t *frames = n > 0 ? malloc(sizeof *frames + n * sizeof frames->globs[0]) : NULL;
+  if (frames == NULL) /* none, or no host memory: the file's list is not used */
+    return cs_doc_keep(doc, (void *)&cs_site_no_frames, NULL);
+  frames->count = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 0;
+    const char *glob = cs_doc_str(doc, cs_doc_at(doc, list, i), &len);
+    if (glob != NULL && strlen(glob) == len && cs_glob_compile(&frames->globs[frames->count], glob, len))
+      frames->count++;
+  }
+  return cs_doc_keep(doc, frames, cs_site_doc_frames_free);
+}
+
+void cs_site_frames_adopt(const cs_doc_t *doc) {
+  cs_val_t list = cs_doc_get(doc, cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP), "allocator_frames");
+  size_t n = cs_val_is_array(list) ? cs_doc_len(doc, list) : 0;
+  for (size_t i = 0; i < n && i < CS_ALLOCATOR_FRAMES_MAX; i++) {
+    size_t len = 0;
+    const char *glob = cs_doc_str(doc, cs_doc_at(doc, list, i), &len);
+    const char *why;
+    if (glob != NULL && strlen(glob) == len) (void)cs_allocator_frames_add(glob, len, &why); /* bad ones: passed over */
+  }
+}
+
+/* The rule's question, with the tool's list and the file's, remembered per name where there is a
+ * cache: a name is one string of the doc however many frames show it. */
+typedef struct cs_site_rule_ctx_s {
+  const cs_site_doc_frames_t *frames;
+  cs_val_map_t *memo; /* NULL: no cache */
+} cs_site_rule_ctx_t;
+
+static bool cs_site_is_allocator(void *ctx, const cs_frame_t *f) {
+  cs_site_rule_ctx_t *r = ctx;
+  if (r->frames->count == 0 && cs_allocator_frames_count() == 0) return false;
+  const cs_val_t key = (cs_val_t)(uintptr_t)f->name;
+  uint32_t known;
+  if (r->memo != NULL && cs_val_map_get(r->memo, key, &known)) return known == 2;
+  const bool is = cs_allocator_frame(f) || cs_allocator_frames_match(r->frames->globs, r->frames->count, f->name);
+  if (r->memo != NULL) (void)cs_val_map_put(r->memo, key, is ? 2 : 1); /* not remembered: asked again */
+  return is;
+}
+
+static cs_site_rule_t cs_site_rule(cs_site_rule_ctx_t *ctx, const cs_doc_t *doc, cs_val_map_t *memo) {
+  *ctx = (cs_site_rule_ctx_t){.frames = cs_site_doc_frames(doc), .memo = memo};
+  return (cs_site_rule_t){.is_allocator = cs_site_is_allocator, .ctx = ctx};
+}
+
 static const cs_site_t cs_site_none = {.name = NULL, .filename = NULL, .line = 0, .frames = CS_VAL_ABSENT,
                                        .frame = 0};
 
@@ -53,29 +119,35 @@ static cs_site_t cs_site_at(const cs_doc_t *doc, cs_val_t frames, size_t index) 
 }
 
 /* The index of the site's frame in frames, a non-empty list. */
-static size_t cs_site_index_of(const cs_doc_t *doc, cs_val_t frames) {
+static size_t cs_site_index_of(const cs_doc_t *doc, cs_val_t frames, cs_val_map_t *memo) {
   cs_site_frames_t f = {.doc = doc, .items = cs_doc_items(doc, frames)};
-  return cs_site_index(cs_doc_len(doc, frames), cs_site_frame_at, &f);
+  cs_site_rule_ctx_t ctx;
+  const cs_site_rule_t rule = cs_site_rule(&ctx, doc, memo);
+  return cs_site_index_in(&rule, cs_doc_len(doc, frames), cs_site_frame_at, &f);
 }
 
 cs_site_t cs_site_of(const cs_doc_t *doc, cs_val_t frames) {
   if (!cs_val_is_array(frames) || cs_doc_len(doc, frames) == 0) return cs_site_none;
-  return cs_site_at(doc, frames, cs_site_index_of(doc, frames));
+  return cs_site_at(doc, frames, cs_site_index_of(doc, frames, NULL));
 }
 
 void cs_site_cache_init(cs_site_cache_t *c, const cs_doc_t *doc) {
   c->doc = doc;
   cs_val_map_init(&c->frame_of);
+  cs_val_map_init(&c->allocator);
 }
 
-void cs_site_cache_free(cs_site_cache_t *c) { cs_val_map_free(&c->frame_of); }
+void cs_site_cache_free(cs_site_cache_t *c) {
+  cs_val_map_free(&c->frame_of);
+  cs_val_map_free(&c->allocator);
+}
 
 cs_site_t cs_site_cache_of(cs_site_cache_t *c, cs_val_t frames) {
   if (!cs_val_is_array(frames) || cs_doc_len(c->doc, frames) == 0) return cs_site_none;
   uint32_t index;
   if (!cs_val_map_get(&c->frame_of, frames, &index)) {
     /* A list's length is 32 bits in the model (model/doc_impl.h), so its indices fit. */
-    index = (uint32_t)cs_site_index_of(c->doc, frames);
+    index = (uint32_t)cs_site_index_of(c->doc, frames, &c->allocator);
     (void)cs_val_map_put(&c->frame_of, frames, index); /* not remembered: computed again next time */
   }
   return cs_site_at(c->doc, frames, index);
@@ -84,10 +156,12 @@ cs_site_t cs_site_cache_of(cs_site_cache_t *c, cs_val_t frames) {
 size_t cs_site_next_caller(const cs_doc_t *doc, cs_val_t frames, size_t frame) {
   size_t n = cs_val_is_array(frames) ? cs_doc_len(doc, frames) : 0;
   const cs_val_t *items = cs_doc_items(doc, frames);
+  cs_site_rule_ctx_t ctx;
+  const cs_site_rule_t rule = cs_site_rule(&ctx, doc, NULL);
   for (size_t i = frame + 1; i < n; i++) {
     cs_site_t s = cs_site_of_frame(doc, items[i]);
     cs_frame_t frame_named = {.name = s.name, .filename = s.filename, .line = 0};
-    cs_frame_kind_t kind = cs_frame_kind(&frame_named);
+    cs_frame_kind_t kind = cs_frame_kind_in(&rule, &frame_named);
     if (kind == CS_FRAME_USER_PYTHON || kind == CS_FRAME_USER_NATIVE) return i;
   }
   return SIZE_MAX;

@@ -26,14 +26,24 @@ typedef struct cs_site_s {
 /* The site of a frame list (innermost frame first) by the rule the exit leak report uses too
  * (memviz/site_rule.h): the first user frame (Python first), else the first frame outside CUDA's
  * libraries and cudasnap, else the outermost frame; no site for a missing or empty list. A frame
- * whose name or filename is not a string reads as "??". */
+ * whose name or filename is not a string reads as "??".
+ *
+ * Allocator frames (memviz/allocator_frames.h) are never a site: those the tool's own list names
+ * (--allocator-frames) and those the snapshot's cudasnap.allocator_frames names (its first 64
+ * globs that common/cs_glob.h accepts; the others are passed over, as `check` says). */
 cs_site_t cs_site_of(const cs_doc_t *doc, cs_val_t frames);
+
+/* Add the file's allocator frames (its cudasnap.allocator_frames, as cs_site_of reads them) to the
+ * tool's own list (memviz/allocator_frames.h), so that every file is named by them: diff names
+ * both sides' sites by both files' lists. */
+void cs_site_frames_adopt(const cs_doc_t *doc);
 
 /* cs_site_of, remembered per frame list: a trace's million entries have a few thousand distinct
  * stacks, each one word (model/doc.h), and the rule reads every frame's strings. */
 typedef struct cs_site_cache_s {
   const cs_doc_t *doc;
-  cs_val_map_t frame_of; /* frame list -> the index of its site's frame */
+  cs_val_map_t frame_of;  /* frame list -> the index of its site's frame */
+  cs_val_map_t allocator; /* a function name's string -> 1 + whether it is an allocator frame */
 } cs_site_cache_t;
 
 void cs_site_cache_init(cs_site_cache_t *c, const cs_doc_t *doc);

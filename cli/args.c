@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "common/cs_parse.h"
+#include "memviz/allocator_frames.h"
 
 void cs_cli_error(const char *subcommand, const char *fmt, ...) {
   va_list ap;
@@ -56,6 +57,14 @@ bool cs_cli_parse_count(const char *subcommand, const char *option, const char *
   }
   *out = value;
   return true;
+}
+
+bool cs_cli_allocator_frames(const char *subcommand, const char *text) {
+  char why[160];
+  if (cs_allocator_frames_add_list(text, why, sizeof why) == 0) return true;
+  cs_cli_error(subcommand, "--allocator-frames is not accepted: %s (it takes a comma-separated list of at most 64 "
+               "shell globs over function names, each of at most 255 bytes)", why);
+  return false;
 }
 
 int cs_cli_count_options(const char *subcommand, const char *help, int argc, char **argv,

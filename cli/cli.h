@@ -54,6 +54,11 @@ bool cs_cli_operands(const char *subcommand, int argc, char **argv, int want, co
 bool cs_cli_parse_count(const char *subcommand, const char *option, const char *text, uint64_t min,
                         uint64_t max, uint64_t *out);
 
+/* --allocator-frames GLOB[,GLOB...]: the globs join the tool's list of allocator frames
+ * (memviz/allocator_frames.h), which every file read is named by, besides the file's own.
+ * Otherwise one line saying which glob is wrong and why. */
+bool cs_cli_allocator_frames(const char *subcommand, const char *text);
+
 /* The options of a subcommand whose one option is a count (`--NAME N`, 1..max) besides -h/--help:
  * *count keeps its default unless given. Returns -1 to go on with the operands at argv[optind],
  * otherwise the status to exit with (CS_CLI_OK after printing help, CS_CLI_USAGE). */

@@ -13,12 +13,14 @@
 #include "analysis/snapview.h"
 
 static const char cs_diff_help[] =
-    "usage: cudasnap diff [--top N] [--phase NAME] A B\n"
+    "usage: cudasnap diff [--top N] [--phase NAME] [--allocator-frames GLOB[,GLOB...]] A B\n"
     "\n"
     "Compare the live memory of two snapshots (JSON or pickle) by allocation site: the\n"
     "requested bytes and the number of active_allocated blocks each site holds, over all\n"
     "devices. A site is the first frame of a block's stack outside the CUDA runtime, the\n"
-    "driver and cudasnap (function file:line), or \"(no stack)\". Output, on stdout:\n"
+    "driver and cudasnap (function file:line), or \"(no stack)\", as summary names it; both\n"
+    "files are named by the allocator frames of both (their cudasnap.allocator_frames) and of\n"
+    "--allocator-frames. Output, on stdout:\n"
     "  A -> B: live bytes by allocation site, largest change first:\n"
     "    CHANGE: BYTES_A -> BYTES_B, N_A -> N_B blocks: FUNCTION FILE:LINE\n"
     "    ... (at most --top lines; sites that did not change are left out)\n"
@@ -42,6 +44,9 @@ static const char cs_diff_help[] =
     "options:\n"
     "  --top N       rows listed (default 20)\n"
     "  --phase NAME  compare the two snapshots at the peak of phase NAME\n"
+    "  --allocator-frames GLOB[,GLOB...]\n"
+    "                functions that are part of the program's allocator: a site is the first\n"
+    "                frame outside them (as summary's --allocator-frames)\n"
     "  -h, --help    this text\n";
 
 enum { CS_DIFF_TOP_DEFAULT = 20, CS_DIFF_TOP_MAX = 1000000 };
@@ -183,6 +188,7 @@ int cs_cli_diff(int argc, char **argv) {
   const char *phase = NULL;
   const struct option options[] = {{"top", required_argument, NULL, 't'},
                                    {"phase", required_argument, NULL, 'p'},
+                                   {"allocator-frames", required_argument, NULL, 'A'},
                                    {"help", no_argument, NULL, 'h'},
                                    {NULL, 0, NULL, 0}};
   int c;
@@ -193,6 +199,9 @@ int cs_cli_diff(int argc, char **argv) {
       if (!cs_cli_parse_count(cs_diff_name, "--top", optarg, 1, CS_DIFF_TOP_MAX, &top)) return CS_CLI_USAGE;
       break;
     case 'p': phase = optarg; break;
+    case 'A':
+      if (!cs_cli_allocator_frames(cs_diff_name, optarg)) return CS_CLI_USAGE;
+      break;
     default: return cs_cli_bad_option(cs_diff_name, c, argv);
     }
   }
@@ -205,9 +214,12 @@ int cs_cli_diff(int argc, char **argv) {
   int rc = CS_CLI_OK;
   for (int side = 0; side < 2 && rc == CS_CLI_OK; side++) {
     docs[side] = cs_load_snapshot(paths[side], NULL, NULL);
-    if (docs[side] == NULL) {
-      rc = CS_CLI_FAIL;
-    } else if (phase == NULL) {
+    if (docs[side] == NULL) rc = CS_CLI_FAIL;
+  }
+  /* a site is named alike on both sides: by the allocator frames of both files */
+  for (int side = 0; side < 2 && rc == CS_CLI_OK; side++) cs_site_frames_adopt(docs[side]);
+  for (int side = 0; side < 2 && rc == CS_CLI_OK; side++) {
+    if (phase == NULL) {
       if (cs_diff_live(docs[side], &sites[side]) != 0) rc = -1;
     } else {
       int found = cs_diff_phase_live(paths[side], docs[side], phase, &sites[side]);

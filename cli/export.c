@@ -16,8 +16,8 @@
 #include "memviz/sink.h"
 
 static const char cs_export_help[] =
-    "usage: cudasnap export --format pprof [--at peak] [--all-frames] [-o OUT] FILE\n"
-    "       cudasnap export --format perfetto [-o OUT] FILE...\n"
+    "usage: cudasnap export --format pprof [--at peak] [--all-frames] [--allocator-frames GLOBS] [-o OUT] FILE\n"
+    "       cudasnap export --format perfetto [--allocator-frames GLOBS] [-o OUT] FILE...\n"
     "\n"
     "Write a snapshot (JSON or pickle) in the format of another viewer (docs/other-viewers.md).\n"
     "\n"
@@ -48,6 +48,10 @@ static const char cs_export_help[] =
     "  --format F        pprof or perfetto (required)\n"
     "  --at WHEN         pprof's in-use samples: snapshot (default) or peak\n"
     "  --all-frames      pprof: keep the frames above each stack's site (the allocator's too)\n"
+    "  --allocator-frames GLOB[,GLOB...]\n"
+    "                    functions that are part of the program's allocator: a site (pprof's\n"
+    "                    leaf, Perfetto's OOM site) is the first frame outside them (as\n"
+    "                    summary's --allocator-frames)\n"
     "  -o, --output OUT  the file to write (replaced if it exists)\n"
     "  -h, --help        this text\n";
 
@@ -131,6 +135,7 @@ static int cs_export_options(int argc, char **argv, cs_export_opts_t *o) {
   static const struct option options[] = {{"format", required_argument, NULL, 'f'},
                                           {"at", required_argument, NULL, 'a'},
                                           {"all-frames", no_argument, NULL, 'F'},
+                                          {"allocator-frames", required_argument, NULL, 'A'},
                                           {"output", required_argument, NULL, 'o'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -140,6 +145,9 @@ static int cs_export_options(int argc, char **argv, cs_export_opts_t *o) {
     case 'h': fputs(cs_export_help, stdout); return CS_CLI_OK;
     case 'o': o->out = optarg; break;
     case 'F': o->all_frames = true; break;
+    case 'A':
+      if (!cs_cli_allocator_frames(cs_export_name, optarg)) return CS_CLI_USAGE;
+      break;
     case 'f':
       if (strcmp(optarg, "pprof") == 0) o->format = CS_EXPORT_PPROF;
       else if (strcmp(optarg, "perfetto") == 0) o->format = CS_EXPORT_PERFETTO;

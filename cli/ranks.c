@@ -17,7 +17,7 @@
 #include "reader/head.h"
 
 static const char cs_ranks_help[] =
-    "usage: cudasnap ranks [--json] [--top N] DIR|FILE...\n"
+    "usage: cudasnap ranks [--json] [--top N] [--full] [--allocator-frames GLOB[,GLOB...]] DIR|FILE...\n"
     "\n"
     "The processes of a job side by side (docs/ranks.md): which rank peaked, by how much more than\n"
     "the others, which ranks hit OOM, which allocation sites make the difference. A DIR stands for\n"
@@ -62,6 +62,10 @@ static const char cs_ranks_help[] =
     "  --top N      at most N rows and N differing sites (default: every row, 10 sites)\n"
     "  --full       read every file whole, even cudasnap's, whose head (cudasnap_summary) says the\n"
     "               same in a few KB: a check, and the way to time the full read\n"
+    "  --allocator-frames GLOB[,GLOB...]\n"
+    "               functions that are part of the program's allocator: a site is the first frame\n"
+    "               outside them (as summary's --allocator-frames); every file is then read whole,\n"
+    "               since a head's sites were named by the program's own list\n"
     "  -h, --help   this text\n";
 
 static const char cs_ranks_name[] = "ranks";
@@ -184,6 +188,7 @@ static int cs_ranks_options(int argc, char **argv, cs_ranks_opts_t *o) {
   static const struct option options[] = {{"json", no_argument, NULL, 'j'},
                                           {"top", required_argument, NULL, 't'},
                                           {"full", no_argument, NULL, 'f'},
+                                          {"allocator-frames", required_argument, NULL, 'A'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c;
@@ -192,6 +197,10 @@ static int cs_ranks_options(int argc, char **argv, cs_ranks_opts_t *o) {
     case 'h': fputs(cs_ranks_help, stdout); return CS_CLI_OK;
     case 'j': o->json = true; break;
     case 'f': o->full = true; break;
+    case 'A':
+      if (!cs_cli_allocator_frames(cs_ranks_name, optarg)) return CS_CLI_USAGE;
+      o->full = true; /* the heads' sites were named without these */
+      break;
     case 't':
       if (!cs_cli_parse_count(cs_ranks_name, "--top", optarg, 1, CS_RANKS_TOP_MAX, &o->top)) return CS_CLI_USAGE;
       break;

@@ -18,8 +18,8 @@
 #include "memviz/sink.h"
 
 static const char cs_report_help[] =
-    "usage: cudasnap report [-o OUT.html] FILE\n"
-    "       cudasnap report -o OUT.html FILE FILE...\n"
+    "usage: cudasnap report [-o OUT.html] [--allocator-frames GLOB[,GLOB...]] FILE\n"
+    "       cudasnap report -o OUT.html [--allocator-frames GLOB[,GLOB...]] FILE FILE...\n"
     "\n"
     "Write one HTML page that shows the snapshot FILE (JSON or pickle; cudasnap's or PyTorch's)\n"
     "at a glance. The page is self-contained: it makes no network request and needs no other\n"
@@ -71,6 +71,9 @@ static const char cs_report_help[] =
     "\n"
     "options:\n"
     "  -o, --output OUT  the page to write\n"
+    "  --allocator-frames GLOB[,GLOB...]\n"
+    "                    functions that are part of the program's allocator: a site is the first\n"
+    "                    frame outside them (as summary's --allocator-frames)\n"
     "  -h, --help        this text\n";
 
 static const char cs_report_name[] = "report";
@@ -187,14 +190,19 @@ static int cs_report_job(int n, char **files, const char *out) {
 }
 
 int cs_cli_report(int argc, char **argv) {
-  static const struct option options[] = {
-      {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                          {"allocator-frames", required_argument, NULL, 'A'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
   const char *out_arg = NULL;
   int c;
   while ((c = getopt_long(argc, argv, ":ho:", options, NULL)) != -1) {
     switch (c) {
     case 'h': fputs(cs_report_help, stdout); return CS_CLI_OK;
     case 'o': out_arg = optarg; break;
+    case 'A':
+      if (!cs_cli_allocator_frames(cs_report_name, optarg)) return CS_CLI_USAGE;
+      break;
     default: return cs_cli_bad_option(cs_report_name, c, argv);
     }
   }

@@ -20,7 +20,7 @@
 #include "common/cs_format.h"
 
 static const char cs_summary_help[] =
-    "usage: cudasnap summary [--top N] [--site-frames N] FILE\n"
+    "usage: cudasnap summary [--top N] [--site-frames N] [--allocator-frames GLOB[,GLOB...]] FILE\n"
     "\n"
     "Summarize a snapshot (JSON or pickle; cudasnap's or PyTorch's). Output, on stdout:\n"
     "\n"
@@ -80,7 +80,9 @@ static const char cs_summary_help_more[] =
     "installed packages and synthetic code first, else a native frame outside CUDA's libraries,\n"
     "cudasnap, the C/C++ runtime, the interpreter and a framework's allocator and dispatcher;\n"
     "else the first frame outside CUDA's libraries; \"(no stack)\" for a block without one\n"
-    "(allocated before recording began, or with stacks off). With --site-frames N, the next N\n"
+    "(allocated before recording began, or with stacks off). Frames the program named part of its\n"
+    "allocator (CUDASNAP_ALLOCATOR_FRAMES, the file's cudasnap.allocator_frames) and those\n"
+    "--allocator-frames names are never a site. With --site-frames N, the next N\n"
     "user frames of the stack of the site's first block (its callers) follow it.\n"
     "Site bytes are requested bytes (before the allocator's rounding). Live: blocks\n"
     "in state active_allocated. The peak replays the device's trace from its start (alloc adds a\n"
@@ -96,6 +98,10 @@ static const char cs_summary_help_more[] =
     "options:\n"
     "  --top N           sites listed per ranking (default 10)\n"
     "  --site-frames N   user-code callers shown under each site, 0 to 64 (default 0)\n"
+    "  --allocator-frames GLOB[,GLOB...]\n"
+    "                    functions that are part of the program's allocator (shell globs over\n"
+    "                    function names: cuda_alloc,MyPool::*): a site is the first frame\n"
+    "                    outside them; for any file, PyTorch's too (docs/configuration.md)\n"
     "  -h, --help        this text\n";
 
 enum { CS_SUMMARY_TOP_DEFAULT = 10, CS_SUMMARY_TOP_MAX = 1000000, CS_SUMMARY_SITE_FRAMES_MAX = 64 };
@@ -230,6 +236,7 @@ static int cs_summary_device(const cs_doc_t *doc, int device, const cs_summary_o
 static int cs_summary_options(int argc, char **argv, cs_summary_opts_t *o) {
   const struct option options[] = {{"top", required_argument, NULL, 't'},
                                    {"site-frames", required_argument, NULL, 'f'},
+                                   {"allocator-frames", required_argument, NULL, 'A'},
                                    {"help", no_argument, NULL, 'h'},
                                    {NULL, 0, NULL, 0}};
   int c;
@@ -246,6 +253,9 @@ static int cs_summary_options(int argc, char **argv, cs_summary_opts_t *o) {
       if (!cs_cli_parse_count(cs_summary_name, "--site-frames", optarg, 0, CS_SUMMARY_SITE_FRAMES_MAX,
                               &o->site_frames))
         return CS_CLI_USAGE;
+      break;
+    case 'A':
+      if (!cs_cli_allocator_frames(cs_summary_name, optarg)) return CS_CLI_USAGE;
       break;
     default: return cs_cli_bad_option(cs_summary_name, c, argv);
     }

@@ -14,6 +14,7 @@
 #include "common/cs_compiler.h"
 #include "common/cs_error.h"
 #include "common/cs_labels.h"
+#include "common/cs_glob.h"
 #include "common/cs_parse.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -338,6 +339,61 @@ static void cs_option_show_alloc_conf(const cs_options_t *opts, char *buf, size_
   }
   cs_option_append(buf, size, &used, "],split_large:%s", conf->split_large ? "True" : "False");
   cs_option_append(buf, size, &used, ",ipc_small:%s", conf->ipc_small ? "True" : "False");
+}
+
+/* -- CUDASNAP_ALLOCATOR_FRAMES: checked here (the globs are compiled where the site rule lives,
+ *    memviz/allocator_frames.c), with the item that is wrong and why in the one warning -- */
+
+enum { CS_ALLOCATOR_FRAMES_MAX_GLOBS = 64 }; /* memviz/allocator_frames.h's CS_ALLOCATOR_FRAMES_MAX */
+
+typedef struct cs_option_globs_s {
+  size_t count;
+  const char *why; /* the first problem, NULL for none */
+  const char *item;
+  size_t len;
+} cs_option_globs_t;
+
+static bool cs_option_glob_item(void *ctx, const char *item, size_t len) {
+  cs_option_globs_t *g = ctx;
+  g->why = cs_glob_check(item, len);
+  if (g->why == NULL && ++g->count > CS_ALLOCATOR_FRAMES_MAX_GLOBS) g->why = "is one glob more than the 64 taken";
+  g->item = item;
+  g->len = len;
+  return g->why == NULL;
+}
+
+/* text[0..len) into buf, its control characters as '?', cut to fit */
+static void cs_option_printable(const char *text, size_t len, char *buf, size_t size) {
+  size_t n = 0;
+  for (; n < len && n + 1 < size; n++) buf[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
+  buf[n] = '\0';
+}
+
+static const char cs_option_allocator_frames_accepted[] =
+    "a comma-separated list of at most 64 shell globs over function names, each of at most 255 bytes";
+
+static int cs_option_parse_allocator_frames(const char *value, cs_options_t *opts) {
+  const size_t len = strlen(value);
+  if (len >= sizeof opts->allocator_frames) return -CS_EINVAL; /* the table's warning says what is taken */
+  cs_option_globs_t g = {.count = 0, .why = NULL, .item = value, .len = 0};
+  if (len > 0) (void)cs_glob_list_each(value, cs_option_glob_item, &g);
+  if (g.why == NULL) {
+    memcpy(opts->allocator_frames, value, len + 1);
+    return 0;
+  }
+  /* which glob and why, in the one warning; a glob may hold any byte: what the warning quotes
+   * has its control characters as '?' */
+  char shown[129], item[80]; /* as much as the other warnings quote of a value */
+  cs_option_printable(value, len, shown, sizeof shown);
+  cs_option_printable(g.item, g.len, item, sizeof item);
+  cs_log_warn("CUDASNAP_ALLOCATOR_FRAMES=%s%s is not accepted (`%s%s` %s; it takes %s); using none", shown,
+              len >= sizeof shown ? "..." : "", item, g.len >= sizeof item ? "..." : "", g.why,
+              cs_option_allocator_frames_accepted);
+  return 1;
+}
+
+static void cs_option_show_allocator_frames(const cs_options_t *opts, char *buf, size_t size) {
+  snprintf(buf, size, "%s", opts->allocator_frames);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ typedef struct cs_options_s {
   uint32_t live_interval_ms;       /* CUDASNAP_LIVE_INTERVAL, 1000..3600000 */
   char live_dir[CS_OPTION_LIVE_DIR_MAX]; /* CUDASNAP_LIVE_DIR: where the live record goes */
   char labels[CS_OPTION_PATH_MAX]; /* CUDASNAP_LABELS as given (valid: common/cs_labels.h), "" = none */
+  char allocator_frames[CS_OPTION_PATH_MAX]; /* CUDASNAP_ALLOCATOR_FRAMES as given (checked), "" = none */
   cs_log_level_t log;              /* CUDASNAP_LOG */
 } cs_options_t;
 

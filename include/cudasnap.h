@@ -112,6 +112,16 @@ CUDASNAP_API int cudasnap_dump_snapshot(const char *path, char *written, size_t 
 CUDASNAP_API uint64_t cudasnap_phase_start(const char *name);
 CUDASNAP_API void cudasnap_phase_end(uint64_t id);
 
+/* Name a function part of the program's allocator, as CUDASNAP_ALLOCATOR_FRAMES does from
+ * outside: `glob` is a shell glob over function names (C, C++ or Python, as frames show them:
+ * docs/configuration.md), and a stack's site is then the first frame outside the functions it
+ * names, in the leak report, the live record (`cudasnap top`, `metrics`) and every snapshot from
+ * now on (which carries the list, for the tool). Returns 0 when glob is in the process's list
+ * (added now, or before), or -1 when it is not taken (a bad glob, or 64 globs already): `why`
+ * then says what was wrong, NUL-terminated and cut to `len` when len > 0. Thread-safe; globs are
+ * never removed. */
+CUDASNAP_API int cudasnap_allocator_frame(const char *glob, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include "interpose/driver_watch.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
+#include "memviz/allocator_frames.h"
 #include "record/phases.h"
 #include "snapshot/stack_site.h"
 #include "snapshot/symbolize.h"
@@ -31,6 +32,7 @@ struct cs_live_gather_s {
   uint32_t *site_of;
   size_t site_of_len;
   uint32_t site_serial;
+  size_t allocator_frames; /* the process's allocator frames the names in site_of were made with */
   char **names; /* the distinct site names */
   size_t name_count, name_cap;
   cs_live_total_t *totals; /* by site index, then the device's sites in order */
@@ -159,12 +161,15 @@ static uint32_t cs_live_name_index(cs_live_gather_t *g, const char *name) {
 }
 
 /* The names kept by stack id hold for the stack table they were read from: a fork child's table
- * is cleared and hands out ids from 1 again (interpose/record.c), for its own stacks. */
+ * is cleared and hands out ids from 1 again (interpose/record.c), for its own stacks. And for the
+ * allocator frames they were named past: the program may name more (memviz/allocator_frames.h). */
 static void cs_live_names_follow_table(cs_live_gather_t *g) {
   uint32_t serial = cs_intern_serial(cs_record_intern());
-  if (serial == g->site_serial) return;
+  size_t allocator_frames = cs_allocator_frames_count();
+  if (serial == g->site_serial && allocator_frames == g->allocator_frames) return;
   if (g->site_of) memset(g->site_of, 0, g->site_of_len * sizeof *g->site_of);
   g->site_serial = serial;
+  g->allocator_frames = allocator_frames;
 }
 
 /* The site of a stack id, named as cs_site_format names it ("(no stack)" without one). */

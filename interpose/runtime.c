@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/cs_error.h"
+#include "memviz/allocator_frames.h"
 
 extern char **environ;
 
@@ -24,6 +25,10 @@ const cs_options_t *cs_runtime_options(void) {
     cs_options_parse((const char *const *)environ, &cs_runtime_opts);
     cs_log_set_level(cs_runtime_opts.log);
     cs_options_log(&cs_runtime_opts);
+    char why[160]; /* checked already: only a list the program filled first, or no memory, stops it */
+    if (cs_runtime_opts.allocator_frames[0] != '\0' &&
+        cs_allocator_frames_add_list(cs_runtime_opts.allocator_frames, why, sizeof why) != 0)
+      cs_log_warn("CUDASNAP_ALLOCATOR_FRAMES is used only in part: %s", why);
     cs_job_parse((const char *const *)environ, &cs_runtime_job_info);
     if (gethostname(cs_runtime_job_info.host, sizeof cs_runtime_job_info.host - 1) != 0)
       cs_runtime_job_info.host[0] = '\0';

@@ -3,6 +3,8 @@
  * unknown), so every test here reads names and paths only: no address, no library handle. */
 #include "memviz/site_rule.h"
 
+#include "memviz/allocator_frames.h"
+
 #include <string.h>
 
 static bool cs_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
@@ -192,17 +194,24 @@ static bool cs_python_is_user(const char *file) {
  * The rule
  * ---------------------------------------------------------------------------------------------- */
 
-cs_frame_kind_t cs_frame_kind(const cs_frame_t *f) {
+cs_frame_kind_t cs_frame_kind_in(const cs_site_rule_t *rule, const cs_frame_t *f) {
+  /* first: the user's allocator is often the user's own code (a Python helper, a C++ pool) */
+  if (rule != NULL && rule->is_allocator != NULL ? rule->is_allocator(rule->ctx, f) : cs_allocator_frame(f))
+    return CS_FRAME_ALLOCATOR;
   if (cs_frame_is_python(f)) return cs_python_is_user(f->filename) ? CS_FRAME_USER_PYTHON : CS_FRAME_MACHINERY;
   if (cs_frame_is_cuda(f)) return CS_FRAME_CUDA;
   return cs_native_is_machinery(f) ? CS_FRAME_MACHINERY : CS_FRAME_USER_NATIVE;
 }
 
-size_t cs_site_index(size_t n, cs_frame_at_fn at, void *ctx) {
+cs_frame_kind_t cs_frame_kind(const cs_frame_t *f) { return cs_frame_kind_in(NULL, f); }
+
+size_t cs_site_index(size_t n, cs_frame_at_fn at, void *ctx) { return cs_site_index_in(NULL, n, at, ctx); }
+
+size_t cs_site_index_in(const cs_site_rule_t *rule, size_t n, cs_frame_at_fn at, void *ctx) {
   size_t native = n, outside_cuda = n;
   for (size_t i = 0; i < n; i++) {
     cs_frame_t f = at(ctx, i);
-    switch (cs_frame_kind(&f)) {
+    switch (cs_frame_kind_in(rule, &f)) {
     case CS_FRAME_USER_PYTHON:
       return i; /* Python user frames win */
     case CS_FRAME_USER_NATIVE:
@@ -212,6 +221,7 @@ size_t cs_site_index(size_t n, cs_frame_at_fn at, void *ctx) {
       if (outside_cuda == n) outside_cuda = i;
       break;
     case CS_FRAME_CUDA:
+    case CS_FRAME_ALLOCATOR:
       break;
     }
   }

@@ -2,6 +2,7 @@
 #include "model/doc.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,22 @@ void cs_doc_free(cs_doc_t *doc) {
   cs_region_free(doc->str_len, doc->capstr_len * sizeof *doc->str_len);
   free(doc->str_slots);
   free(doc->cons_slots);
+  void *kept = atomic_load_explicit(&doc->kept, memory_order_acquire);
+  if (kept != NULL && doc->kept_free != NULL) doc->kept_free(kept);
   free(doc);
+}
+
+void *cs_doc_kept(const cs_doc_t *doc) { return atomic_load_explicit(&((cs_doc_t *)doc)->kept, memory_order_acquire); }
+
+void *cs_doc_keep(const cs_doc_t *doc, void *value, void (*free_fn)(void *)) {
+  cs_doc_t *d = (cs_doc_t *)doc; /* the content stays as it is: only the derived value is kept */
+  void *expected = NULL;
+  if (atomic_compare_exchange_strong_explicit(&d->kept, &expected, value, memory_order_acq_rel, memory_order_acquire)) {
+    d->kept_free = free_fn;
+    return value;
+  }
+  if (free_fn != NULL) free_fn(value);
+  return expected;
 }
 
 cs_val_t cs_doc_root(const cs_doc_t *doc) {

@@ -21,7 +21,8 @@
  * The typed view of the snapshot's parts (devices, segments, blocks, each device's trace as an array
  * of fixed-size event records) is model/snapshot.h, built over this graph.
  *
- * A doc is immutable once built (model/build.h builds it) and may be read from several threads. */
+ * A doc is immutable once built (model/build.h builds it) and may be read from several threads;
+ * the one value an analysis keeps with it (cs_doc_keep) is derived from its content. */
 #ifndef CS_MODEL_DOC_H
 #define CS_MODEL_DOC_H
 
@@ -109,6 +110,14 @@ cs_val_t cs_doc_root(const cs_doc_t *doc);
 
 /* Bytes the doc holds (its tables and arena), for the benchmarks and the memory bound. */
 size_t cs_doc_bytes(const cs_doc_t *doc);
+
+/* One value an analysis derives from the whole doc and keeps with it, so that it is derived once
+ * however many calls need it (analysis/sites.c: the snapshot's allocator frames, compiled): the
+ * doc's content never changes for it. cs_doc_kept is NULL until cs_doc_keep; cs_doc_keep keeps
+ * `value` unless one is kept already (threads racing to derive it: the first wins, and the other
+ * values are freed with their free_fn) and returns the one kept. cs_doc_free frees it. */
+void *cs_doc_kept(const cs_doc_t *doc);
+void *cs_doc_keep(const cs_doc_t *doc, void *value, void (*free_fn)(void *));
 
 /* ---- scalars ---------------------------------------------------------------------------------- */
 

@@ -41,6 +41,9 @@ struct cs_doc_s {
 
   cs_val_t root;
   cs_hash_key_t hash_key; /* every table above is keyed with it (model/hash.h) */
+
+  _Atomic(void *) kept;         /* cs_doc_keep's value, NULL until set */
+  void (*kept_free)(void *);    /* written once, by the cs_doc_keep that set `kept` */
 };
 
 static inline uint64_t cs_doc_header(const cs_doc_t *d, cs_val_t v) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/cs_compiler.h"
+#include "common/cs_glob.h"
 #include "reader/reader.h"
 #include "reader/replay.h"
 #include "reader/unpickle.h"
@@ -867,6 +868,29 @@ static void cs_validate_annotations(cs_vctx_t *c, cs_val_t snap) {
   }
 }
 
+/* cudasnap.allocator_frames: the globs the tool names a file's sites by (analysis/sites.h), which
+ * passes over an entry it does not take, and over all after the 64th. The viewer ignores it. */
+static void cs_validate_allocator_frames(cs_vctx_t *c, cs_val_t snap) {
+  cs_val_t list = cs_doc_get(c->doc, cs_get(c, snap, CS_KEY_CUDASNAP), "allocator_frames");
+  if (cs_val_absent(list)) return;
+  if (!cs_val_is_array(list)) {
+    cs_report_add(c->r, CS_FINDING_WARNING, "cudasnap.allocator_frames",
+                  "is %s, not a list of globs: sites are named without it", cs_validate_type(list));
+    return;
+  }
+  size_t n = cs_doc_len(c->doc, list);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 0;
+    const char *glob = cs_doc_str(c->doc, cs_doc_at(c->doc, list, i), &len);
+    const char *why = glob == NULL ? "is not a string" : strlen(glob) != len ? "holds a NUL" : cs_glob_check(glob, len);
+    if (why == NULL && i < 64) continue;
+    cs_where_t w = cs_where("cudasnap.allocator_frames[%zu]", i);
+    cs_report_add(c->r, CS_FINDING_WARNING, w.s, "%s: sites are named without %s", why ? why : "is past the 64th glob",
+                  i < 64 ? "it" : "it and those after it");
+    return; /* the first one says enough */
+  }
+}
+
 static void cs_vctx_init(cs_vctx_t *c, const cs_doc_t *doc, cs_report_t *r) {
   memset(c, 0, sizeof *c);
   c->doc = doc;
@@ -1024,6 +1048,7 @@ static bool cs_validate_walk(const cs_doc_t *doc, cs_report_t *r, bool replay) {
   }
   cs_validate_flush_aggs(&c);
   cs_validate_annotations(&c, snap);
+  cs_validate_allocator_frames(&c, snap);
 
 out:
   if (dev_events != NULL)

@@ -6,6 +6,7 @@
 
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
+#include "memviz/allocator_frames.h"
 #include "snapshot/annotations.h"
 #include "snapshot/pools.h"
 #include "snapshot/summary.h"
@@ -437,6 +438,14 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
   cs_emit_kv_int(e, "dump_number", meta->dump_number);
   cs_emit_kv_int(e, "time_us", (int64_t)meta->time_us);
   cs_emit_kv_str(e, "stacks", cs_snap_stacks_word(meta->options->stacks));
+  /* the frames the program named part of its allocator: the tool names the file's sites by them */
+  const size_t allocator_frames = cs_allocator_frames_count();
+  if (allocator_frames > 0) {
+    cs_emit_key(e, "allocator_frames");
+    cs_emit_list_begin(e);
+    for (size_t i = 0; i < allocator_frames; i++) cs_emit_str(e, cs_allocator_frames_text(i));
+    cs_emit_list_end(e);
+  }
   cs_emit_kv_int(e, "dropped_events", (int64_t)s->dropped);
   cs_emit_key(e, "pools");
   cs_snap_write_pools(e, meta->pools);

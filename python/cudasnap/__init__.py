@@ -8,12 +8,14 @@ LD_PRELOAD=/path/to/libcudasnap.so); then
     with cudasnap.phase("forward"):             # a phase in snapshots and reports
         ...
     cudasnap.dump_snapshot("step.pickle")       # a snapshot now
+    cudasnap.allocator_frame(cuda_alloc)        # sites are cuda_alloc's callers (or @decorate it)
     snap = cudasnap.load("step.pickle")         # any snapshot file as dicts and lists
 
 Without cudasnap in the process every call that asks the profiler raises NotProfiledError, which
 says how to start the program; load() needs no profiler. See docs/python.md."""
 
 from ._library import CudasnapError, NotProfiledError, is_available
+from .frames import allocator_frame
 from .memory import (
     dump_snapshot,
     empty_cache,
@@ -36,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CudasnapError",
     "NotProfiledError",
+    "allocator_frame",
     "dump_snapshot",
     "empty_cache",
     "is_available",

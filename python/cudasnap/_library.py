@@ -45,6 +45,7 @@ _SIGNATURES = {
     "cudasnap_dump_snapshot": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "cudasnap_phase_start": (ctypes.c_uint64, [ctypes.c_char_p]),
     "cudasnap_phase_end": (None, [ctypes.c_uint64]),
+    "cudasnap_allocator_frame": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
 }
 
 _lock = threading.Lock()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# names_test.sh GROUP CUDASNAP LIBCUDASNAP SOURCE_DIR PYTHON TRAIN_RANK [SERVER]
+# names_test.sh GROUP CUDASNAP LIBCUDASNAP SOURCE_DIR PYTHON TRAIN_RANK [SERVER [POOL]]
 #
 # What a site is named in the program shapes of issue 46, on the fake driver (the caller puts
 # tests/fakes on LD_LIBRARY_PATH):
@@ -8,8 +8,15 @@
 #            it was inlined into, in the snapshot's frames, the exit leak report, summary, the
 #            report, ranks, pprof (one Location, a Line per function), Perfetto's OOM event and a
 #            recovered recording.
+#   allocator_frames
+#            a C++ program with its own pool (mem::DevicePool) built with -O2 -g: named part of the
+#            allocator (CUDASNAP_ALLOCATOR_FRAMES, or --allocator-frames on a file without the
+#            list), the pool's callers are the sites in the leak report, summary, the report,
+#            ranks, pprof, Perfetto's OOM event, and diff names both sides alike; the flag on
+#            PyTorch's own snapshots; a bad flag; a hostile file's globs and names. (The Python
+#            program with its own helper is tests/python/test_allocator_frames.py.)
 set -u
-group=$1 cudasnap=$2 lib=$3 src=$4 python=$5 train=$6 server=${7:-}
+group=$1 cudasnap=$2 lib=$3 src=$4 python=$5 train=$6 server=${7:-} pool=${8:-}
 fail() { echo "FAIL [names $group]: $*" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -134,8 +141,114 @@ PY
   echo "ok server"
 }
 
+# The live sites of `summary FILE [FLAGS...]`, one per line.
+live_sites() {
+  local file=$1
+  shift
+  "$cudasnap" summary "$@" "$file" 2>"$dir/err" | sed -n '/^top allocation sites by live bytes:$/,/^top allocation sites at/p' |
+    sed '1d;$d' || fail "summary $*: $(cat "$dir/err")"
+}
+
+group_allocator_frames() {
+  local cxx="$src/tests/cli/prog_pool.cpp" glob='mem::DevicePool<*>::*'
+  local index tables reserve
+  index=$(line_of "$cxx" '@call build_index')
+  tables=$(line_of "$cxx" '@call load_tables')
+  reserve=$(line_of "$cxx" '@call try_reserve')
+  local want="  6291456 B (6.0 MiB) in 3 blocks: build_index() $cxx:$index
+  2097152 B (2.0 MiB) in 1 block: load_tables() $cxx:$tables"
+  if [[ -n $pool ]]; then
+    run plain "$pool"
+    run named "$pool" "CUDASNAP_ALLOCATOR_FRAMES=$glob"
+    # without the list: the pool is every site, as the issue found it
+    [[ $(live_sites "$dir/plain.json") == "  8388608 B (8.0 MiB) in 4 blocks: mem::DevicePool<float>::"* ]] ||
+      fail "the pool is not the site without the list: $(live_sites "$dir/plain.json")"
+    # with it: the file carries the list, every view names the callers
+    "$python" -c 'import json, sys; l = json.load(open(sys.argv[1]))["cudasnap"]["allocator_frames"]; sys.exit(l != [sys.argv[2]])' \
+      "$dir/named.json" "$glob" || fail "cudasnap.allocator_frames"
+    grep -qF "6.0 MiB in 3 blocks: build_index() ($cxx:$index)" "$dir/named.err" &&
+      grep -qF "2.0 MiB in 1 block: load_tables() ($cxx:$tables)" "$dir/named.err" || fail "the leak report: $(cat "$dir/named.err")"
+    [[ $(live_sites "$dir/named.json") == "$want" ]] || fail "summary: $(live_sites "$dir/named.json")"
+    echo "ok the variable"
+    # the flag, on the file made without the list: the same names
+    [[ $(live_sites "$dir/plain.json" --allocator-frames "$glob") == "$want" ]] ||
+      fail "summary --allocator-frames: $(live_sites "$dir/plain.json" --allocator-frames "$glob")"
+    for file in named plain; do
+      local flag=()
+      [[ $file == plain ]] && flag=(--allocator-frames "$glob")
+      "$cudasnap" report "${flag[@]}" -o "$dir/$file.html" "$dir/$file.json" >/dev/null 2>"$dir/err" || fail "report: $(cat "$dir/err")"
+      grep -qF "\"build_index()\",\"$cxx\",$index" "$dir/$file.html" || fail "the report of $file names no build_index"
+      mkdir -p "$dir/job_$file"
+      cp "$dir/$file.json" "$dir/job_$file/rank0.json"
+      "$cudasnap" ranks --json "${flag[@]}" "$dir/job_$file" >"$dir/ranks" 2>"$dir/err" || fail "ranks: $(cat "$dir/err")"
+      grep -qF "\"top_site\":\"build_index() $cxx:$index\"" "$dir/ranks" || fail "ranks of $file: $(cat "$dir/ranks")"
+      "$cudasnap" export --format perfetto "${flag[@]}" -o "$dir/$file.trace.json" "$dir/$file.json" >/dev/null 2>"$dir/err" ||
+        fail "export perfetto: $(cat "$dir/err")"
+      grep -qF "\"site\":\"try_reserve() $cxx:$reserve\"" "$dir/$file.trace.json" || fail "Perfetto's OOM site of $file"
+      if command -v go >/dev/null 2>&1; then
+        "$cudasnap" export --format pprof "${flag[@]}" -o "$dir/$file.pb.gz" "$dir/$file.json" >/dev/null 2>"$dir/err" ||
+          fail "export pprof: $(cat "$dir/err")"
+        go tool pprof -top "$dir/$file.pb.gz" 2>&1 | grep -E '^ +[0-9.]+MB +[0-9.]+% ' | awk '{print $NF}' >"$dir/flat"
+        [[ $(tr '\n' ' ' <"$dir/flat") == "build_index() load_tables() " ]] || fail "pprof -top of $file: $(cat "$dir/flat")"
+      fi
+    done
+    echo "ok the flag: summary, report, ranks, Perfetto, pprof"
+    # diff names both sides by both lists: nothing changed
+    "$cudasnap" diff "$dir/plain.json" "$dir/named.json" >"$dir/diff" 2>"$dir/err" || fail "diff: $(cat "$dir/err")"
+    [[ $(grep -c ': .*prog_pool.cpp:' "$dir/diff") -eq 0 ]] || fail "diff named the sides apart: $(cat "$dir/diff")"
+    echo "ok diff"
+  else
+    echo "skipped the pool (no C++ compiler)"
+  fi
+
+  # PyTorch's own snapshots: a Python function, and C++ functions by a glob
+  local traces="$src/tests/data/traces"
+  live_sites "$traces/cs336-kkaitlyn111_memory_ctx128_fullstep.pickle" --allocator-frames step --top 3 >"$dir/sites"
+  grep -q '^  .*: step ' "$dir/sites" && fail "step is still a site: $(cat "$dir/sites")"
+  grep -qE '^  27254476800 B \(25\.4 GiB\) in 582 blocks: run_memory_foward_fullstep .*/benchmark\.py:232$' "$dir/sites" ||
+    fail "PyTorch's trace, --allocator-frames step: $(cat "$dir/sites")"
+  live_sites "$traces/ftcourse-cranberrii_memory_snapshot.pickle" --allocator-frames 'torch::autograd::generated::details::*' --top 3 >"$dir/sites"
+  grep -qE '^  9011200 B \(8\.6 MiB\) in 88 blocks: torch::autograd::generated::MmBackward0::apply\(' "$dir/sites" ||
+    fail "PyTorch's trace, a C++ glob: $(cat "$dir/sites")"
+  echo "ok PyTorch's snapshots"
+
+  # a bad flag: one line, the usage status
+  "$cudasnap" summary --allocator-frames 'cuda_alloc,[x' "$traces/cs336-kkaitlyn111_memory_ctx128_fullstep.pickle" \
+    >"$dir/out" 2>"$dir/err"
+  local rc=$?
+  [[ $rc -eq 2 && $(wc -l <"$dir/err") -eq 1 && ! -s $dir/out ]] || fail "a bad flag: exit $rc, $(cat "$dir/err")"
+  grep -qF 'cudasnap summary: --allocator-frames is not accepted: `[x` has a [ that is not closed' "$dir/err" ||
+    fail "a bad flag's line: $(cat "$dir/err")"
+  echo "ok a bad flag"
+
+  # A hostile file: 64 globs that make fnmatch backtrack (and more, passed over), names of 64 KiB
+  # that almost match them, on 100 distinct stacks. The matcher is linear: seconds at most.
+  "$python" - "$dir/hostile.json" <<'PY'
+import json, sys
+glob = "*a" * 100 + "b"
+frames = [[{"filename": "x.py", "line": i, "name": "a" * 65536 + str(i)}] for i in range(100)]
+blocks = [{"address": 4096 * i, "size": 512, "requested_size": 512, "state": "active_allocated", "frames": f}
+          for i, f in enumerate(frames)]
+snap = {"segments": [{"device": 0, "address": 0, "total_size": 4096 * 100, "allocated_size": 512 * 100,
+                      "active_size": 512 * 100, "requested_size": 512 * 100, "stream": 0, "segment_type": "large",
+                      "segment_pool_id": [0, 0], "is_expandable": False, "frames": [], "blocks": blocks}],
+        "device_traces": [[]], "cudasnap": {"allocator_frames": [glob + str(i) for i in range(1000)] + ["[bad", 7]}}
+json.dump(snap, open(sys.argv[1], "w"))
+PY
+  local t0=$SECONDS
+  timeout 60 "$cudasnap" summary --top 1 "$dir/hostile.json" >"$dir/out" 2>"$dir/err" || fail "summary of the hostile file: $(cat "$dir/err")"
+  grep -qE '^  512 B in 1 block: a{100}' "$dir/out" || fail "the hostile file's site: $(head -c 300 "$dir/out")"
+  echo "ok a hostile file ($((SECONDS - t0)) s)"
+  # check says which globs are passed over
+  "$cudasnap" check "$dir/hostile.json" >"$dir/out" 2>&1
+  grep -qF 'warning: cudasnap.allocator_frames[64]: is past the 64th glob: sites are named without it and those after it' \
+    "$dir/out" || fail "check: $(cat "$dir/out")"
+  echo "ok check"
+}
+
 case $group in
 inlined) group_inlined ;;
+allocator_frames) group_allocator_frames ;;
 *) fail "unknown group" ;;
 esac
 echo "PASS [names $group]"

@@ -304,6 +304,51 @@ static void test_nvtx(void **state) {
 }
 
 /* CUDASNAP_ARGV: the command line goes into snapshots and recordings unless it is 0. */
+/* CUDASNAP_ALLOCATOR_FRAMES: checked whole here (memviz compiles it); a bad glob names itself and
+ * why in the one warning, and no glob of the list is used. */
+static void test_allocator_frames(void **state) {
+  (void)state;
+  cs_options_t opts;
+  cs_options_init(&opts);
+  assert_string_equal(opts.allocator_frames, "");
+  assert_accepted("CUDASNAP_ALLOCATOR_FRAMES=cuda_alloc, MyPool::*,Trainer.alloc", &opts);
+  assert_string_equal(opts.allocator_frames, "cuda_alloc, MyPool::*,Trainer.alloc");
+  static const char *const bad[] = {
+      "CUDASNAP_ALLOCATOR_FRAMES=cuda_alloc,[ab",   "CUDASNAP_ALLOCATOR_FRAMES=a,,b",
+      "CUDASNAP_ALLOCATOR_FRAMES=,",                "CUDASNAP_ALLOCATOR_FRAMES=x\\",
+      "CUDASNAP_ALLOCATOR_FRAMES=[[:alpha:]]*",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) assert_rejected(bad[i]);
+  cs_options_init(&opts);
+  assert_int_equal(parse_entry("CUDASNAP_ALLOCATOR_FRAMES=cuda_alloc,[ab", &opts), 1);
+  const char *log = captured();
+  assert_contains(log, "(`[ab` has a [ that is not closed; it takes a comma-separated list");
+  assert_contains(log, "); using none\n");
+  /* a control character is quoted as '?', never written to the terminal */
+  assert_int_equal(parse_entry("CUDASNAP_ALLOCATOR_FRAMES=a\033[2Jb", &opts), 1);
+  log = captured();
+  assert_contains(log, "`a?[2Jb` holds a control character");
+  assert_null(strchr(log, '\033'));
+  /* 64 globs, and no more */
+  char list[400] = "CUDASNAP_ALLOCATOR_FRAMES=";
+  for (int i = 0; i < 64; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%sf%d", i ? "," : "", i);
+  assert_accepted(list, &opts);
+  strcat(list, ",g");
+  assert_int_equal(parse_entry(list, &opts), 1);
+  log = captured();
+  assert_int_equal(count_lines(log), 1);
+  assert_contains(log, "(`g` is one glob more than the 64 taken;");
+  assert_string_equal(opts.allocator_frames, ""); /* the default */
+  char longest[1100] = "CUDASNAP_ALLOCATOR_FRAMES=";
+  memset(longest + strlen(longest), 'a', 1024);
+  cs_options_init(&opts);
+  assert_int_equal(parse_entry(longest, &opts), 1);
+  log = captured();
+  assert_int_equal(count_lines(log), 1);
+  assert_contains(log, "is not accepted (a comma-separated list of at most 1023 bytes");
+  assert_string_equal(opts.allocator_frames, "");
+}
+
 static void test_argv(void **state) {
   (void)state;
   cs_options_t opts;
@@ -601,7 +646,7 @@ static void test_options_log(void **state) {
   cs_log_set_level(CS_LOG_DEBUG);
   cs_options_log(&opts);
   const char *log = captured();
-  assert_int_equal(count_lines(log), 21); /* one per row of cs_options.def */
+  assert_int_equal(count_lines(log), 22); /* one per row of cs_options.def */
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE_INTERVAL=1\n");
   assert_contains(log, "cudasnap: debug: CUDASNAP_LIVE_DIR=/dev/shm\n");
@@ -679,6 +724,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_problems_counted, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_options_log, log_capture_setup, log_capture_teardown),
       cmocka_unit_test_setup_teardown(test_argv, log_capture_setup, log_capture_teardown),
+      cmocka_unit_test_setup_teardown(test_allocator_frames, log_capture_setup, log_capture_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

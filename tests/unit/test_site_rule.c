@@ -5,8 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
+#include "memviz/allocator_frames.h"
 #include "memviz/site_rule.h"
 
 #define F(n, f) ((cs_frame_t){.name = (n), .filename = (f), .line = 0})
@@ -14,6 +16,12 @@
 static cs_frame_t at_array(void *ctx, size_t i) { return ((const cs_frame_t *)ctx)[i]; }
 
 static size_t site_of(cs_frame_t *frames, size_t n) { return cs_site_index(n, at_array, frames); }
+
+static bool never(void *ctx, const cs_frame_t *f) {
+  (void)ctx;
+  (void)f;
+  return false;
+}
 
 static void kind_is(cs_frame_kind_t want, const char *name, const char *file) {
   cs_frame_t f = F(name, file);
@@ -109,11 +117,55 @@ static void test_fallbacks(void **state) {
   assert_int_equal(site_of(NULL, 0), 0);
 }
 
+/* Frames the program names part of its allocator are never the site: the first frame outside
+ * them is, Python or native; a C++ name matches with or without its parameters. Last: the
+ * process's list only grows. */
+static void test_allocator_frames(void **state) {
+  (void)state;
+  cs_frame_t python[] = {
+      F("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
+      F("ffi_call", "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+      F("cuda_alloc", "/home/u/finetune_sim.py"),
+      F("load_model", "/home/u/finetune_sim.py"),
+      F("<module>", "/home/u/finetune_sim.py"),
+  };
+  cs_frame_t pool[] = {
+      F("cudaMalloc", "/usr/lib/libcudart.so.13"),
+      F("mem::DevicePool<float>::grow(unsigned long)", "/src/pool.hpp"),
+      F("mem::DevicePool<float>::allocate(unsigned long)", "/src/pool.hpp"),
+      F("build_index(int)", "/src/index.cpp"),
+      F("main", "/src/main.cpp"),
+  };
+  cs_frame_t all_allocator[] = {F("cudaMalloc", "libcudart.so.13"), F("cuda_alloc", "/home/u/a.py")};
+  assert_int_equal(site_of(python, 5), 2);
+  assert_int_equal(site_of(pool, 5), 1);
+  const char *why = NULL;
+  assert_int_equal(cs_allocator_frames_add("cuda_alloc", strlen("cuda_alloc"), &why), 0);
+  char list_why[128];
+  assert_int_equal(cs_allocator_frames_add_list("mem::DevicePool<*>::grow, mem::DevicePool<float>::allocate", list_why,
+                                                sizeof list_why), 0);
+  assert_int_equal(cs_allocator_frames_count(), 3);
+  assert_string_equal(cs_allocator_frames_text(1), "mem::DevicePool<*>::grow");
+  assert_int_equal(site_of(python, 5), 3);
+  assert_int_equal(site_of(pool, 5), 3);
+  assert_int_equal(site_of(all_allocator, 2), 1); /* nothing else: the outermost */
+  cs_frame_t f = F("cuda_alloc", "/home/u/a.py");
+  assert_int_equal(cs_frame_kind(&f), CS_FRAME_ALLOCATOR);
+  /* the same again is no new entry; a bad one is refused, and the list stays */
+  assert_int_equal(cs_allocator_frames_add("cuda_alloc", strlen("cuda_alloc"), &why), 0);
+  assert_int_equal(cs_allocator_frames_add_list("ok_one,[bad", list_why, sizeof list_why), -1);
+  assert_string_equal(list_why, "`[bad` has a [ that is not closed");
+  assert_int_equal(cs_allocator_frames_count(), 3);
+  /* a rule of the caller's own replaces the process's list (the tool: a file's list too) */
+  cs_site_rule_t none = {.is_allocator = never, .ctx = NULL};
+  assert_int_equal(cs_site_index_in(&none, 5, at_array, python), 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_python_frames),   cmocka_unit_test(test_native_frames),
       cmocka_unit_test(test_python_caller_wins), cmocka_unit_test(test_native_only),
-      cmocka_unit_test(test_fallbacks),
+      cmocka_unit_test(test_fallbacks), cmocka_unit_test(test_allocator_frames),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
