@@ -75,7 +75,10 @@ static size_t strings_of(const char *alphabet, size_t max, char (*out)[8], size_
     size_t to = n;
     for (size_t i = from; i < to; i++)
       for (size_t c = 0; c < k && n < cap; c++) {
-        snprintf(out[n], sizeof out[n], "%s%c", out[i], alphabet[c]);
+        size_t had = strlen(out[i]); /* i < n: another row than the one written */
+        memcpy(out[n], out[i], had);
+        out[n][had] = alphabet[c];
+        out[n][had + 1] = '\0';
         n++;
       }
     from = to;
