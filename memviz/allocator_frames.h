@@ -26,8 +26,9 @@ enum { CS_ALLOCATOR_FRAMES_MAX = 64 };
  * list holds 64 globs already", "no host memory"). */
 int cs_allocator_frames_add(const char *glob, size_t len, const char **why);
 
-/* Add every glob of a comma-separated list (spaces around each trimmed), all or none. 0, or -1
- * with why[0..why_len) saying which item is wrong and why ("`[ab` has a [ that is not closed"). */
+/* Add every glob of a comma-separated list (spaces around each trimmed): none when one of them is
+ * wrong, else each in turn (so a list the process's list has no room left for is added in part).
+ * 0, or -1 with why[0..why_len) saying which item and why ("`[ab` has a [ that is not closed"). */
 int cs_allocator_frames_add_list(const char *text, char *why, size_t why_len);
 
 /* The globs added so far, in the order they were added; the text stays valid for the process's
