@@ -131,12 +131,14 @@ typedef struct cs_af_list_s {
 static bool cs_af_list_item(void *ctx, const char *item, size_t len) {
   cs_af_list_t *l = ctx;
   const char *why = cs_glob_check(item, len);
-  if (why == NULL && !l->adding && ++l->items > CS_ALLOCATOR_FRAMES_MAX) why = "is one glob more than the 64 a list takes";
+  if (why == NULL && !l->adding && ++l->items > CS_ALLOCATOR_FRAMES_MAX)
+    why = "is one glob more than the 64 a list takes";
   if (why == NULL && l->adding && cs_af_add_locked(item, len, &why) == 0) return true;
   if (why == NULL) return true;
   char shown[65]; /* a glob may hold any byte: its control characters are quoted as '?' */
   size_t n = 0;
-  for (; n < len && n < sizeof shown - 1; n++) shown[n] = (unsigned char)item[n] < 0x20 || item[n] == 0x7f ? '?' : item[n];
+  for (; n < len && n < sizeof shown - 1; n++)
+    shown[n] = (unsigned char)item[n] < 0x20 || item[n] == 0x7f ? '?' : item[n];
   shown[n] = '\0';
   snprintf(l->why, l->why_len, "`%s%s` %s", shown, n < len ? "..." : "", why);
   return false;

@@ -7,10 +7,12 @@
  * dwarf_getscopes does much the same, but past the innermost inlined instance it goes on to the
  * scopes of the function's abstract definition, and finds none when that definition is in
  * another unit, as after link-time optimization (GCC's -flto puts every abstract definition in
- * the early-debug units): it then answers 0 scopes, and the inlined frames were lost. The call each instance stands for is on the
- * instance itself (DW_AT_call_file, an index into its unit's file table, and DW_AT_call_line); its
- * name is on its abstract origin, or on the declaration that one specifies (C++ methods), which
- * dwarf_attr_integrate follows, across units too. */
+ * the early-debug units): it then answers 0 scopes, and the inlined frames were lost.
+ *
+ * The call each instance stands for is on the instance itself (DW_AT_call_file, an index into its
+ * unit's file table, and DW_AT_call_line); its name is on its abstract origin, or on the
+ * declaration that one specifies (C++ methods), which dwarf_attr_integrate follows, across units
+ * too. */
 #include "snapshot/inline_calls.h"
 
 #include <dwarf.h>

@@ -429,7 +429,8 @@ static const cs_inline_unit_t *cs_sym_unit(cs_sym_module_t *m, Dwarf_Die *cu) {
 
 /* out[0] is the address's frame as the symbol table and line table name it; where the address is
  * in inlined code, it becomes the innermost of several. Returns the count, >= 1. */
-static size_t cs_sym_inlined(cs_symbolizer_t *s, cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr, cs_frame_t *out) {
+static size_t cs_sym_inlined(cs_symbolizer_t *s, cs_sym_module_t *m, Dwfl_Module *mod, uintptr_t addr,
+                             cs_frame_t *out) {
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, (Dwarf_Addr)addr, &bias);
   if (!cu) cu = cs_sym_unit_by_ranges(m, mod, addr, &bias);
@@ -446,7 +447,8 @@ static size_t cs_sym_inlined(cs_symbolizer_t *s, cs_sym_module_t *m, Dwfl_Module
       out[i].line = calls[i - 1].call_line;
     }
   }
-  out[k] = (cs_frame_t){.name = outer.name, .filename = cs_sym_call_file(s, &calls[k - 1]), .line = calls[k - 1].call_line};
+  out[k] = (cs_frame_t){
+      .name = outer.name, .filename = cs_sym_call_file(s, &calls[k - 1]), .line = calls[k - 1].call_line};
   return k + 1;
 }
 

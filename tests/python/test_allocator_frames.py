@@ -66,7 +66,8 @@ PROGRAM = """
 
 def _lines(tmp_path):
     src = (tmp_path / "program.py").read_text().splitlines()
-    return {name: next(i + 1 for i, l in enumerate(src) if "@site " + name in l) for name in ("load_model", "train_step")}
+    return {name: next(i + 1 for i, l in enumerate(src) if "@site " + name in l)
+            for name in ("load_model", "train_step")}
 
 
 def _live_sites(summary):
@@ -89,7 +90,8 @@ def _check_callers(tool, tmp_path, snapshot, extra=()):
         tool("export", "--format", "pprof", *extra, "-o", tmp_path / "p.pb.gz", snapshot)
         top = subprocess.run(["go", "tool", "pprof", "-top", str(tmp_path / "p.pb.gz")], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, universal_newlines=True, check=True).stdout
-        flat = [l.split()[-1] for l in top.splitlines() if l.strip().endswith(("load_model", "train_step", "cuda_alloc"))]
+        names = ("load_model", "train_step", "cuda_alloc")
+        flat = [l.split()[-1] for l in top.splitlines() if l.strip().endswith(names)]
         assert flat == ["load_model", "train_step"], top
 
 
