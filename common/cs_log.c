@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/cs_assert.h"
+#include "common/cs_text.h"
 
 enum { CS_LOG_LINE_MAX = 1024 };
 
@@ -45,9 +46,9 @@ static void cs_log_vemit(const char *prefix, const char *fmt, va_list ap) {
   int body = vsnprintf(line + used, sizeof line - (size_t)used, fmt, ap);
   size_t len = (size_t)used + (body < 0 ? 0u : (size_t)body);
   if (len > sizeof line - 2) len = sizeof line - 2; /* truncated: keep the newline */
-  /* One message, one line: a value quoted from the environment may hold control characters. */
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) line[i] = '?';
+  /* One message, one line, nothing a terminal acts on: a value quoted from the environment or a
+   * name from the program (its executable, in a file name) may hold control characters. */
+  len = cs_text_safe_in_place(line, len);
   line[len++] = '\n';
   cs_log_write_all(line, len);
   errno = saved_errno;

@@ -50,3 +50,28 @@ void cs_utf8_fix(char *out, const unsigned char *s, size_t n, bool keep_surrogat
     i += len;
   }
 }
+
+/* How long the sequence led by c is when well-formed: 1 for ASCII and for a byte that leads none. */
+static size_t cs_utf8_lead_len(unsigned char c) {
+  if (c >= 0xC2 && c <= 0xDF) return 2;
+  if (c >= 0xE0 && c <= 0xEF) return 3;
+  if (c >= 0xF0 && c <= 0xF4) return 4;
+  return 1;
+}
+
+size_t cs_utf8_trim(char *s) {
+  size_t n = strlen(s);
+  /* the lead of the last sequence is among the last 3 bytes, or the end is whole */
+  for (size_t back = 1; back <= 3 && back <= n; back++) {
+    const unsigned char *p = (const unsigned char *)s + n - back;
+    if (*p >= 0x80 && *p <= 0xBF) continue; /* a continuation byte: its lead is further back */
+    size_t len;
+    /* cut short: fewer bytes than the lead needs, and every one of them fits the sequence */
+    if (cs_utf8_lead_len(*p) > back && !cs_utf8_seq(p, back, &len) && len == back) {
+      n -= back;
+      s[n] = '\0';
+    }
+    break;
+  }
+  return n;
+}

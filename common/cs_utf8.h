@@ -85,4 +85,9 @@ size_t cs_utf8_fixed_len(const unsigned char *s, size_t n, bool keep_surrogates,
  * subpart replaced by U+FFFD, but for surrogates with keep_surrogates. */
 void cs_utf8_fix(char *out, const unsigned char *s, size_t n, bool keep_surrogates);
 
+/* Drops from the end of the string s what a cut by bytes (snprintf into a fixed field) leaves of
+ * a character: the first bytes of a well-formed sequence whose last bytes are missing. What ends
+ * s otherwise, valid or not, is kept (readers replace invalid sequences). Returns the new length. */
+size_t cs_utf8_trim(char *s);
+
 #endif
