@@ -13,6 +13,7 @@
 #include "common/cs_deadline.h"
 #include "common/cs_labels.h"
 #include "common/cs_log.h"
+#include "common/cs_utf8.h"
 #include "interpose/live_gather.h"
 #include "interpose/process_info.h"
 #include "interpose/runtime.h"
@@ -79,13 +80,16 @@ void cs_live_start(void) {
   id.world_size = job->world_size;
   memcpy(id.job_id, job->job_id, sizeof id.job_id < sizeof job->job_id ? sizeof id.job_id : sizeof job->job_id);
   id.job_id[sizeof id.job_id - 1] = '\0';
+  cs_utf8_trim(id.job_id);
   memcpy(id.host, job->host, sizeof id.host);
   id.host[sizeof id.host - 1] = '\0';
+  cs_utf8_trim(id.host);
   cs_process_info_t *info = malloc(sizeof *info);
   if (info) {
     cs_process_info_read(info);
     memcpy(id.exe, info->exe, sizeof id.exe);
     id.exe[sizeof id.exe - 1] = '\0';
+  cs_utf8_trim(id.exe);
     free(info);
   }
   id.interval_ms = opts->live ? opts->live_interval_ms : 0;

@@ -9,6 +9,7 @@
 
 #include "allocator/allocator.h"
 #include "common/cs_deadline.h"
+#include "common/cs_utf8.h"
 #include "interpose/driver_watch.h"
 #include "interpose/record.h"
 #include "interpose/runtime.h"
@@ -186,6 +187,7 @@ static uint32_t cs_live_site(cs_live_gather_t *g, uint32_t stack_id) {
     cs_frame_t f = cs_stack_site(sym, pcs, n);
     if (f.name) {
       snprintf(name, sizeof name, "%s %s:%d", f.name, f.filename ? f.filename : "??", f.line);
+      cs_utf8_trim(name); /* a long name is cut by bytes: never inside a character */
       named = true;
     }
   }
@@ -287,6 +289,7 @@ size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_
       d->driver_known = 1;
     }
     snprintf(d->phase, sizeof d->phase, "%s", cs_phases_name_text(cs_phases_open(device)));
+    cs_utf8_trim(d->phase);
     cs_live_top_sites(g, d);
   }
   return n;
