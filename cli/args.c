@@ -2,18 +2,50 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "common/cs_parse.h"
+#include "common/cs_text.h"
 #include "memviz/allocator_frames.h"
 
+/* One line on stderr, safe for a terminal (common/cs_text.h): messages quote file names, a
+ * program's name, the output pattern in another user's environment. */
+static void cs_cli_vline(const char *prefix, const char *fmt, va_list ap) {
+  char small[1024], safe_small[3 * sizeof small];
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  char *text = small, *safe = safe_small, *big = NULL, *big_safe = NULL;
+  size_t len = n > 0 ? (size_t)n : 0;
+  if (len >= sizeof small && (big = malloc(len + 1)) != NULL && (big_safe = malloc(3 * len + 1)) != NULL) {
+    vsnprintf(big, len + 1, fmt, again);
+    text = big;
+    safe = big_safe;
+  } else if (len >= sizeof small) {
+    len = sizeof small - 1; /* without host memory: the message cut */
+  }
+  va_end(again);
+  cs_text_safe(safe, 3 * len + 1, text, len);
+  fprintf(stderr, "%s%s\n", prefix, safe);
+  free(big);
+  free(big_safe);
+}
+
 void cs_cli_error(const char *subcommand, const char *fmt, ...) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "cudasnap %s: ", subcommand);
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "cudasnap %s: ", subcommand);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  cs_cli_vline(prefix, fmt, ap);
+  va_end(ap);
+}
+
+void cs_cli_message(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cs_cli_vline("", fmt, ap);
   va_end(ap);
 }
 

@@ -81,9 +81,9 @@ int cs_cli_check(int argc, char **argv) {
      * one line on stderr, not a verdict. */
     const cs_finding_t *f = report.count > 0 ? &report.findings[0] : &report.first_unreadable;
     if (report.io_errno != 0)
-      fprintf(stderr, "%s: cannot read: %s\n", path, strerror(report.io_errno));
+      cs_cli_message("%s: cannot read: %s", path, strerror(report.io_errno));
     else
-      fprintf(stderr, "%s: %s: %s\n", path, f->where, f->message);
+      cs_cli_message("%s: %s: %s", path, f->where, f->message);
     rc = CS_CLI_FAIL;
   }
   if (rc == CS_CLI_OK) {

@@ -34,8 +34,13 @@ int cs_cli_ranks(int argc, char **argv);
 int cs_cli_top(int argc, char **argv);
 int cs_cli_metrics(int argc, char **argv);
 
-/* "cudasnap SUBCOMMAND: ..." and a newline on stderr. */
+/* "cudasnap SUBCOMMAND: ..." and a newline on stderr. What the format expands to is made safe for
+ * a terminal first (common/cs_text.h: valid UTF-8, control characters replaced by '?'), since
+ * messages quote names that came from a program or a file. */
 CS_PRINTF(2, 3) void cs_cli_error(const char *subcommand, const char *fmt, ...);
+
+/* The same line without the prefix: "FILE: problem" (load.h's form). */
+CS_PRINTF(1, 2) void cs_cli_message(const char *fmt, ...);
 
 /* ------------------------------------------------------------------------------------------------
  * Option parsing (args.c), around getopt_long. Every subcommand's option string starts with ':'

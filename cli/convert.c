@@ -75,7 +75,7 @@ static int cs_convert_write(const cs_doc_t *doc, uint64_t values, const char *pa
   if (err == 0) err = cs_replace_commit(&out, path);
   else if (out.fd >= 0) cs_output_abort(&out);
   if (err != 0) {
-    fprintf(stderr, "%s: cannot write: %s\n", path, strerror(err));
+    cs_cli_message("%s: cannot write: %s", path, strerror(err));
   } else {
     printf("wrote %s: %s, %zu bytes\n", out.final_path, format == CS_EMIT_PICKLE ? "pickle" : "json", sink->total);
   }
@@ -138,10 +138,10 @@ int cs_cli_convert(int argc, char **argv) {
   int rc = CS_CLI_OK;
   cs_doc_extent_t extent;
   if (cs_doc_extent(doc, &extent) != 0) {
-    fprintf(stderr, "%s: cannot convert: out of host memory\n", in);
+    cs_cli_message("%s: cannot convert: out of host memory", in);
     rc = CS_CLI_FAIL;
   } else if (cs_convert_refuse(&extent, input_bytes, why, sizeof why)) {
-    fprintf(stderr, "%s: cannot convert: %s\n", in, why);
+    cs_cli_message("%s: cannot convert: %s", in, why);
     rc = CS_CLI_FAIL;
   } else if (cs_convert_write(doc, extent.values, out, pickle ? CS_EMIT_PICKLE : CS_EMIT_JSON,
                               input_bytes) != 0) {

@@ -19,6 +19,7 @@
 #include "cli/env_options.h"
 #include "cli/live_dir.h"
 #include "cli/proc.h"
+#include "common/cs_text.h"
 #include "live/live_proc.h"
 #include "live/live_read.h"
 
@@ -236,6 +237,17 @@ static const char *cs_dump_new_file(const cs_dump_target_t *all, size_t n, const
   return NULL;
 }
 
+/* "wrote PATH" on stdout. The target's owner chose the path (its CUDASNAP_OUTPUT, its directory),
+ * and root may be the one reading: shown safe for a terminal (common/cs_text.h). */
+static void cs_dump_wrote(const char *path) {
+  size_t len = strlen(path);
+  char *safe = malloc(3 * len + 1);
+  if (safe) cs_text_safe(safe, 3 * len + 1, path, len);
+  printf("wrote %s\n", safe ? safe : "a file (out of host memory to show its name)");
+  fflush(stdout);
+  free(safe);
+}
+
 static double cs_dump_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -265,8 +277,7 @@ static size_t cs_dump_signal_and_wait(cs_dump_target_t *t, size_t n, uint64_t ti
       cs_dump_glob(t[i].pattern, &now);
       const char *file = cs_dump_new_file(t, n, &t[i], &now);
       if (file != NULL && (t[i].file = strdup(file)) != NULL) {
-        printf("wrote %s\n", file);
-        fflush(stdout);
+        cs_dump_wrote(file);
         wrote++;
         t[i].over = true;
       } else if (!cs_dump_alive(t[i].pidfd, t[i].id.pid)) {

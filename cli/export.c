@@ -231,7 +231,7 @@ int cs_cli_export(int argc, char **argv) {
     rc = CS_CLI_FAIL; /* cs_load_snapshot said why */
   } else if (err != 0) {
     if (err == ENOMEM) cs_cli_error(cs_export_name, "out of host memory");
-    else fprintf(stderr, "%s: cannot write: %s\n", out, strerror(err));
+    else cs_cli_message("%s: cannot write: %s", out, strerror(err));
     rc = CS_CLI_FAIL;
   } else {
     printf("wrote %s: %zu bytes\n", out, fd->total);

@@ -10,6 +10,7 @@
 
 #include "cli/live_dir.h"
 #include "common/cs_format.h"
+#include "common/cs_text.h"
 
 static const char *const cs_live_sort_names[CS_LIVE_SORTS] = {"ALLOCATED", "RESERVED", "PEAK",
                                                               "DRIVER USED", "PID", "RANK"};
@@ -18,9 +19,39 @@ const char *cs_live_sort_name(cs_live_sort_t sort) {
   return sort < CS_LIVE_SORTS ? cs_live_sort_names[sort] : "?";
 }
 
+/* A record's text field made safe in place (common/cs_text.h): it came from another program, of
+ * another user when root reads, and may hold anything, a terminator or not. */
+static void cs_live_clean_field(char *field, size_t size) {
+  char safe[CS_LIVE_TEXT_LEN];
+  if (size > sizeof safe) size = sizeof safe; /* no field is bigger */
+  cs_text_safe(safe, size, field, size);
+  memcpy(field, safe, size);
+}
+
+/* Every text a list holds made safe once, here, so that the table, the sites view, the JSON and the
+ * exposition all show the same valid UTF-8 without a control character. */
+static void cs_live_clean(cs_live_list_t *list) {
+  for (size_t i = 0; i < list->count; i++) {
+    cs_live_header_t *h = &list->items[i].header;
+    cs_live_clean_field(h->job_id, sizeof h->job_id);
+    cs_live_clean_field(h->host, sizeof h->host);
+    cs_live_clean_field(h->exe, sizeof h->exe);
+    if (h->label_count > CS_LIVE_MAX_LABELS) h->label_count = CS_LIVE_MAX_LABELS;
+    for (uint32_t k = 0; k < h->label_count; k++) cs_live_clean_field(h->labels[k].value, sizeof h->labels[k].value);
+    for (size_t k = 0; k < h->device_count; k++) {
+      cs_live_device_t *d = &list->items[i].devices[k];
+      cs_live_clean_field(d->phase, sizeof d->phase);
+      if (d->site_count > CS_LIVE_TOP_SITES) d->site_count = CS_LIVE_TOP_SITES;
+      for (uint32_t s = 0; s < d->site_count; s++) cs_live_clean_field(d->sites[s].name, sizeof d->sites[s].name);
+    }
+  }
+}
+
 int cs_live_rows_list(long pid, cs_live_list_t *list) {
   cs_live_filter_t f = {.all_users = getuid() == 0, .uid = getuid(), .pid = pid, .job_id = NULL};
-  return cs_live_list(cs_live_dir(), &f, list);
+  int err = cs_live_list(cs_live_dir(), &f, list);
+  if (!err) cs_live_clean(list);
+  return err;
 }
 
 static uint64_t cs_live_key(const cs_live_row_t *r, cs_live_sort_t sort) {
@@ -117,6 +148,22 @@ static void cs_live_line(FILE *out, const char *line, int width) {
   fprintf(out, "%.*s\n", (int)len, line);
 }
 
+/* text in a column of width characters: cut after the last whole character that fits, padded
+ * with spaces (printf's %-7.7s counts bytes, and would cut a UTF-8 sequence). */
+static void cs_live_cell(const char *text, size_t width, char *buf, size_t len) {
+  size_t bytes = 0, chars = 0;
+  while (text[bytes] && chars < width) {
+    size_t next = bytes + 1;
+    while (((unsigned char)text[next] & 0xC0) == 0x80) next++;
+    if (next >= len) break;
+    bytes = next;
+    chars++;
+  }
+  memcpy(buf, text, bytes);
+  while (chars++ < width && bytes < len - 1) buf[bytes++] = ' ';
+  buf[bytes] = '\0';
+}
+
 /* Fixed columns: 69 characters (sizes take at most 5: "1023M", "9.5G"); TOP SITE takes what the
  * width leaves, 11 in 80 columns, the whole name in the sites view. */
 void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int width, size_t selected) {
@@ -134,8 +181,9 @@ void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int
     cs_live_size(r->device->peak_allocated_bytes, peak, sizeof peak);
     cs_live_driver(r->device, now_us, driver, sizeof driver);
     const char *site = r->device->site_count ? r->device->sites[0].name : "-";
-    const char *phase = r->device->phase[0] ? r->device->phase : "-";
-    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %8s %6s %11s %-7.7s %4llu %s", i == selected ? '>' : ' ',
+    char phase[32];
+    cs_live_cell(r->device->phase[0] ? r->device->phase : "-", 7, phase, sizeof phase);
+    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %8s %6s %11s %s %4llu %s", i == selected ? '>' : ' ',
              (long long)r->process->pid, rank, r->device->device, alloc, reserved, peak, driver, phase,
              (unsigned long long)r->device->ooms, site);
     cs_live_line(out, line, width);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/cli.h"
 #include "cli/progress.h"
 #include "reader/validate.h"
 
@@ -21,9 +22,9 @@ static cs_doc_t *cs_load_parse_said(const char *path, cs_snapshot_format_t *form
   cs_doc_t *doc = cs_read_snapshot_file(path, format, bytes, &err);
   cs_progress_end(&progress);
   if (doc == NULL && err.io_errno != 0)
-    fprintf(stderr, "%s%s: cannot read: %s\n", before, path, strerror(err.io_errno));
+    cs_cli_message("%s%s: cannot read: %s", before, path, strerror(err.io_errno));
   else if (doc == NULL)
-    fprintf(stderr, "%s%s: byte %zu: %s\n", before, path, err.offset, err.message);
+    cs_cli_message("%s%s: byte %zu: %s", before, path, err.offset, err.message);
   return doc;
 }
 
@@ -38,7 +39,7 @@ static cs_doc_t *cs_load_snapshot_said(const char *path, cs_snapshot_format_t *f
   cs_report_t report;
   cs_report_init(&report);
   if (!cs_validate_readable(doc, &report)) {
-    fprintf(stderr, "%s%s: %s: %s\n", before, path, report.first_unreadable.where, report.first_unreadable.message);
+    cs_cli_message("%s%s: %s: %s", before, path, report.first_unreadable.where, report.first_unreadable.message);
     cs_doc_free(doc);
     doc = NULL;
   }

@@ -83,6 +83,6 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_cli_commands); i++) {
     if (strcmp(name, cs_cli_commands[i].name) == 0) return cs_cli_commands[i].fn(argc - 1, argv + 1);
   }
-  fprintf(stderr, "cudasnap: unknown command '%s' (cudasnap --help lists them)\n", name);
+  cs_cli_message("cudasnap: unknown command '%s' (cudasnap --help lists them)", name);
   return CS_CLI_USAGE;
 }

@@ -12,7 +12,8 @@
 
 typedef struct cs_progress_s {
   bool on;
-  const char *what;  /* "reading x.json", shown before the percentage */
+  char what[81];     /* "reading x.json", shown before the percentage: made safe for the terminal
+                        (common/cs_text.h) and cut to 80 bytes */
   uint64_t total;    /* units of work; 0 = unknown */
   int shown_percent; /* last percentage written, -1 = none yet */
 } cs_progress_t;

@@ -150,11 +150,11 @@ static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir, bool full) {
   struct dirent **names = NULL;
   int n = scandir(dir, &names, cs_ranks_select, alphasort);
   if (n < 0) {
-    fprintf(stderr, "%s: cannot read: %s\n", dir, strerror(errno));
+    cs_cli_message("%s: cannot read: %s", dir, strerror(errno));
     return CS_CLI_FAIL;
   }
   int rc = n == 0 ? CS_CLI_FAIL : CS_CLI_OK;
-  if (n == 0) fprintf(stderr, "%s: no snapshot files (*.json, *.pickle, *.pkl) in this directory\n", dir);
+  if (n == 0) cs_cli_message("%s: no snapshot files (*.json, *.pickle, *.pkl) in this directory", dir);
   for (int i = 0; i < n; i++) {
     if (rc == CS_CLI_OK) {
       size_t len = strlen(dir) + strlen(names[i]->d_name) + 2;

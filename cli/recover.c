@@ -300,7 +300,7 @@ static int cs_recover_write(const cs_doc_t *doc, const char *path, char *final_p
   else if (out.fd >= 0) cs_output_abort(&out);
   free(sink);
   if (err != 0) {
-    fprintf(stderr, "%s: cannot write: %s\n", path, strerror(err));
+    cs_cli_message("%s: cannot write: %s", path, strerror(err));
     return -1;
   }
   snprintf(final_path, final_len, "%s", out.final_path);
@@ -328,29 +328,30 @@ int cs_cli_recover(int argc, char **argv) {
   }
 
   if (cs_replace_same_file(recording, output)) {
-    fprintf(stderr, "%s: is the recording being read: give another SNAPSHOT with -o\n", output);
+    cs_cli_message("%s: is the recording being read: give another SNAPSHOT with -o", output);
     return CS_CLI_FAIL;
   }
   cs_recording_t rec;
   char why[256];
   if (cs_recording_read(recording, &rec, why, sizeof why) != 0) {
-    fprintf(stderr, "%s: %s\n", recording, why);
+    cs_cli_message("%s: %s", recording, why);
     return CS_CLI_FAIL;
   }
   if (rec.version < 2)
-    fprintf(stderr, "cudasnap: warning: %s: recording format version %u (an older cudasnap): memory passed through the "
-                    "cache was not recorded, only the cache's is recovered\n", recording, rec.version);
+    cs_cli_message("cudasnap: warning: %s: recording format version %u (an older cudasnap): memory passed through the "
+                   "cache was not recorded, only the cache's is recovered",
+                   recording, rec.version);
   cs_rr_state_t state;
   if (cs_rr_replay(&rec, &state) != 0) {
-    fprintf(stderr, "%s: out of host memory for the replay\n", recording);
+    cs_cli_message("%s: out of host memory for the replay", recording);
     cs_rr_free(&state);
     cs_recording_free(&rec);
     return CS_CLI_FAIL;
   }
   if (state.segment_count == 0 && state.event_count == 0) {
     /* the viewer cannot open an empty snapshot (as a dump, recover writes none) */
-    fprintf(stderr, "%s: nothing to recover: no device memory was allocated while recording%s\n", recording,
-            rec.max_entries == 0 ? " (CUDASNAP_MAX_ENTRIES=0 keeps no history)" : "");
+    cs_cli_message("%s: nothing to recover: no device memory was allocated while recording%s", recording,
+                   rec.max_entries == 0 ? " (CUDASNAP_MAX_ENTRIES=0 keeps no history)" : "");
     cs_rr_free(&state);
     cs_recording_free(&rec);
     return CS_CLI_FAIL;
@@ -373,7 +374,7 @@ int cs_cli_recover(int argc, char **argv) {
                     .frames = calloc(rec.stack_count ? rec.stack_count : 1, sizeof(cs_val_t))};
   int rc = CS_CLI_FAIL;
   if (!r.sym || !r.frames || !r.b) {
-    fprintf(stderr, "%s: out of host memory for the symbols\n", recording);
+    cs_cli_message("%s: out of host memory for the symbols", recording);
   } else {
     cs_val_t root = cs_recover_snapshot(&r, recording, &counts);
     cs_doc_t *doc = cs_val_absent(root) ? NULL : cs_build_finish(r.b, root);
@@ -385,7 +386,7 @@ int cs_cli_recover(int argc, char **argv) {
              (unsigned long long)counts.dropped, (unsigned long long)counts.live);
       rc = CS_CLI_OK;
     } else if (!doc) {
-      fprintf(stderr, "%s: out of host memory for the snapshot\n", recording);
+      cs_cli_message("%s: out of host memory for the snapshot", recording);
     }
     cs_doc_free(doc);
   }

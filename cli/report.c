@@ -127,7 +127,7 @@ static int cs_report_write(const char *path, const char *title, const cs_mem_sin
   if (err == 0) err = cs_replace_commit(&out, path);
   else if (out.fd >= 0) cs_output_abort(&out);
   if (err != 0) {
-    fprintf(stderr, "%s: cannot write: %s\n", path, strerror(err));
+    cs_cli_message("%s: cannot write: %s", path, strerror(err));
   } else {
     printf("wrote %s: %zu bytes\n", path, sink->total);
   }

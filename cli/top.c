@@ -16,6 +16,7 @@
 #include "cli/live_dir.h"
 #include "cli/live_rows.h"
 #include "cli/term.h"
+#include "common/cs_text.h"
 
 static const char cs_top_help[] =
     "usage: cudasnap top [--once] [--json] [--interval SECONDS] [--pid PID]\n"
@@ -202,7 +203,9 @@ static void cs_top_dump_poll(cs_top_dump_t *d, char *message, size_t len) {
   while (d->len > 0 && d->out[d->len - 1] == '\n') d->out[--d->len] = '\0';
   const char *last = strrchr(d->out, '\n');
   last = last ? last + 1 : d->out;
-  snprintf(message, len, "%s", *last ? last : "the dump said nothing");
+  /* a path the target's owner chose, an error quoting it: nothing in it may act on the terminal */
+  if (*last) cs_text_safe(message, len, last, strlen(last));
+  else snprintf(message, len, "the dump said nothing");
   close(d->fd);
   d->child = 0;
 }
