@@ -1,12 +1,10 @@
 /* `cudasnap metrics`: a Prometheus exporter for this machine, like node_exporter: the live
  * records of the profiled processes (live/live_format.h), read at each scrape of /metrics and
- * written in the text exposition format (cli/metrics_text.h). One thread, one connection at a
- * time: a scrape is a directory listing and a few small reads. */
+ * written in the text exposition format (cli/metrics_text.h), served by cli/metrics_server.h (one
+ * thread, every client at once, each bounded in time). */
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/live_dir.h"
 #include "cli/live_rows.h"
+#include "cli/metrics_server.h"
 #include "cli/metrics_text.h"
 
 static const char cs_metrics_help[] =
@@ -33,8 +32,12 @@ static const char cs_metrics_help[] =
     "It listens on loopback unless given another address (0.0.0.0:PORT or [::]:PORT for every\n"
     "interface; PORT 0 takes a free one). The address it listens on is printed on stdout:\n"
     "  listening on ADDR:PORT\n"
-    "Runs until interrupted. docs/live.md has a Prometheus scrape configuration for a cluster (one\n"
-    "exporter per node) and a Grafana dashboard.\n"
+    "GET and HEAD /metrics, gzip'ed when the client asks (Accept-Encoding: gzip); 404 elsewhere.\n"
+    "Every client is served at once, none waits for another: each connection gets one request,\n"
+    "whose head must arrive within 5 s, and one reply, which must be taken within 10 s, then is\n"
+    "closed; at most 64 connections are open (a new one closes the oldest). Runs until SIGINT or\n"
+    "SIGTERM, which end it at once. docs/live.md has a Prometheus scrape configuration for a\n"
+    "cluster (one exporter per node) and a Grafana dashboard.\n"
     "\n"
     "exit status: 0 when interrupted (SIGINT, SIGTERM); 1 when it cannot listen; 2 for a bad option.\n"
     "\n"
@@ -44,12 +47,6 @@ static const char cs_metrics_help[] =
     "  -h, --help          this text\n";
 
 static const char cs_metrics_name[] = "metrics";
-
-static volatile sig_atomic_t cs_metrics_stop;
-static void cs_metrics_on_signal(int sig) {
-  (void)sig;
-  cs_metrics_stop = 1;
-}
 
 /* The exposition now, in a malloc'ed buffer. */
 static char *cs_metrics_body(size_t *len) {
@@ -70,64 +67,6 @@ static char *cs_metrics_body(size_t *len) {
   }
   fclose(mem);
   return text;
-}
-
-static void cs_metrics_send_all(int fd, const char *buf, size_t len) {
-  while (len > 0) {
-    ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    buf += n;
-    len -= (size_t)n;
-  }
-}
-
-static void cs_metrics_reply(int fd, const char *status, const char *type, const char *body, size_t len) {
-  char head[256];
-  int n = snprintf(head, sizeof head,
-                   "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
-                   type, len);
-  cs_metrics_send_all(fd, head, (size_t)n);
-  cs_metrics_send_all(fd, body, len);
-}
-
-/* One request: the head read within 2 s, answered, the connection closed. */
-static void cs_metrics_serve(int fd) {
-  char req[4096];
-  size_t len = 0;
-  while (len < sizeof req - 1 && !memmem(req, len, "\r\n\r\n", 4) && !memmem(req, len, "\n\n", 2)) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 2000) <= 0) return;
-    ssize_t n = recv(fd, req + len, sizeof req - 1 - len, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    len += (size_t)n;
-  }
-  req[len] = '\0';
-  char method[8], path[256];
-  if (sscanf(req, "%7s %255s", method, path) != 2) {
-    static const char bad[] = "bad request\n";
-    cs_metrics_reply(fd, "400 Bad Request", "text/plain; charset=utf-8", bad, sizeof bad - 1);
-    return;
-  }
-  char *query = strchr(path, '?');
-  if (query) *query = '\0';
-  if (strcmp(method, "GET") != 0) {
-    static const char no[] = "only GET\n";
-    cs_metrics_reply(fd, "405 Method Not Allowed", "text/plain; charset=utf-8", no, sizeof no - 1);
-  } else if (strcmp(path, "/metrics") == 0) {
-    size_t blen = 0;
-    char *body = cs_metrics_body(&blen);
-    if (body) cs_metrics_reply(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", body, blen);
-    else cs_metrics_reply(fd, "500 Internal Server Error", "text/plain; charset=utf-8", "out of memory\n", 14);
-    free(body);
-  } else if (strcmp(path, "/") == 0) {
-    static const char page[] = "<html><body><a href=\"/metrics\">cudasnap metrics</a></body></html>\n";
-    cs_metrics_reply(fd, "200 OK", "text/html; charset=utf-8", page, sizeof page - 1);
-  } else {
-    static const char none[] = "not found: the metrics are at /metrics\n";
-    cs_metrics_reply(fd, "404 Not Found", "text/plain; charset=utf-8", none, sizeof none - 1);
-  }
 }
 
 /* "ADDR:PORT", "[V6]:PORT" or ":PORT" (every interface). Returns a listening socket or -1. */
@@ -211,19 +150,10 @@ int cs_cli_metrics(int argc, char **argv) {
   }
   int fd = cs_metrics_listen(listen_on);
   if (fd < 0) return fd == -2 ? CS_CLI_USAGE : CS_CLI_FAIL;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = cs_metrics_on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  while (!cs_metrics_stop) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, -1) <= 0) continue;
-    int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    cs_metrics_serve(client);
-    close(client);
+  int err = cs_metrics_serve(fd, cs_metrics_body);
+  if (err) {
+    cs_cli_error(cs_metrics_name, "cannot serve: %s", strerror(err));
+    return CS_CLI_FAIL;
   }
-  close(fd);
   return CS_CLI_OK;
 }
