@@ -4,9 +4,15 @@
  *   other DEV MIB   the same in live_other(), a second site
  *   oom             ask for more than the device has (an OOM: ooms counts it)
  *   free            free everything held
+ *   phase HEX       open an NVTX range named by the bytes HEX spells (any bytes: the tests name
+ *                   one with escape sequences); "no nvtx" first when built without NVTX
+ *   pop             close the innermost range
  * At the end of stdin it frees everything and exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef LIVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 #include "tests/integration/it_driver.h"
 
@@ -51,6 +57,26 @@ static void live_free_all(void) {
   live_count = 0;
 }
 
+/* "phase HEX": the range's name from its hex digits. */
+static void live_phase(const char *hex) {
+  char name[256];
+  size_t n = 0;
+  unsigned byte;
+  while (n < sizeof name - 1 && sscanf(hex + 2 * n, "%2x", &byte) == 1) name[n++] = (char)byte;
+  name[n] = '\0';
+#ifdef LIVE_NVTX
+  nvtxRangePushA(name);
+#else
+  printf("no nvtx\n");
+#endif
+}
+
+static void live_pop(void) {
+#ifdef LIVE_NVTX
+  nvtxRangePop();
+#endif
+}
+
 int main(void) {
   IT_CHECK(cuInit(0) == CUDA_SUCCESS, "cuInit failed");
   (void)live_context(0);
@@ -62,7 +88,9 @@ int main(void) {
     int device = 0;
     unsigned long mib = 0;
     int n = sscanf(line, "%15s %d %lu", cmd, &device, &mib);
-    if (n == 3 && strcmp(cmd, "hold") == 0) live_hold(device, (size_t)mib << 20);
+    if (n >= 1 && strcmp(cmd, "phase") == 0) live_phase(line + strlen("phase "));
+    else if (n >= 1 && strcmp(cmd, "pop") == 0) live_pop();
+    else if (n == 3 && strcmp(cmd, "hold") == 0) live_hold(device, (size_t)mib << 20);
     else if (n == 3 && strcmp(cmd, "other") == 0) live_other(device, (size_t)mib << 20);
     else if (n >= 1 && strcmp(cmd, "oom") == 0) {
       CUdeviceptr p = 0;
