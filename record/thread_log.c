@@ -12,7 +12,7 @@
 
 struct cs_log_chunk_s {
   cs_ring_entry_t entries[CS_THREAD_LOG_CHUNK];
-  uint32_t seq[CS_THREAD_LOG_CHUNK]; /* each entry's number in its log */
+  uint64_t seq[CS_THREAD_LOG_CHUNK]; /* each entry's number in its log */
   uint32_t count;
   cs_log_chunk_t *next;              /* in the free list or the full list */
 };
@@ -72,9 +72,6 @@ unsigned cs_thread_log_test_slot(void) { return (cs_slot_plus_one ? cs_slot_plus
 unsigned cs_thread_log_test_slots_owned(void) { return (unsigned)__builtin_popcountll(atomic_load(&cs_slots_taken)); }
 #endif
 
-/* a before b, modulo 2^32 */
-static inline bool cs_seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
-
 static void cs_thread_log_reset_chunks(cs_thread_log_t *l) {
   l->free_chunks = NULL;
   for (size_t i = l->chunk_count; i-- > 0;) {
@@ -123,8 +120,8 @@ void cs_thread_log_destroy(cs_thread_log_t *l) {
 /* Everything up to c's newest entry may now be incomplete: copies start after it. */
 static void cs_thread_log_forget(cs_thread_log_t *l, const cs_log_chunk_t *c) {
   if (c->count == 0) return;
-  uint32_t after = c->seq[c->count - 1] + 1;
-  if (cs_seq_before(l->cut, after)) l->cut = after;
+  uint64_t after = c->seq[c->count - 1] + 1;
+  if (l->cut < after) l->cut = after;
 }
 
 /* A chunk for a writer slot: a free one, else the full one that filled first (there is one: the
@@ -202,13 +199,13 @@ void cs_thread_log_clear(cs_thread_log_t *l) {
 
 /* ---- copy: the chunks merged by sequence number ---- */
 
-static inline uint32_t cs_cursor_key(const cs_log_cursor_t *k, uint32_t cut) { return k->chunk->seq[k->at] - cut; }
+static inline uint64_t cs_cursor_key(const cs_log_cursor_t *k) { return k->chunk->seq[k->at]; }
 
-static void cs_heap_sift_down(cs_log_cursor_t *heap, size_t n, size_t i, uint32_t cut) {
+static void cs_heap_sift_down(cs_log_cursor_t *heap, size_t n, size_t i) {
   for (;;) {
     size_t least = i, left = 2 * i + 1, right = left + 1;
-    if (left < n && cs_cursor_key(&heap[left], cut) < cs_cursor_key(&heap[least], cut)) least = left;
-    if (right < n && cs_cursor_key(&heap[right], cut) < cs_cursor_key(&heap[least], cut)) least = right;
+    if (left < n && cs_cursor_key(&heap[left]) < cs_cursor_key(&heap[least])) least = left;
+    if (right < n && cs_cursor_key(&heap[right]) < cs_cursor_key(&heap[least])) least = right;
     if (least == i) return;
     cs_log_cursor_t t = heap[i];
     heap[i] = heap[least];
@@ -221,15 +218,15 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dr
   *dropped = 0;
   if (l->capacity == 0 || l->pushed == 0) return 0;
   cs_log_cursor_t *heap = l->heap;
-  const uint32_t cut = l->cut;
+  const uint64_t cut = l->cut;
   size_t n_heap = 0;
   for (size_t i = 0; i < l->chunk_count; i++) {
     cs_log_chunk_t *c = &l->chunks[i];
     uint32_t at = 0;
-    while (at < c->count && cs_seq_before(c->seq[at], cut)) at++; /* before the cut: not a suffix */
+    while (at < c->count && c->seq[at] < cut) at++; /* before the cut: not a suffix */
     if (at < c->count) heap[n_heap++] = (cs_log_cursor_t){.chunk = c, .at = at};
   }
-  for (size_t i = n_heap / 2; i-- > 0;) cs_heap_sift_down(heap, n_heap, i, cut);
+  for (size_t i = n_heap / 2; i-- > 0;) cs_heap_sift_down(heap, n_heap, i);
   /* entries are converted in the order they were made, as a ring's are (cs_ring_convert_next) */
   cs_ticks_anchor_t now = cs_ticks_anchor();
   cs_ring_converter_t cv;
@@ -240,7 +237,7 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dr
     cs_ring_entry_t *e = &top->chunk->entries[top->at];
     cs_ring_entry_export(&out[n++], e, l->start_epoch_us, cs_ring_convert_next(&cv, e));
     if (++top->at == top->chunk->count) heap[0] = heap[--n_heap];
-    cs_heap_sift_down(heap, n_heap, 0, cut);
+    cs_heap_sift_down(heap, n_heap, 0);
   }
   if (cv.converts) l->converted_until = now;
   if (n > l->capacity) { /* the chunks hold more: a copy keeps CUDASNAP_MAX_ENTRIES, as a ring does */

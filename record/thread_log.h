@@ -6,7 +6,10 @@
  * writes" below), so the lines written stay in the writer's cache, as Perfetto's and LTTng's per-thread buffers do. Order is kept exactly: every entry gets
  * the log's next sequence number, and a copy merges the chunks by it. Numbers, not times, order
  * them, because events of two threads can fall in one tick unit and a replay needs the order the
- * allocator made them in.
+ * allocator made them in. The numbers are 64 bits and never wrap (584 years at a billion events a
+ * second): a slot whose thread went idle keeps its part-filled chunk, whose old entries must stay
+ * behind the cut however many events pass (with 32-bit numbers compared modulo 2^32 they came back
+ * as the newest after 2^31 events; issue 44).
  *
  * Not thread-safe: like cs_ring_t, every call is made under the owner's lock (the allocator's,
  * which events are emitted under already). What is per thread is where an entry goes, not who
@@ -29,8 +32,8 @@
  * CS_THREAD_LOG_WRITERS chunks are current, so the slots cost at most two chunks each (the one
  * filling and one straddling the cut) and a copy holds exactly the newest `capacity` entries, the
  * ones a ring of that capacity would hold, for any number of threads, logs and threads that come
- * and go (tests/unit/test_thread_log.c checks each against a ring). Memory: 36 bytes an entry (a
- * ring's 32, and its number), plus the spare chunks (300 KiB). Entries and their times are the
+ * and go (tests/unit/test_thread_log.c checks each against a ring). Memory: 40 bytes an entry (a
+ * ring's 32, and its number), plus the spare chunks (330 KiB). Entries and their times are the
  * ring's (record/ring.h): ticks until a copy converts them in place, once. */
 #ifndef CS_THREAD_LOG_H
 #define CS_THREAD_LOG_H
@@ -42,11 +45,11 @@
 #include "record/ring.h"
 
 enum {
-  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 9 KiB with their numbers */
+  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 10 KiB with their numbers */
   CS_THREAD_LOG_WRITERS = 16, /* writer slots: threads writing at once beyond it share them */
   CS_THREAD_LOG_SPARE = 2 * CS_THREAD_LOG_WRITERS + 1, /* chunks beyond the capacity */
 };
-/* Sequence numbers are 32 bits, compared modulo 2^32: spans kept stay far below 2^31. */
+/* The most entries a log keeps (memory: 40 GiB of chunks). */
 #define CS_THREAD_LOG_MAX_CAPACITY ((size_t)1 << 30)
 
 typedef struct cs_log_chunk_s cs_log_chunk_t;
@@ -61,8 +64,8 @@ typedef struct cs_thread_log_s {
   cs_log_chunk_t *full_head;   /* full ones in the order they filled: the oldest newest entry first */
   cs_log_chunk_t *full_tail;
   uint64_t pushed;             /* entries pushed since the last clear */
-  uint32_t next_seq;           /* the next entry's number */
-  uint32_t cut;                /* entries numbered before it may be missing: copies leave them out */
+  uint64_t next_seq;           /* the next entry's number */
+  uint64_t cut;                /* entries numbered before it may be missing: copies leave them out */
   uint64_t last_time;          /* of the last entry pushed (in ring units, as pushed) */
   cs_ticks_anchor_t start;     /* the process's time origin, and its wall clock (as a ring's) */
   uint64_t start_epoch_us;

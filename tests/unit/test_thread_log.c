@@ -553,6 +553,44 @@ static void test_slots_given_back(void **state) {
   assert_int_equal(cs_thread_log_test_slots_owned(), owned);
 }
 
+/* ---- an order that cannot wrap (issue 44) ---- */
+
+static void *push_once(void *arg) {
+  cs_thread_log_push((cs_thread_log_t *)arg, CS_ACTION_SEGMENT_ALLOC, 1, 0xdead0000, 1, 0, 0);
+  return NULL;
+}
+
+/* A thread writes one entry and exits: its slot's chunk stays current, part-filled, never written
+ * again. Then more than 2^31 events pass through another slot. The idle entry fell out of the
+ * history long ago and must stay out: with sequence numbers compared modulo 2^32 it came back past
+ * the cut as the newest entry, and one real entry was dropped for it. Pushes at one time (no clock
+ * read) keep the 2^31 of them to seconds. */
+static void test_idle_slot_after_2_31_events(void **state) {
+  (void)state;
+  enum { CAPACITY = 1024 };
+  cs_thread_log_t l;
+  assert_int_equal(cs_thread_log_init(&l, CAPACITY), 0);
+  cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 0, 1, 0, 0); /* this thread's slot first */
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, push_once, &l), 0);
+  pthread_join(t, NULL);
+  /* past 2^31 by more than the chunks hold: the cut is then more than 2^31 past the idle entry */
+  const uint64_t total = (UINT64_C(1) << 31) + cs_thread_log_room(&l) + 4 * CAPACITY;
+  for (uint64_t i = 1; i <= total; i++) cs_thread_log_push_same_time(&l, CS_ACTION_ALLOC, 0, i, 1, 0, 0);
+  cs_ring_entry_t *out = calloc(cs_thread_log_room(&l), sizeof *out);
+  assert_non_null(out);
+  uint64_t dropped;
+  size_t n = cs_thread_log_copy(&l, out, &dropped);
+  assert_int_equal(n, CAPACITY);
+  assert_int_equal(dropped, total + 2 - CAPACITY);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(cs_ring_entry_action(&out[i]), CS_ACTION_ALLOC);
+    assert_int_equal(out[i].addr, total - CAPACITY + 1 + i); /* the newest, in order */
+  }
+  free(out);
+  cs_thread_log_destroy(&l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threads_in_lock_order),
@@ -566,6 +604,7 @@ int main(void) {
       cmocka_unit_test(test_64_threads_at_once),
       cmocka_unit_test(test_64_threads_scheduled),
       cmocka_unit_test(test_slots_given_back),
+      cmocka_unit_test(test_idle_slot_after_2_31_events),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
