@@ -9,10 +9,12 @@
 #include "common/cs_compiler.h"
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
+#include "record/thread_id.h"
 
 struct cs_log_chunk_s {
   cs_ring_entry_t entries[CS_THREAD_LOG_CHUNK];
   uint64_t seq[CS_THREAD_LOG_CHUNK]; /* each entry's number in its log */
+  uint32_t thread[CS_THREAD_LOG_CHUNK]; /* the thread that made it (record/thread_id.h) */
   uint32_t count;
   cs_log_chunk_t *next;              /* in the free list or the full list */
 };
@@ -63,6 +65,7 @@ static CS_COLD unsigned cs_slot_claim(void) {
 }
 
 void cs_thread_log_postfork_child(void) {
+  cs_thread_id_postfork_child();
   /* the forking thread is the child's only one: its slot stays its own */
   atomic_store(&cs_slots_taken, cs_slot_owned ? UINT64_C(1) << (cs_slot_plus_one - 1) : 0);
 }
@@ -159,6 +162,7 @@ static inline void cs_thread_log_append(cs_thread_log_t *l, cs_log_chunk_t **cur
   c->entries[k] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
                                     .stack_id = stack_id, .stream = cs_stream_table_index(&l->streams, stream)};
   c->seq[k] = l->next_seq++;
+  c->thread[k] = cs_thread_id();
   c->count = k + 1;
   l->pushed++;
   l->last_time = time;
@@ -214,7 +218,7 @@ static void cs_heap_sift_down(cs_log_cursor_t *heap, size_t n, size_t i) {
   }
 }
 
-size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped) {
+size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint32_t *threads, uint64_t *dropped) {
   *dropped = 0;
   if (l->capacity == 0 || l->pushed == 0) return 0;
   cs_log_cursor_t *heap = l->heap;
@@ -235,6 +239,7 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dr
   while (n_heap > 0) {
     cs_log_cursor_t *top = &heap[0];
     cs_ring_entry_t *e = &top->chunk->entries[top->at];
+    if (threads) threads[n] = top->chunk->thread[top->at];
     cs_ring_entry_export(&out[n++], e, l->start_epoch_us, cs_ring_convert_next(&cv, e));
     if (++top->at == top->chunk->count) heap[0] = heap[--n_heap];
     cs_heap_sift_down(heap, n_heap, 0);
@@ -242,6 +247,7 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dr
   if (cv.converts) l->converted_until = now;
   if (n > l->capacity) { /* the chunks hold more: a copy keeps CUDASNAP_MAX_ENTRIES, as a ring does */
     memmove(out, out + (n - l->capacity), l->capacity * sizeof *out);
+    if (threads) memmove(threads, threads + (n - l->capacity), l->capacity * sizeof *threads);
     n = l->capacity;
   }
   *dropped = l->pushed - n;

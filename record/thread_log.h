@@ -32,8 +32,9 @@
  * CS_THREAD_LOG_WRITERS chunks are current, so the slots cost at most two chunks each (the one
  * filling and one straddling the cut) and a copy holds exactly the newest `capacity` entries, the
  * ones a ring of that capacity would hold, for any number of threads, logs and threads that come
- * and go (tests/unit/test_thread_log.c checks each against a ring). Memory: 40 bytes an entry (a
- * ring's 32, and its number), plus the spare chunks (330 KiB). Entries and their times are the
+ * and go (tests/unit/test_thread_log.c checks each against a ring). Each entry keeps the thread that made it
+ * (record/thread_id.h): a phase is per thread (issue 44). Memory: 44 bytes an entry (a ring's 32,
+ * its number and its thread), plus the spare chunks (363 KiB). Entries and their times are the
  * ring's (record/ring.h): ticks until a copy converts them in place, once. */
 #ifndef CS_THREAD_LOG_H
 #define CS_THREAD_LOG_H
@@ -45,11 +46,11 @@
 #include "record/ring.h"
 
 enum {
-  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 10 KiB with their numbers */
+  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 11 KiB with their numbers and threads */
   CS_THREAD_LOG_WRITERS = 16, /* writer slots: threads writing at once beyond it share them */
   CS_THREAD_LOG_SPARE = 2 * CS_THREAD_LOG_WRITERS + 1, /* chunks beyond the capacity */
 };
-/* The most entries a log keeps (memory: 40 GiB of chunks). */
+/* The most entries a log keeps (memory: 44 GiB of chunks). */
 #define CS_THREAD_LOG_MAX_CAPACITY ((size_t)1 << 30)
 
 typedef struct cs_log_chunk_s cs_log_chunk_t;
@@ -95,9 +96,11 @@ void cs_thread_log_set_enabled(cs_thread_log_t *l, bool enabled);
 size_t cs_thread_log_room(const cs_thread_log_t *l);
 
 /* Copy the history, oldest first in the order the events were made, into out (room for
- * cs_thread_log_room entries), times converted to wall-clock microseconds as cs_ring_copy does;
- * returns the count and the number of entries no longer kept. Allocates nothing. */
-size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint64_t *dropped);
+ * cs_thread_log_room entries), times converted to wall-clock microseconds as cs_ring_copy does,
+ * and, unless threads is NULL, the thread that made each entry (record/thread_id.h) into threads
+ * (room for as many); returns the count and the number of entries no longer kept. Allocates
+ * nothing. */
+size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint32_t *threads, uint64_t *dropped);
 
 /* Forget the history (after fork, in the child; when recording is turned off). */
 void cs_thread_log_clear(cs_thread_log_t *l);

@@ -166,6 +166,8 @@ static int cs_pool_merge_events(cs_snap_state_t *s, cs_pool_build_t *b) {
   free(s->entries);
   s->entries = out;
   s->entry_count = s->entry_capacity = total;
+  free(s->copy_threads); /* the copies are done: no room kept for another's threads */
+  s->copy_threads = NULL;
   free(s->entry_notes);
   s->entry_notes = notes;
   s->entry_note_count = nnotes;

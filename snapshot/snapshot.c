@@ -27,6 +27,7 @@ void cs_snap_state_free(cs_snap_state_t *s) {
   free(s->segments);
   free(s->blocks);
   free(s->entries);
+  free(s->copy_threads);
   free(s->entry_notes);
   free(s->others);
   memset(s, 0, sizeof *s);
@@ -120,22 +121,29 @@ int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries) {
   if (entries <= s->entry_capacity) return 0;
   cs_ring_entry_t *p = realloc(s->entries, entries * sizeof *p);
   if (!p) return s->error = -CS_EHOSTMEM;
+  s->entries = p;
+  uint32_t *t = realloc(s->copy_threads, entries * sizeof *t);
+  if (!t) return s->error = -CS_EHOSTMEM;
+  s->copy_threads = t;
   /* backed now, so that the page faults are not taken under the allocators' locks */
   cs_populate(p + s->entry_capacity, (entries - s->entry_capacity) * sizeof *p);
-  s->entries = p;
+  cs_populate(t + s->entry_capacity, (entries - s->entry_capacity) * sizeof *t);
   s->entry_capacity = entries;
   return 0;
 }
 
 /* The n entries just copied to the end of the state's history become one of its histories: the
- * source's stream indexes become the state's. */
-static void cs_snap_state_adopt(cs_snap_state_t *s, size_t n, uint64_t dropped, const cs_stream_table_t *streams) {
+ * source's stream indexes become the state's, with the entries' threads above them (threads NULL:
+ * not known). */
+static void cs_snap_state_adopt(cs_snap_state_t *s, size_t n, uint64_t dropped, const cs_stream_table_t *streams,
+                                const uint32_t *threads) {
   cs_ring_entry_t *copied = s->entries + s->entry_count;
   uint32_t map[CS_RING_MAX_STREAMS];
   for (uint32_t k = 0; k < streams->count; k++) map[k] = cs_stream_table_index(&s->streams, streams->handles[k]);
   for (size_t i = 0; i < n; i++) {
     cs_ring_entry_t *e = &copied[i];
-    e->stream = map[e->stream < streams->count ? e->stream : streams->count - 1];
+    uint32_t thread = threads && threads[i] < UINT32_C(1) << CS_THREAD_ID_BITS ? threads[i] : 0;
+    e->stream = map[e->stream < streams->count ? e->stream : streams->count - 1] | thread << CS_SNAP_STREAM_BITS;
     int device = cs_ring_entry_device(e);
     if (device >= s->device_count) s->device_count = device + 1;
   }
@@ -152,15 +160,16 @@ void cs_snap_state_add_history(cs_snap_state_t *s, cs_ring_t *ring) {
   if (s->error || ring->capacity == 0 || !cs_snap_state_room(s, ring->capacity)) return;
   uint64_t dropped = 0;
   size_t n = cs_ring_copy(ring, s->entries + s->entry_count, &dropped);
-  cs_snap_state_adopt(s, n, dropped, &ring->streams);
+  cs_snap_state_adopt(s, n, dropped, &ring->streams, NULL);
 }
 
 void cs_snap_state_add_log(cs_snap_state_t *s, cs_thread_log_t *log) {
   size_t room = cs_thread_log_room(log);
   if (s->error || room == 0 || !cs_snap_state_room(s, room)) return;
   uint64_t dropped = 0;
-  size_t n = cs_thread_log_copy(log, s->entries + s->entry_count, &dropped);
-  cs_snap_state_adopt(s, n, dropped, &log->streams);
+  uint32_t *threads = s->copy_threads ? s->copy_threads + s->entry_count : NULL;
+  size_t n = cs_thread_log_copy(log, s->entries + s->entry_count, threads, &dropped);
+  cs_snap_state_adopt(s, n, dropped, &log->streams, threads);
 }
 
 /* Merge the sorted runs entries[lo, mid) and [mid, hi) through tmp, keeping the order of each
@@ -377,8 +386,10 @@ static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entr
   cs_emit_kv_str(e, "action", cs_action_name(action));
   cs_emit_kv_int(e, action == CS_ACTION_OOM ? "device_free" : "addr", (int64_t)entry->addr);
   cs_emit_kv_int(e, "size", (int64_t)entry->size);
-  cs_emit_kv_int(e, "stream", (int64_t)cs_stream_table_handle(&w->state->streams, entry->stream));
+  cs_emit_kv_int(e, "stream", (int64_t)cs_stream_table_handle(&w->state->streams, cs_snap_entry_stream(entry)));
   cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_entry_epoch_us(entry));
+  uint32_t thread = cs_snap_entry_thread(entry);
+  if (thread) cs_emit_kv_int(e, "thread", thread); /* cudasnap's: the viewer ignores it */
   if (entry->stack_id && !merged_free) {
     cs_emit_key(e, "frames");
     cs_snap_write_frames(w, entry->stack_id);

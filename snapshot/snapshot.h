@@ -20,6 +20,7 @@
 #include "record/phases.h"
 #include "record/pools.h"
 #include "record/ring.h"
+#include "record/thread_id.h"
 #include "record/thread_log.h"
 #include "snapshot/job.h"
 #include "snapshot/symbolize.h"
@@ -108,6 +109,18 @@ typedef struct cs_snap_entry_note_s {
   const char *user_metadata;
 } cs_snap_entry_note_t;
 
+/* In the state's history, an entry's `stream` holds the stream's index in the state's table (below
+ * CS_RING_MAX_STREAMS) in its low CS_SNAP_STREAM_BITS, and above them the thread that made the
+ * event (record/thread_id.h; 0: not known, as in rings: the pass-through history, a recording
+ * file's). Packed there, the thread follows its entry through every merge. */
+enum { CS_SNAP_STREAM_BITS = 10 };
+_Static_assert(CS_RING_MAX_STREAMS <= 1 << CS_SNAP_STREAM_BITS, "stream indexes fit below the thread");
+_Static_assert(CS_SNAP_STREAM_BITS + CS_THREAD_ID_BITS <= 32, "a thread fits above the stream index");
+static inline uint32_t cs_snap_entry_stream(const cs_ring_entry_t *e) {
+  return e->stream & ((UINT32_C(1) << CS_SNAP_STREAM_BITS) - 1);
+}
+static inline uint32_t cs_snap_entry_thread(const cs_ring_entry_t *e) { return e->stream >> CS_SNAP_STREAM_BITS; }
+
 typedef struct cs_snap_state_s {
   cs_snap_segment_t *segments;
   size_t segment_count, segment_capacity;
@@ -115,6 +128,7 @@ typedef struct cs_snap_state_s {
   size_t block_count, block_capacity;
   cs_ring_entry_t *entries;   /* the history, oldest first; times in wall-clock us */
   size_t entry_count, entry_capacity;
+  uint32_t *copy_threads;     /* entry_capacity: where a copy puts its entries' threads */
   cs_snap_entry_note_t *entry_notes; /* by index, ascending; the strings outlive the state */
   size_t entry_note_count;
   uint64_t dropped;           /* history entries the rings had to drop */

@@ -80,7 +80,7 @@ static void *copier(void *arg) {
   while (!atomic_load(&workers_done)) {
     uint64_t dropped;
     cs_allocator_lock(fixture->a);
-    size_t n = cs_thread_log_copy(&history, copy, &dropped);
+    size_t n = cs_thread_log_copy(&history, copy, NULL, &dropped);
     cs_allocator_unlock(fixture->a);
     for (size_t i = 0; i < n; i++) assert_true(cs_ring_entry_action(&copy[i]) < CS_ACTION_COUNT);
     assert_replays(copy, n);
@@ -166,7 +166,7 @@ static void run_threads(cs_free_mode_t mode) {
   uint64_t dropped = 0;
   cs_ring_entry_t *last = calloc(cs_thread_log_room(&history), sizeof *last);
   assert_non_null(last);
-  assert_int_equal(cs_thread_log_copy(&history, last, &dropped), HISTORY); /* every pair left entries */
+  assert_int_equal(cs_thread_log_copy(&history, last, NULL, &dropped), HISTORY); /* every pair left entries */
   assert_true(dropped > 0);
   assert_replays(last, HISTORY);
   free(last);

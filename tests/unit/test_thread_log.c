@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -49,7 +50,7 @@ static cs_ring_entry_t *run_writers(shared_t *s, size_t capacity, int threads, i
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
   cs_ring_entry_t *out = calloc(cs_thread_log_room(&s->log) + 1, sizeof *out);
   assert_non_null(out);
-  *n = cs_thread_log_copy(&s->log, out, dropped);
+  *n = cs_thread_log_copy(&s->log, out, NULL, dropped);
   pthread_mutex_destroy(&s->lock);
   return out;
 }
@@ -122,7 +123,7 @@ static void test_more_writers_than_spares(void **state) {
   /* a second copy gives the same entries and times */
   cs_ring_entry_t *again = calloc(cs_thread_log_room(&s.log), sizeof *again);
   uint64_t dropped2;
-  size_t n2 = cs_thread_log_copy(&s.log, again, &dropped2);
+  size_t n2 = cs_thread_log_copy(&s.log, again, NULL, &dropped2);
   assert_int_equal(n2, n);
   free(again);
   cs_thread_log_destroy(&s.log);
@@ -137,22 +138,22 @@ static void test_clear_disable_and_zero_capacity(void **state) {
   cs_thread_log_push(&l, CS_ACTION_SEGMENT_ALLOC, 0, 42, 1, 0, 0);
   cs_ring_entry_t out[CS_THREAD_LOG_CHUNK * (CS_THREAD_LOG_SPARE + 1)];
   uint64_t dropped;
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 1);
+  assert_int_equal(cs_thread_log_copy(&l, out, NULL, &dropped), 1);
   assert_int_equal(out[0].addr, 42);
   assert_int_equal(dropped, 0);
   cs_thread_log_set_enabled(&l, false);
   cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 43, 1, 0, 0);
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 0);
+  assert_int_equal(cs_thread_log_copy(&l, out, NULL, &dropped), 0);
   cs_thread_log_set_enabled(&l, true);
   cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 44, 1, 0, 0);
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 1);
+  assert_int_equal(cs_thread_log_copy(&l, out, NULL, &dropped), 1);
   assert_int_equal(out[0].addr, 44);
   cs_thread_log_destroy(&l);
 
   assert_int_equal(cs_thread_log_init(&l, 0), 0);
   cs_thread_log_push(&l, CS_ACTION_ALLOC, 0, 1, 1, 0, 0);
   assert_int_equal(cs_thread_log_room(&l), 0);
-  assert_int_equal(cs_thread_log_copy(&l, out, &dropped), 0);
+  assert_int_equal(cs_thread_log_copy(&l, out, NULL, &dropped), 0);
   cs_thread_log_destroy(&l);
 }
 
@@ -172,9 +173,9 @@ static void test_logs_apart(void **state) {
   cs_thread_log_push(&c, CS_ACTION_ALLOC, 2, 7, 1, 0, 0);
   cs_ring_entry_t out[CS_THREAD_LOG_CHUNK * 20];
   uint64_t dropped;
-  assert_int_equal(cs_thread_log_copy(&b, out, &dropped), 50);
+  assert_int_equal(cs_thread_log_copy(&b, out, NULL, &dropped), 50);
   for (int i = 0; i < 50; i++) assert_int_equal(out[i].addr, 1000 + (uint64_t)i);
-  assert_int_equal(cs_thread_log_copy(&c, out, &dropped), 1);
+  assert_int_equal(cs_thread_log_copy(&c, out, NULL, &dropped), 1);
   assert_int_equal(out[0].addr, 7);
   cs_thread_log_destroy(&b);
   cs_thread_log_destroy(&c);
@@ -228,7 +229,7 @@ static void pair_check(pair_t *p, size_t expect_n) {
   assert_non_null(a);
   assert_non_null(b);
   uint64_t da, db;
-  size_t na = cs_thread_log_copy(&p->log, a, &da);
+  size_t na = cs_thread_log_copy(&p->log, a, NULL, &da);
   size_t nb = cs_ring_copy(&p->ring, b, &db);
   assert_int_equal(nb, expect_n);
   assert_int_equal(na, nb);
@@ -275,13 +276,13 @@ static void test_times_never_go_back(void **state) {
     if (r == ROUNDS / 2) pair_check(&p, 2 * (r + 1)); /* a copy between: a second pass converts the rest */
   }
   pair_check(&p, 2 * ROUNDS);
-  size_t n = cs_thread_log_copy(&p.log, first, &dropped);
+  size_t n = cs_thread_log_copy(&p.log, first, NULL, &dropped);
   assert_int_equal(n, 2 * ROUNDS);
   size_t behind = 0;
   for (size_t i = 1; i < n; i += 2)
     if (cs_ring_entry_epoch_us(&first[i]) == cs_ring_entry_epoch_us(&first[i - 1])) behind++;
   assert_true(behind >= ROUNDS / 2); /* the skewed entries were clamped, not dropped or reordered */
-  assert_int_equal(cs_thread_log_copy(&p.log, again, &dropped), n);
+  assert_int_equal(cs_thread_log_copy(&p.log, again, NULL, &dropped), n);
   for (size_t i = 0; i < n; i++) assert_int_equal(again[i].when, first[i].when);
   free(first);
   free(again);
@@ -553,6 +554,65 @@ static void test_slots_given_back(void **state) {
   assert_int_equal(cs_thread_log_test_slots_owned(), owned);
 }
 
+/* ---- the thread of each entry (issue 44) ---- */
+
+static void *push_own_thread(void *arg) {
+  shared_t *s = arg;
+  uint64_t tid = (uint64_t)syscall(SYS_gettid);
+  for (int i = 0; i < s->per_thread; i++) {
+    pthread_mutex_lock(&s->lock);
+    cs_thread_log_push(&s->log, CS_ACTION_ALLOC, 0, tid << 32 | (uint64_t)i, 1, 0, 0);
+    pthread_mutex_unlock(&s->lock);
+    if (i % 7 == 0) sched_yield();
+  }
+  return NULL;
+}
+
+/* Threads writing in turn: each entry carries the kernel's id of the thread that pushed it (the
+ * address says which), a copy that keeps a suffix trims the threads with the entries, and a fork's
+ * child writes as its own thread, not as its parent. */
+static void test_entries_carry_their_thread(void **state) {
+  (void)state;
+  enum { THREADS = 6, PER_THREAD = 700, CAPACITY = 1000 };
+  shared_t s = {.per_thread = PER_THREAD};
+  assert_int_equal(cs_thread_log_init(&s.log, CAPACITY), 0);
+  pthread_mutex_init(&s.lock, NULL);
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, push_own_thread, &s), 0);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  size_t room = cs_thread_log_room(&s.log);
+  cs_ring_entry_t *out = calloc(room, sizeof *out);
+  uint32_t *threads = calloc(room, sizeof *threads);
+  assert_non_null(out);
+  assert_non_null(threads);
+  uint64_t dropped;
+  size_t n = cs_thread_log_copy(&s.log, out, threads, &dropped);
+  assert_int_equal(n, CAPACITY);
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(threads[i], out[i].addr >> 32);
+    if (i == 0 || threads[i] != threads[i - 1]) distinct++;
+  }
+  assert_true(distinct > 1);
+
+  pid_t parent_thread = (pid_t)syscall(SYS_gettid);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    cs_thread_log_postfork_child();
+    cs_thread_log_push(&s.log, CS_ACTION_ALLOC, 0, 1, 1, 0, 0);
+    size_t m = cs_thread_log_copy(&s.log, out, threads, &dropped);
+    _exit(m == CAPACITY && threads[m - 1] == (uint32_t)getpid() && threads[m - 1] != (uint32_t)parent_thread ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  free(out);
+  free(threads);
+  pthread_mutex_destroy(&s.lock);
+  cs_thread_log_destroy(&s.log);
+}
+
 /* ---- an order that cannot wrap (issue 44) ---- */
 
 static void *push_once(void *arg) {
@@ -580,7 +640,7 @@ static void test_idle_slot_after_2_31_events(void **state) {
   cs_ring_entry_t *out = calloc(cs_thread_log_room(&l), sizeof *out);
   assert_non_null(out);
   uint64_t dropped;
-  size_t n = cs_thread_log_copy(&l, out, &dropped);
+  size_t n = cs_thread_log_copy(&l, out, NULL, &dropped);
   assert_int_equal(n, CAPACITY);
   assert_int_equal(dropped, total + 2 - CAPACITY);
   for (size_t i = 0; i < n; i++) {
@@ -604,6 +664,7 @@ int main(void) {
       cmocka_unit_test(test_64_threads_at_once),
       cmocka_unit_test(test_64_threads_scheduled),
       cmocka_unit_test(test_slots_given_back),
+      cmocka_unit_test(test_entries_carry_their_thread),
       cmocka_unit_test(test_idle_slot_after_2_31_events),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
