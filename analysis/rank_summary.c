@@ -90,32 +90,10 @@ static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oo
   return peak > end ? (uint64_t)peak : (uint64_t)end;
 }
 
-/* "OUTER > INNER", the phases open at the peak's event (as `summary` says them). */
+/* The phase of the peak's entry, as `summary` and the snapshot's head say it (cs_phases_at_peak). */
 static char *cs_rank_phase(const cs_doc_t *doc, int device, const cs_peak_t *peak, bool *failed) {
-  enum { CS_RANK_MAX_SPANS = 65536 };
-  if (peak->after == 0) return NULL;
-  cs_phase_span_t *spans = malloc(CS_RANK_MAX_SPANS * sizeof *spans);
-  size_t count = 0, left_out = 0;
-  if (spans == NULL || cs_phases_spans(doc, device, spans, CS_RANK_MAX_SPANS, &count, &left_out) != 0) {
-    free(spans);
-    *failed = true;
-    return NULL;
-  }
-  size_t len = 0;
-  for (size_t i = 0; i < count; i++)
-    if (spans[i].start_state < peak->after && spans[i].end_state >= peak->after) len += strlen(spans[i].name) + 3;
-  char *chain = len > 0 ? malloc(len + 1) : NULL;
-  if (chain != NULL) {
-    chain[0] = '\0';
-    for (size_t i = 0; i < count; i++) {
-      if (spans[i].start_state >= peak->after || spans[i].end_state < peak->after) continue;
-      if (chain[0]) strcat(chain, " > ");
-      strcat(chain, spans[i].name);
-    }
-  } else if (len > 0) {
-    *failed = true;
-  }
-  free(spans);
+  char *chain = NULL;
+  if (cs_phases_at_peak(doc, device, peak, &chain) != 0) *failed = true;
   return chain;
 }
 

@@ -335,28 +335,59 @@ static int cs_pf_device(cs_perfetto_t *pf, const cs_doc_t *doc, int pid, int dev
 
 /* ---- phases ---------------------------------------------------------------------------------- */
 
-/* The phases as X slices on thread 1, nested: each cut at the end of the one around it. */
+/* A span's place in the output: by lane, then in start order (its index). */
+typedef struct cs_pf_order_s {
+  size_t lane, index;
+} cs_pf_order_t;
+
+static int cs_pf_order_cmp(const void *x, const void *y) {
+  const cs_pf_order_t *a = x, *b = y;
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* The phases as X slices, a track per thread (lane L on thread L + 1: "phases", or "phases:
+ * thread T (NAME)"), each thread's nested: each cut at the end of the one around it. */
 static int cs_pf_phases(cs_perfetto_t *pf, const cs_doc_t *doc, int pid, int device, int64_t last_us) {
   cs_phase_span_t *spans = malloc(CS_PERFETTO_MAX_PHASES * sizeof *spans);
   int64_t *ends = malloc(CS_PERFETTO_MAX_PHASES * sizeof *ends);
+  cs_pf_order_t *order = malloc(CS_PERFETTO_MAX_PHASES * sizeof *order);
   size_t n = 0, left_out = 0, depth = 0;
-  int rc = spans && ends ? cs_phases_spans(doc, device, spans, CS_PERFETTO_MAX_PHASES, &n, &left_out) : -1;
-  if (rc == 0 && n > 0) cs_pf_metadata(pf->e, "thread_name", pid, 1, "phases");
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    int64_t start = spans[i].start_us, end = spans[i].end_us >= 0 ? spans[i].end_us : last_us;
+  cs_phase_lanes_t lanes = {NULL, 0};
+  int rc = spans && ends && order ? cs_phases_spans(doc, device, spans, CS_PERFETTO_MAX_PHASES, &n, &left_out, &lanes) : -1;
+  if (rc == 0) {
+    for (size_t i = 0; i < n; i++) order[i] = (cs_pf_order_t){.lane = spans[i].lane, .index = i};
+    qsort(order, n, sizeof *order, cs_pf_order_cmp);
+  }
+  size_t lane = SIZE_MAX;
+  for (size_t k = 0; rc == 0 && k < n; k++) {
+    const cs_phase_span_t *span = &spans[order[k].index];
+    int tid = span->lane < (size_t)INT32_MAX - 1 ? (int)span->lane + 1 : INT32_MAX;
+    if (span->lane != lane) { /* a new thread's track */
+      lane = span->lane;
+      depth = 0;
+      char label[512] = "", name[600];
+      if (lane < lanes.count) cs_phase_lane_label(&lanes.items[lane], label, sizeof label);
+      if (label[0]) snprintf(name, sizeof name, "phases: %s", label);
+      else snprintf(name, sizeof name, "phases");
+      cs_pf_metadata(pf->e, "thread_name", pid, tid, name);
+    }
+    int64_t start = span->start_us, end = span->end_us >= 0 ? span->end_us : last_us;
     if (end < start) end = start;
     while (depth > 0 && ends[depth - 1] <= start) depth--;
     if (depth > 0 && end > ends[depth - 1]) end = ends[depth - 1];
     ends[depth++] = end;
-    cs_pf_event_head(pf->e, "X", spans[i].name, pid, 1, start);
+    cs_pf_event_head(pf->e, "X", span->name, pid, tid, start);
     cs_emit_key(pf->e, "dur");
     /* end >= start here, but a file's times can be any int64: their difference may not fit one */
     uint64_t dur = (uint64_t)end - (uint64_t)start;
     cs_emit_int(pf->e, dur > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)dur);
     cs_emit_dict_end(pf->e);
   }
+  cs_phase_lanes_free(&lanes);
   free(spans);
   free(ends);
+  free(order);
   return rc != 0 ? ENOMEM : 0;
 }
 

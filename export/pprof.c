@@ -226,11 +226,12 @@ typedef struct cs_pp_device_s {
 } cs_pp_device_t;
 
 /* Each entry's innermost open phase: the latest started of the spans open at it (a span covers
- * the entries [start_state, end_state)). */
+ * the entries [start_state, end_state)) in the entry's own lane: its thread's (analysis/phases.h). */
 static int cs_pp_phases(cs_pprof_t *p, cs_pp_device_t *d) {
   cs_phase_span_t *spans = malloc(CS_PP_MAX_SPANS * sizeof *spans);
   size_t nspans = 0, left_out = 0;
-  if (spans == NULL || cs_phases_spans(p->doc, d->device, spans, CS_PP_MAX_SPANS, &nspans, &left_out) != 0) {
+  cs_phase_lanes_t lanes = {NULL, 0};
+  if (spans == NULL || cs_phases_spans(p->doc, d->device, spans, CS_PP_MAX_SPANS, &nspans, &left_out, &lanes) != 0) {
     free(spans);
     return -1;
   }
@@ -245,8 +246,12 @@ static int cs_pp_phases(cs_pprof_t *p, cs_pp_device_t *d) {
     for (size_t k = 0; k < nopen; k++)
       if (spans[open[k]].end_state > i) open[kept++] = open[k];
     nopen = kept;
-    d->phase_of[i] = nopen ? names[open[nopen - 1]] : 0;
+    size_t own = nopen ? cs_phase_lanes_own(&lanes, cs_phases_entry_thread(p->doc, cs_doc_at(p->doc, d->trace, i))) : SIZE_MAX;
+    size_t k = nopen;
+    while (k > 0 && spans[open[k - 1]].lane != own) k--;
+    d->phase_of[i] = k ? names[open[k - 1]] : 0;
   }
+  cs_phase_lanes_free(&lanes);
   free(names);
   free(open);
   free(spans);

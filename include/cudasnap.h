@@ -105,7 +105,8 @@ CUDASNAP_API int cudasnap_dump_snapshot(const char *path, char *written, size_t 
 /* A phase of the program, as an NVTX range (nvtxRangeStartA / nvtxRangeEnd) would make one,
  * without NVTX: snapshots write it in `external_annotations` and the tool shows it wherever it
  * shows NVTX ranges. cudasnap_phase_start records the start now and returns the range's id;
- * cudasnap_phase_end(id) records its end, from any thread. Recorded whether or not CUDASNAP_NVTX
+ * cudasnap_phase_end(id) records its end, from any thread; the phase is the starting thread's at
+ * both ends (phases are per thread: docs/nvtx.md). Recorded whether or not CUDASNAP_NVTX
  * lets cudasnap take NVTX's calls. Returns 0 (and cudasnap_phase_end(0) does nothing) when the
  * phase cannot be recorded: no host memory for the phase ring. Lock-free; no CUDA call except
  * cuCtxGetCurrent (the phase's device) once the program has used CUDA. */

@@ -288,7 +288,8 @@ size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_
       d->driver_time_us = time_us;
       d->driver_known = 1;
     }
-    snprintf(d->phase, sizeof d->phase, "%s", cs_phases_name_text(cs_phases_open(device)));
+    /* phases are per thread: the one open on the thread that allocated last on the device */
+    snprintf(d->phase, sizeof d->phase, "%s", cs_phases_name_text(cs_phases_open_on(cs_record_alloc_thread(device))));
     cs_utf8_trim(d->phase);
     cs_live_top_sites(g, d);
   }

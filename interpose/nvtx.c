@@ -15,7 +15,9 @@
  * tests/integration/inert_touched.sh). It cannot be set later: NVTX reads it at the first NVTX
  * call, which may come before any CUDA call.
  * The callbacks run on the program's threads, take no lock and call CUDA at most for
- * cuCtxGetCurrent (the annotation's device) once cudasnap is active. */
+ * cuCtxGetCurrent (the annotation's device) once cudasnap is active. Every range is its thread's:
+ * a push/pop range the pushing thread's, a start/end range the starting thread's (issue 44); names
+ * given to threads with nvtxNameOsThread name them in the snapshot. */
 #define NVTX_NO_IMPL
 #define NVTX_AS_SYSTEM_HEADER
 #include <nvtx3/nvToolsExt.h>
@@ -36,6 +38,7 @@
 #include "interpose/nvtx_env.h"
 #include "record/phases.h"
 #include "record/pools.h"
+#include "record/thread_id.h"
 #include "record/ticks.h"
 
 /* ---- the export-table protocol, as nvtxTypes.h defines it ---- */
@@ -50,7 +53,8 @@ enum {
   CS_NVTX_CORE_MarkEx = 1, CS_NVTX_CORE_MarkA = 2, CS_NVTX_CORE_MarkW = 3,
   CS_NVTX_CORE_RangeStartEx = 4, CS_NVTX_CORE_RangeStartA = 5, CS_NVTX_CORE_RangeStartW = 6,
   CS_NVTX_CORE_RangeEnd = 7, CS_NVTX_CORE_RangePushEx = 8, CS_NVTX_CORE_RangePushA = 9,
-  CS_NVTX_CORE_RangePushW = 10, CS_NVTX_CORE_RangePop = 11,
+  CS_NVTX_CORE_RangePushW = 10, CS_NVTX_CORE_RangePop = 11, CS_NVTX_CORE_NameOsThreadA = 14,
+  CS_NVTX_CORE_NameOsThreadW = 15,
 };
 enum {
   CS_NVTX_CORE2_DomainMarkEx = 1, CS_NVTX_CORE2_DomainRangeStartEx = 2, CS_NVTX_CORE2_DomainRangeEnd = 3,
@@ -209,16 +213,22 @@ static int cs_nvtx_pop(nvtxDomainHandle_t domain) {
   return -1; /* a pop with nothing pushed, as NVTX reports it */
 }
 
-/* Start/end: the range id carries the name (bit 32 set: 0 stays "not recorded"), so no table of
- * open ranges is needed and an end on any thread names its range. */
+/* Start/end: the range id carries the name and the starting thread (bit 32 set: 0 stays "not
+ * recorded"), so no table of open ranges is needed and an end on any thread names its range and
+ * gives it to the thread that started it: a range belongs to one thread, at both ends. */
+enum { CS_NVTX_ID_THREAD_SHIFT = 33 };
+
 uint64_t cs_nvtx_range_start(uint32_t name) {
-  cs_phases_record(name, CS_PHASE_START, cs_nvtx_device());
-  return (UINT64_C(1) << 32) | name;
+  uint32_t thread = cs_thread_id();
+  cs_phases_record_on(name, CS_PHASE_START, cs_nvtx_device(), thread, cs_ticks_now());
+  return (uint64_t)thread << CS_NVTX_ID_THREAD_SHIFT | UINT64_C(1) << 32 | name;
 }
 
 void cs_nvtx_range_end(uint64_t id) {
   uint32_t name = (uint32_t)id;
-  if (id >> 32 == 1 && name) cs_phases_record(name, CS_PHASE_END, cs_nvtx_device());
+  uint64_t thread = id >> CS_NVTX_ID_THREAD_SHIFT;
+  if ((id >> 32 & 1) && name && thread != 0 && thread < UINT64_C(1) << CS_THREAD_ID_BITS)
+    cs_phases_record_on(name, CS_PHASE_END, cs_nvtx_device(), (uint32_t)thread, cs_ticks_now());
 }
 
 static nvtxRangeId_t cs_nvtx_start(uint32_t name) { return cs_nvtx_range_start(name); }
@@ -248,6 +258,13 @@ static int cs_nvtx_RangePushEx(const nvtxEventAttributes_t *a) { return cs_nvtx_
 static int cs_nvtx_RangePushA(const char *m) { return cs_nvtx_push(NULL, cs_nvtx_name_a(NULL, m)); }
 static int cs_nvtx_RangePushW(const wchar_t *m) { return cs_nvtx_push(NULL, cs_nvtx_name_w(NULL, m)); }
 static int cs_nvtx_RangePop(void) { return cs_nvtx_pop(NULL); }
+/* A thread's name, for the phases of that thread (nvtxNameOsThread takes the kernel's id). */
+static void cs_nvtx_NameOsThreadA(uint32_t thread, const char *name) {
+  cs_phases_name_thread(thread, cs_phases_name(name ? name : "", CS_NVTX_NAME_MAX));
+}
+static void cs_nvtx_NameOsThreadW(uint32_t thread, const wchar_t *name) {
+  cs_phases_name_thread(thread, cs_nvtx_name_w(NULL, name));
+}
 
 static void cs_nvtx_DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
   cs_nvtx_mark(cs_nvtx_name_attr(d, a));
@@ -310,6 +327,7 @@ static void cs_nvtx_DomainDestroy(nvtxDomainHandle_t d) { (void)d; /* handles st
   } while (0)
 
 static void cs_nvtx_postfork_child(void) {
+  cs_thread_id_postfork_child(); /* before anything records: the child's thread has its own id */
   cs_phases_clear();
   cs_pools_postfork_child();
 }
@@ -334,6 +352,8 @@ static bool cs_nvtx_attach_core(const cs_nvtx_callbacks_t *cb) {
   CS_NVTX_SET(t, n, CS_NVTX_CORE_RangePushA, cs_nvtx_RangePushA);
   CS_NVTX_SET(t, n, CS_NVTX_CORE_RangePushW, cs_nvtx_RangePushW);
   CS_NVTX_SET(t, n, CS_NVTX_CORE_RangePop, cs_nvtx_RangePop);
+  CS_NVTX_SET(t, n, CS_NVTX_CORE_NameOsThreadA, cs_nvtx_NameOsThreadA);
+  CS_NVTX_SET(t, n, CS_NVTX_CORE_NameOsThreadW, cs_nvtx_NameOsThreadW);
   return true;
 }
 

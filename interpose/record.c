@@ -13,11 +13,13 @@
 #include "common/cs_log.h"
 #include "interpose/foreign.h"
 #include "interpose/process_info.h"
+#include "interpose/runtime.h"
 #include "memviz/output.h"
 #include "record/pyframes.h"
 #include "record/recfile.h"
 #include "record/recfile_write.h"
 #include "record/stack.h"
+#include "record/thread_id.h"
 #include "snapshot/snapshot.h"
 
 /* Distinct stacks kept at most; a program with more gets "no stack" for the rest instead of an
@@ -164,6 +166,7 @@ void cs_history_init(cs_history_t *h, int device) {
   size_t entries = atomic_load_explicit(&cs_history_entries, memory_order_relaxed);
   bool enabled = atomic_load(&cs_histories_record);
   h->device = device;
+  h->alloc_thread = 0;
   cs_recfile_writer_t *w = atomic_load(&cs_recfile);
   h->in_file = w && cs_recfile_add_ring(w, &h->ring, device);
   if (h->in_file) {
@@ -214,8 +217,27 @@ void cs_record_set_enabled(bool enabled) {
   cs_foreign_set_history(enabled);
 }
 
+/* The thread that made each device's latest allocation: the live record's phase is the one open
+ * on it (interpose/live_gather.c). Stored when a history sees its allocating thread change, so a
+ * program that allocates from one thread pays one comparison per allocation. With two contexts of
+ * one device allocated from by different threads, it is the thread of whichever changed last. */
+static _Atomic uint32_t cs_record_alloc_threads[CS_MAX_DEVICES];
+
+static inline void cs_record_note_thread(cs_history_t *h) {
+  uint32_t thread = cs_thread_id();
+  if (CS_LIKELY(thread == h->alloc_thread) || (unsigned)h->device >= CS_MAX_DEVICES) return;
+  h->alloc_thread = thread;
+  atomic_store_explicit(&cs_record_alloc_threads[h->device], thread, memory_order_relaxed);
+}
+
+uint32_t cs_record_alloc_thread(int device) {
+  return (unsigned)device < CS_MAX_DEVICES ? atomic_load_explicit(&cs_record_alloc_threads[device], memory_order_relaxed)
+                                           : 0;
+}
+
 static void cs_record_event(void *ctx, const cs_trace_event_t *ev) {
   cs_history_t *h = ctx;
+  if (ev->action == CS_TRACE_ALLOC) cs_record_note_thread(h);
   if (CS_LIKELY(!h->in_file)) cs_snap_log_event(&h->log, h->device, ev);
   else cs_snap_record_event(&h->ring, h->device, ev);
 }
@@ -241,6 +263,7 @@ void cs_record_postfork_child(void) {
   if (t) cs_intern_clear(t);
   cs_py_postfork_child();
   cs_thread_log_postfork_child();
+  for (int d = 0; d < CS_MAX_DEVICES; d++) atomic_store(&cs_record_alloc_threads[d], 0); /* the parent's threads */
 }
 
 bool cs_record_passthrough_ring(cs_ring_t *r) {

@@ -32,6 +32,7 @@ typedef struct cs_history_s {
   cs_thread_log_t log;  /* !in_file */
   bool in_file;
   int device;
+  uint32_t alloc_thread; /* the thread of its latest allocation (record/thread_id.h), 0: none */
 } cs_history_t;
 
 /* CUDASNAP_MAX_ENTRIES entries (none, with one warning, when that cannot be had), in the recording
@@ -58,6 +59,10 @@ void cs_record_set_enabled(bool enabled);
 cs_allocator_observer_t cs_record_observer(cs_history_t *h);
 
 cs_intern_t *cs_record_intern(void);    /* NULL before start or with stacks off */
+
+/* The thread (record/thread_id.h) that made the device's latest allocation through the cache, 0
+ * when none has. Lock-free; for the live record. */
+uint32_t cs_record_alloc_thread(int device);
 
 /* fork: the child forgets the parent's stacks (the contexts clear their histories) */
 void cs_record_postfork_child(void);

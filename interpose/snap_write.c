@@ -29,6 +29,7 @@
 #include "snapshot/leaks.h"
 #include "snapshot/pools.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/thread_names.h"
 
 static const char *const cs_trigger_names[] = {"exit", "signal", "oom", "api", "crash", "term"};
 
@@ -266,6 +267,7 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
                                .oom_coalesced = oom ? oom->coalesced : 0};
     cs_phase_list_t phases;
     if (cs_phases_copy(&phases) != 0) cs_log_warn("no memory to copy the NVTX phases; the snapshot has none");
+    cs_snap_thread_names(&phases);
     meta.phases = &phases;
     meta.pools = &c->pools;
     cs_output_t out;

@@ -91,7 +91,7 @@ static inline bool cs_val_is_container(cs_val_t v) { return cs_val_tag(v) >= CS_
   X(SIZE, "size") X(STATE, "state") X(STREAM, "stream") X(TIME_US, "time_us")                          \
   X(TOTAL_SIZE, "total_size") X(USER_METADATA, "user_metadata") X(FORWARD_FRAMES, "forward_frames")     \
   X(PHASE, "phase") X(STAGE, "stage") X(MEMORY_STATS, "memory_stats") X(TRIGGER, "trigger")            \
-  X(INLINED, "inlined")
+  X(INLINED, "inlined") X(THREAD, "thread") X(THREAD_NAME, "thread_name")
 
 typedef enum cs_doc_key_e {
   CS_KEY_NONE_ = 0, /* string id 0 is the empty string */

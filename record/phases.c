@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
+#include "common/cs_compiler.h"
+#include "record/thread_id.h"
 #include "record/ticks.h"
 
 /* ---- names: open addressing over a fixed table; a slot, once claimed, never changes ---- */
@@ -25,7 +28,23 @@ typedef struct cs_phase_slot_s {
   _Atomic uint64_t ticks;
   _Atomic uint32_t name;
   _Atomic int32_t device_stage; /* device << 1 | stage */
+  _Atomic uint32_t thread;
 } cs_phase_slot_t;
+
+/* ---- threads' names: open addressing by thread id; a slot, once claimed, keeps its thread ---- */
+
+typedef struct cs_phase_thread_slot_s {
+  _Atomic uint32_t thread; /* 0: free */
+  _Atomic uint32_t name;   /* nvtxNameOsThread's, a name id, 0: none */
+  _Atomic uint32_t comm;   /* the kernel's name for it when it ended, a name id, 0: none */
+} cs_phase_thread_slot_t;
+
+enum { CS_PHASES_THREAD_SLOTS = CS_PHASES_MAX_THREADS * 2 };
+static cs_phase_thread_slot_t cs_phase_threads[CS_PHASES_THREAD_SLOTS];
+
+/* Whether this thread recorded an annotation: its name is kept as it ends (cs_phases_see_thread). */
+static CS_TLS bool cs_phase_thread_seen;
+static void cs_phases_see_thread(void);
 
 static cs_phase_name_slot_t *_Atomic cs_phase_names;
 static cs_phase_slot_t *_Atomic cs_phase_slots;
@@ -139,9 +158,13 @@ const char *cs_phases_name_text(uint32_t id) {
   return text ? text : "";
 }
 
-void cs_phases_record_at(uint32_t name, cs_phase_stage_t stage, int device, uint64_t ticks) {
+void cs_phases_record_on(uint32_t name, cs_phase_stage_t stage, int device, uint32_t thread, uint64_t ticks) {
   cs_phase_slot_t *slots = atomic_load_explicit(&cs_phase_slots, memory_order_acquire);
   if (!slots || name == 0) return;
+  if (thread == 0) {
+    thread = cs_thread_id();
+    if (CS_UNLIKELY(!cs_phase_thread_seen)) cs_phases_see_thread();
+  }
   uint64_t n = atomic_fetch_add_explicit(&cs_phase_claimed, 1, memory_order_relaxed);
   cs_phase_slot_t *s = &slots[n & (CS_PHASES_CAPACITY - 1)];
   atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
@@ -150,11 +173,82 @@ void cs_phases_record_at(uint32_t name, cs_phase_stage_t stage, int device, uint
   atomic_store_explicit(&s->name, name, memory_order_relaxed);
   atomic_store_explicit(&s->device_stage, (int32_t)((device < 0 ? 0 : device) << 1 | (int)stage),
                         memory_order_relaxed);
+  atomic_store_explicit(&s->thread, thread, memory_order_relaxed);
   atomic_store_explicit(&s->seq, n + 1, memory_order_release);
 }
 
+void cs_phases_record_at(uint32_t name, cs_phase_stage_t stage, int device, uint64_t ticks) {
+  cs_phases_record_on(name, stage, device, 0, ticks);
+}
+
 void cs_phases_record(uint32_t name, cs_phase_stage_t stage, int device) {
-  cs_phases_record_at(name, stage, device, cs_ticks_now());
+  cs_phases_record_on(name, stage, device, 0, cs_ticks_now());
+}
+
+/* The slot of a thread: its own, or (claim) a free one it then owns; NULL when none. */
+static cs_phase_thread_slot_t *cs_phases_thread_slot(uint32_t thread, bool claim) {
+  if (thread == 0) return NULL;
+  for (size_t probe = 0; probe < CS_PHASES_THREAD_SLOTS; probe++) {
+    cs_phase_thread_slot_t *slot = &cs_phase_threads[(thread * 2654435761u + probe) & (CS_PHASES_THREAD_SLOTS - 1)];
+    uint32_t held = atomic_load_explicit(&slot->thread, memory_order_acquire);
+    if (held == thread) return slot;
+    if (held != 0) continue;
+    if (!claim) return NULL;
+    if (atomic_compare_exchange_strong(&slot->thread, &held, thread) || held == thread) return slot;
+  }
+  return NULL;
+}
+
+static _Atomic uint32_t cs_phase_threads_named;
+
+/* The thread's slot, claimed if it has none (only while under the limit, so probes stay short). */
+static cs_phase_thread_slot_t *cs_phases_thread_claim(uint32_t thread) {
+  cs_phase_thread_slot_t *slot = cs_phases_thread_slot(thread, false);
+  if (slot) return slot;
+  if (atomic_fetch_add(&cs_phase_threads_named, 1) >= CS_PHASES_MAX_THREADS) {
+    atomic_fetch_sub(&cs_phase_threads_named, 1);
+    return NULL;
+  }
+  return cs_phases_thread_slot(thread, true);
+}
+
+void cs_phases_name_thread(uint32_t thread, uint32_t name) {
+  cs_phase_thread_slot_t *slot = name ? cs_phases_thread_claim(thread) : cs_phases_thread_slot(thread, false);
+  if (slot) atomic_store_explicit(&slot->name, name, memory_order_release);
+}
+
+const char *cs_phases_thread_name(uint32_t thread) {
+  cs_phase_thread_slot_t *slot = cs_phases_thread_slot(thread, false);
+  uint32_t name = slot ? atomic_load_explicit(&slot->name, memory_order_acquire) : 0;
+  return name ? cs_phases_name_text(name) : NULL;
+}
+
+static const char *cs_phases_thread_comm(uint32_t thread) {
+  cs_phase_thread_slot_t *slot = cs_phases_thread_slot(thread, false);
+  uint32_t comm = slot ? atomic_load_explicit(&slot->comm, memory_order_acquire) : 0;
+  return comm ? cs_phases_name_text(comm) : NULL;
+}
+
+/* A thread that recorded a phase keeps, as it ends, the name the kernel has for it (what
+ * pthread_setname_np set): /proc no longer lists it when a snapshot comes. A key's destructor runs
+ * at the thread's end; the key is set once per thread, at its first annotation. */
+static pthread_once_t cs_phase_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cs_phase_key;
+static bool cs_phase_key_made;
+static void cs_phases_thread_ends(void *value) {
+  (void)value;
+  char comm[16] = "";
+  if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0 || comm[0] == '\0') return;
+  cs_phase_thread_slot_t *slot = cs_phases_thread_claim(cs_thread_id());
+  if (slot) atomic_store_explicit(&slot->comm, cs_phases_name(comm, sizeof comm), memory_order_release);
+}
+
+static void cs_phases_make_key(void) { cs_phase_key_made = pthread_key_create(&cs_phase_key, cs_phases_thread_ends) == 0; }
+
+static CS_COLD void cs_phases_see_thread(void) {
+  cs_phase_thread_seen = true;
+  pthread_once(&cs_phase_key_once, cs_phases_make_key);
+  if (cs_phase_key_made) (void)pthread_setspecific(cs_phase_key, (void *)1);
 }
 
 typedef struct cs_phase_raw_s {
@@ -162,6 +256,7 @@ typedef struct cs_phase_raw_s {
   uint64_t order;
   uint32_t name;
   int32_t device_stage;
+  uint32_t thread;
 } cs_phase_raw_t;
 
 static int cs_phase_raw_cmp(const void *x, const void *y) {
@@ -171,7 +266,7 @@ static int cs_phase_raw_cmp(const void *x, const void *y) {
 }
 
 int cs_phases_copy(cs_phase_list_t *out) {
-  *out = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0};
+  *out = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0, .owned = NULL};
   cs_phase_slot_t *slots = atomic_load_explicit(&cs_phase_slots, memory_order_acquire);
   if (!slots) return 0;
   uint64_t end = atomic_load_explicit(&cs_phase_claimed, memory_order_acquire);
@@ -185,7 +280,8 @@ int cs_phases_copy(cs_phase_list_t *out) {
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
     cs_phase_raw_t r = {.ticks = atomic_load_explicit(&s->ticks, memory_order_relaxed), .order = k,
                         .name = atomic_load_explicit(&s->name, memory_order_relaxed),
-                        .device_stage = atomic_load_explicit(&s->device_stage, memory_order_relaxed)};
+                        .device_stage = atomic_load_explicit(&s->device_stage, memory_order_relaxed),
+                        .thread = atomic_load_explicit(&s->thread, memory_order_relaxed)};
     atomic_thread_fence(memory_order_acquire);
     /* still being written, or already overwritten by a newer claim: skip it */
     if (seq != k + 1 || atomic_load_explicit(&s->seq, memory_order_relaxed) != seq) continue;
@@ -206,21 +302,26 @@ int cs_phases_copy(cs_phase_list_t *out) {
     items[i] = (cs_phase_t){.name = cs_phases_name_text(raw[i].name),
                             .time_us = origin.epoch_us + (uint64_t)((double)since * ns_per_tick / 1000.0),
                             .device = raw[i].device_stage >> 1,
-                            .stage = (cs_phase_stage_t)(raw[i].device_stage & 1)};
+                            .stage = (cs_phase_stage_t)(raw[i].device_stage & 1),
+                            .thread = raw[i].thread,
+                            .thread_name = cs_phases_thread_name(raw[i].thread),
+                            .thread_ended_as = cs_phases_thread_comm(raw[i].thread)};
   }
   free(raw);
-  *out = (cs_phase_list_t){.items = items, .count = n, .dropped = begin};
+  *out = (cs_phase_list_t){.items = items, .count = n, .dropped = begin, .owned = NULL};
   return 0;
 }
 
 void cs_phase_list_free(cs_phase_list_t *list) {
   free(list->items);
-  *list = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0};
+  free(list->owned);
+  *list = (cs_phase_list_t){.items = NULL, .count = 0, .dropped = 0, .owned = NULL};
 }
 
-/* Newest first: an END makes the next START of its name closed rather than open (ranges of
- * one name nest like parentheses), so the first START without a pending END is innermost. */
-uint32_t cs_phases_open(int device) {
+/* Newest first, the thread's own annotations: an END makes the next START of its name closed
+ * rather than open (ranges of one name nest like parentheses), so the first START without a
+ * pending END is innermost. */
+uint32_t cs_phases_open_on(uint32_t thread) {
   cs_phase_slot_t *slots = atomic_load_explicit(&cs_phase_slots, memory_order_acquire);
   if (!slots) return 0;
   enum { CS_PENDING = 64 };
@@ -234,9 +335,10 @@ uint32_t cs_phases_open(int device) {
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
     uint32_t name = atomic_load_explicit(&s->name, memory_order_relaxed);
     int32_t device_stage = atomic_load_explicit(&s->device_stage, memory_order_relaxed);
+    uint32_t by = atomic_load_explicit(&s->thread, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if (seq != k + 1 || atomic_load_explicit(&s->seq, memory_order_relaxed) != seq) continue;
-    if (device >= 0 && (device_stage >> 1) != device) continue;
+    if (by != thread) continue;
     size_t i = 0;
     while (i < pending && pending_name[i] != name) i++;
     if ((device_stage & 1) == CS_PHASE_END) {
@@ -255,4 +357,12 @@ uint32_t cs_phases_open(int device) {
   return 0;
 }
 
-void cs_phases_clear(void) { atomic_store(&cs_phase_claimed, 0); }
+void cs_phases_clear(void) {
+  atomic_store(&cs_phase_claimed, 0);
+  for (size_t i = 0; i < CS_PHASES_THREAD_SLOTS; i++) {
+    atomic_store(&cs_phase_threads[i].name, 0);
+    atomic_store(&cs_phase_threads[i].comm, 0);
+    atomic_store(&cs_phase_threads[i].thread, 0);
+  }
+  atomic_store(&cs_phase_threads_named, 0);
+}

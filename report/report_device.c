@@ -114,13 +114,16 @@ static void cs_rd_timeline(cs_emitter_t *e, const cs_report_timeline_t *t) {
 }
 
 /* The program's phases (external_annotations: NVTX ranges, record_function), drawn over the
- * timeline: [name, depth, start state, end state, start us, end us] each. */
+ * timeline: [name, depth, start state, end state, start us, end us, lane] each, depth within the
+ * lane; and the lanes, the threads whose phases they are (analysis/phases.h), as "phase_threads" (absent without
+ * phases): [thread (0: none recorded), its label ("thread T (NAME)", "" for none)] each. */
 enum { CS_RD_MAX_PHASES = 2000 };
 
 static int cs_rd_phases(cs_emitter_t *e, const cs_doc_t *doc, int device) {
   cs_phase_span_t *spans = malloc(CS_RD_MAX_PHASES * sizeof *spans);
   size_t n = 0, left_out = 0;
-  int rc = spans ? cs_phases_spans(doc, device, spans, CS_RD_MAX_PHASES, &n, &left_out) : -1;
+  cs_phase_lanes_t lanes = {NULL, 0};
+  int rc = spans ? cs_phases_spans(doc, device, spans, CS_RD_MAX_PHASES, &n, &left_out, &lanes) : -1;
   cs_emit_key(e, "phases");
   cs_emit_list_begin(e);
   for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -131,10 +134,23 @@ static int cs_rd_phases(cs_emitter_t *e, const cs_doc_t *doc, int device) {
     cs_emit_int(e, (int64_t)spans[i].end_state);
     cs_emit_int(e, spans[i].start_us);
     cs_emit_int(e, spans[i].end_us);
+    cs_emit_int(e, (int64_t)spans[i].lane);
     cs_emit_list_end(e);
   }
   cs_emit_list_end(e);
   cs_rd_int(e, "phases_left_out", (int64_t)left_out);
+  if (lanes.count > 0) cs_emit_key(e, "phase_threads");
+  if (lanes.count > 0) cs_emit_list_begin(e);
+  for (size_t i = 0; rc == 0 && i < lanes.count; i++) {
+    char label[512];
+    cs_phase_lane_label(&lanes.items[i], label, sizeof label);
+    cs_emit_list_begin(e);
+    cs_emit_int(e, lanes.items[i].thread);
+    cs_emit_str(e, label);
+    cs_emit_list_end(e);
+  }
+  if (lanes.count > 0) cs_emit_list_end(e);
+  cs_phase_lanes_free(&lanes);
   free(spans);
   return rc;
 }

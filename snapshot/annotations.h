@@ -1,5 +1,7 @@
 /* The snapshot's `external_annotations`: the program's phases (record/phases.h), one dict per
- * START or END, with PyTorch's keys in its order (`stage`, `name`, `device`, `time_us`). */
+ * START or END, with PyTorch's keys in its order (`stage`, `name`, `device`, `time_us`), then
+ * cudasnap's: `thread` (the kernel's id of the thread whose range it is) and `thread_name` (the
+ * name the program gave that thread, when it gave one). PyTorch's viewer ignores the list. */
 #ifndef CS_SNAPSHOT_ANNOTATIONS_H
 #define CS_SNAPSHOT_ANNOTATIONS_H
 

@@ -14,6 +14,7 @@ typedef struct cs_sum_peak_s {
   uint64_t bytes;
   size_t after;     /* the device's entries applied when it was first reached; 0: at the start */
   uint64_t time_us; /* of the entry that reached it */
+  uint32_t thread;  /* that made it (0: not known) */
 } cs_sum_peak_t;
 
 /* The entries the replay reads; segment events, OOMs and snapshot marks change no block. */
@@ -62,7 +63,8 @@ static int cs_sum_replay(const cs_snap_state_t *s, int device, cs_addr_map_t *li
     if (a == CS_ACTION_ALLOC && cs_addr_map_put(live, e->addr, e->size, e->stack_id) != 0) return -1;
     if (a == CS_ACTION_FREE_COMPLETED) cs_addr_map_remove(live, e->addr);
     if (live->bytes > peak->bytes) *peak = (cs_sum_peak_t){.bytes = live->bytes, .after = k,
-                                                           .time_us = cs_ring_entry_epoch_us(e)};
+                                                           .time_us = cs_ring_entry_epoch_us(e),
+                                                           .thread = cs_snap_entry_thread(e)};
   }
   return 0;
 }
@@ -159,17 +161,42 @@ static int cs_sum_sites(const cs_snap_state_t *s, int device, size_t after, cs_a
 
 /* ---- the phase at the peak ------------------------------------------------------------------- */
 
-/* The phases open when the entry at time t applied, "OUTER > INNER" into buf ("" for none), as
- * analysis/phases.c places them: annotations up to t, STARTs at t included, ENDs at t not yet; an
- * END closes the latest open phase of its name. 0, or -1 without host memory. */
-static int cs_sum_phase(const cs_phase_list_t *phases, uint64_t t, char *buf, size_t len) {
+/* analysis/phases.c's cs_phase_lane_label: "thread T (NAME)" or "thread T". */
+static void cs_sum_thread_label(uint32_t thread, const char *name, char *buf, size_t len) {
+  if (name && name[0]) snprintf(buf, len, "thread %u (%s)", thread, name);
+  else snprintf(buf, len, "thread %u", thread);
+  for (char *c = buf; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+}
+
+/* The phase of the peak's entry, made at time t by `thread`, into buf ("" for none), as
+ * analysis/phases.c's cs_phases_at_peak says it: the phases open in the entry's own lane (the
+ * annotations of its thread; for a thread not known, those without one, or the only thread's),
+ * "OUTER > INNER", placed as analysis/phases.c places them: annotations up to t, STARTs at t
+ * included, ENDs at t not yet; an END closes the latest open phase of its name. " on thread T
+ * (NAME)" follows when the annotations are of more than one thread. 0, or -1 without host memory. */
+static int cs_sum_phase(const cs_phase_list_t *phases, uint64_t t, uint32_t thread, char *buf, size_t len) {
   buf[0] = '\0';
   if (phases == NULL || phases->count == 0) return 0;
+  /* the lanes, as far as they matter here: is there more than one, and which is the entry's */
+  bool several = false, has_entry_thread = false, has_none = false;
+  for (size_t i = 0; i < phases->count; i++) {
+    uint32_t by = phases->items[i].thread;
+    several |= by != phases->items[0].thread;
+    has_entry_thread |= by == thread;
+    has_none |= by == 0;
+  }
+  uint32_t own;
+  if (thread != 0 && has_entry_thread) own = thread;
+  else if (thread == 0 && has_none) own = 0;
+  else if (thread == 0 && !several) own = phases->items[0].thread;
+  else return 0; /* its thread opened no phase, or is not known among several */
   const char **open = malloc(phases->count * sizeof *open);
   if (open == NULL) return -1;
   size_t nopen = 0;
   for (size_t i = 0; i < phases->count; i++) {
     const cs_phase_t *p = &phases->items[i];
+    if (p->thread != own) continue;
     if (p->time_us > t || (p->time_us == t && p->stage != CS_PHASE_START)) break;
     if (p->stage == CS_PHASE_START) {
       open[nopen++] = p->name;
@@ -188,6 +215,15 @@ static int cs_sum_phase(const cs_phase_list_t *phases, uint64_t t, char *buf, si
     used = w < 0 ? len : used + (size_t)w;
   }
   free(open);
+  if (nopen > 0 && several && own != 0 && used + 1 < len) {
+    /* the name a reader takes is the last one the thread's annotations carry */
+    const char *own_name = NULL;
+    for (size_t i = phases->count; i-- > 0 && !own_name;)
+      if (phases->items[i].thread == own) own_name = phases->items[i].thread_name;
+    char label[512];
+    cs_sum_thread_label(own, own_name, label, sizeof label);
+    snprintf(buf + used, len - used, " on %s", label);
+  }
   return 0;
 }
 
@@ -252,7 +288,7 @@ void cs_snap_write_summary(cs_emitter_t *e, const cs_snap_state_t *s, const cs_i
   if (rc == 0 && s->device_count > 0) rc = cs_sum_sites(s, device, best.after, &best_start, intern, sym, &sites);
   cs_addr_map_free(&best_start);
   char phase[1024] = "";
-  if (rc == 0 && best.after > 0) rc = cs_sum_phase(meta->phases, best.time_us, phase, sizeof phase);
+  if (rc == 0 && best.after > 0) rc = cs_sum_phase(meta->phases, best.time_us, best.thread, phase, sizeof phase);
 
   cs_emit_dict_begin(e);
   cs_emit_kv_int(e, "version", CS_SNAP_SUMMARY_VERSION);

@@ -15,6 +15,7 @@
   var FREE = '#e9ecef';
   var PENDING = '#f5b041';
   var OOM = '#d62728';
+  var PHASE_LANES = 8; /* threads whose phases the memory chart draws, one row each */
 
   /* ---------------------------------------------------------------------------------------------
    * Formatting
@@ -329,25 +330,43 @@
     g.setLineDash([]);
     g.lineWidth = 1;
 
-    /* phases (external_annotations: NVTX ranges, record_function): the top-level ones and the
-       ones just inside them, as bands along the top of the plot, labelled where they are wide */
-    (dev.phases || []).forEach(function (p) {
-      if (p[1] > 1) return;
+    /* phases (external_annotations: NVTX ranges, record_function), each thread's its own: with
+       one thread (or none recorded), its top-level ones and those just inside them in two rows;
+       with several, one row per thread (the first PHASE_LANES), the inner ones drawn over the
+       top-level ones, never one thread's phases nested in another's */
+    var lanes = (dev.phase_threads || []).length;
+    var several = lanes > 1;
+    /* with several threads, a row's label is the innermost drawn: "OUTER > INNER" on an inner
+       phase, the outer name alone where nothing is inside it */
+    var outerOf = [], hasInner = [], lastOuter = {};
+    (dev.phases || []).forEach(function (p, i) {
+      var lane = p.length > 6 ? p[6] : 0;
+      if (p[1] === 0) lastOuter[lane] = i;
+      else if (p[1] === 1 && lastOuter[lane] !== undefined) {
+        outerOf[i] = dev.phases[lastOuter[lane]][0];
+        hasInner[lastOuter[lane]] = true;
+      }
+    });
+    (dev.phases || []).forEach(function (p, i) {
+      var lane = p.length > 6 ? p[6] : 0;
+      if (p[1] > 1 || lane >= PHASE_LANES) return;
       var a = self.mode === 'time' ? p[4] : p[2];
       var b = self.mode === 'time' ? (p[5] >= 0 ? p[5] : s.d[1]) : p[3];
       var xa = Math.max(s.x0, s.x(a)), xb = Math.min(s.x1, s.x(b));
       if (xb < xa) return;
-      var y = s.y1 + p[1] * 11;
+      var y = s.y1 + (several ? lane : p[1]) * 11;
+      var h = several && p[1] === 1 ? 6 : 10;
+      var label = !several ? p[0] : p[1] === 1 ? (outerOf[i] ? outerOf[i] + ' > ' : '') + p[0] : hasInner[i] ? '' : p[0];
       g.save();
       g.fillStyle = p[1] === 0 ? 'rgba(70, 100, 150, 0.22)' : 'rgba(150, 100, 70, 0.25)';
-      g.fillRect(xa, y, Math.max(1, xb - xa), 10);
-      if (xb - xa > 30) {
+      g.fillRect(xa, y + 10 - h, Math.max(1, xb - xa), h);
+      if (label && xb - xa > 30) {
         g.beginPath(); g.rect(xa, y, xb - xa, 10); g.clip();
         g.fillStyle = '#22303c';
         g.font = '9px sans-serif';
         g.textAlign = 'left';
         g.textBaseline = 'top';
-        g.fillText(p[0], xa + 2, y + 1);
+        g.fillText(label, xa + 2, y + 1);
       }
       g.restore();
     });
@@ -487,8 +506,15 @@
         count(dev.timeline.state.length) + ' points, each stretch keeping its highest and lowest.' : '')}));
     sec.appendChild(chart.box);
     if (dev.phases && dev.phases.length) {
+      var threads = (dev.phase_threads || []);
+      var named = threads.filter(function (t) { return t[1]; }).map(function (t) { return t[1]; });
+      var rows = threads.length > 1
+        ? ', one row per thread, from the top: ' + named.slice(0, PHASE_LANES).join('; ') +
+          (threads.length > PHASE_LANES ? '; ' + count(threads.length - PHASE_LANES) + ' more threads not drawn' : '') +
+          ' (each row its thread\'s top-level phases, and those just inside them over them)'
+        : ': top-level ones, and those just inside them' + (named.length ? ' (' + named[0] + ')' : '');
       sec.appendChild(el('p', {class: 'note', text: plural(dev.phases.length, 'phase') +
-        ' of the program (NVTX ranges, record_function) along the top: top-level ones, and those just inside them' +
+        ' of the program (NVTX ranges, record_function) along the top' + rows +
         (dev.phases_left_out ? '; ' + count(dev.phases_left_out) + ' more left out' : '') + '.'}));
     }
     var markers = dev.markers.filter(function (m) { return m[0] === 'oom'; }).length;

@@ -23,7 +23,10 @@ annotations() { # the external_annotations as "STAGE name device" lines, in file
 import json, sys
 s = json.load(open(sys.argv[1]))
 for a in s["external_annotations"]:
-    assert list(a) == ["stage", "name", "device", "time_us"], a
+    # PyTorch's keys in its order, then cudasnap's: the thread whose range it is, and its name
+    assert list(a)[:4] == ["stage", "name", "device", "time_us"], a
+    assert list(a)[4:] in (["thread"], ["thread", "thread_name"]), a
+    assert isinstance(a["thread"], int) and a["thread"] > 0, a
     assert a["stage"] in ("START", "END") and isinstance(a["time_us"], int), a
     print(a["stage"], a["name"], a["device"])
 PY
@@ -58,16 +61,25 @@ assert mark[0] == mark[1], mark                                     # a mark has
 bw = [a["time_us"] for a in ann if a["name"] == "trainer::backward"]
 big = [e["time_us"] for e in trace if e["action"] == "alloc" and e["size"] == 24 << 20]
 assert len(big) == 1 and bw[4] <= big[0] <= bw[5], (bw, big)
+# ranges are their threads': the start/end range main opened and the other thread ended is main's at
+# both ends; the other thread's own push and mark are its own; main made every allocation
+main = {a["thread"] for a in ann if a["name"] in ("snapbar_step", "snapbar_io", "snapbar_setup")}
+other = {a["thread"] for a in ann if a["name"] in ("snapbar_loader", "snapbar_batch_ready")}
+assert len(main) == 1 and len(other) == 1 and main != other, (main, other)
+# (the cache's events carry their thread; memory passed through, the stream-ordered pool, none)
+assert {e["thread"] for e in trace if e["action"] == "alloc" and "thread" in e} == main, trace
+assert [e["size"] for e in trace if e["action"] == "alloc" and "thread" not in e] == [4 << 20], trace
 PY
   "$tool" summary "$dir/snap.json" >"$dir/summary" || fail "summary failed"
-  grep -q "^peak .* at event [0-9]*, during snapbar_step > trainer::backward\$" "$dir/summary" ||
+  # two threads have phases: the line names the thread of the peak's allocation, main, and its own
+  grep -q "^peak .* at event [0-9]*, on thread [0-9]*, during snapbar_step > trainer::backward\$" "$dir/summary" ||
     fail "summary does not name the peak's phase: $(cat "$dir/summary")"
   grep -q "^  snapbar_step: .*(30.0 MiB)" "$dir/summary" ||
     fail "summary lacks the largest bytes inside snapbar_step: $(cat "$dir/summary")"
   # the head (cudasnap_summary) places the phase at the peak as the whole file does
   "$tool" ranks "$dir/snap.json" >"$dir/ranks" && "$tool" ranks --full "$dir/snap.json" >"$dir/ranks_full" ||
     fail "ranks failed"
-  grep -q ' snapbar_step > trainer::backward ' "$dir/ranks" && diff "$dir/ranks" "$dir/ranks_full" >/dev/null ||
+  grep -q ' snapbar_step > trainer::backward on thread [0-9]* ' "$dir/ranks" && diff "$dir/ranks" "$dir/ranks_full" >/dev/null ||
     fail "ranks from the head: $(cat "$dir/ranks" "$dir/ranks_full")"
   # diff --phase: both sides at the peak of the last backward, 30 MiB and (doubled) 54 MiB
   (cd "$dir" && env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=exit CUDASNAP_OUTPUT="$dir/bigger.json" \
@@ -90,8 +102,9 @@ phases = json.loads(m.group(1))
 trace = json.load(open(sys.argv[2]))["device_traces"][0]
 big = next(i for i, e in enumerate(trace) if e["action"] == "alloc" and e["size"] == 24 << 20)
 bw = [p for p in phases if p[0] == "trainer::backward"]
-# inside snapbar_step (deeper when the other thread's ranges happen to be open: phases are the process's)
-assert len(bw) == 3 and all(p[1] >= 1 for p in bw), phases
+# inside snapbar_step, on the main thread: the other thread's ranges, open or not, are its own
+assert len(bw) == 3 and all(p[1] == 1 and p[6] == bw[0][6] for p in bw), phases
+assert all(p[1] == 0 and p[6] != bw[0][6] for p in phases if p[0] == "snapbar_loader"), phases
 assert bw[2][2] <= big < bw[2][3], (bw, big)                     # the last backward holds the 24 MiB alloc
 PY
   # the pickle carries the same annotations (read with a restricted unpickler, as torch's tools do)
@@ -222,6 +235,159 @@ ctypes)
   done
   "$tool" summary "$dir/snap.json" >"$dir/summary" || fail "summary failed"
   grep -q "during py_epoch > py_step_1\$" "$dir/summary" || fail "no peak phase: $(cat "$dir/summary")"
+  ;;
+threads)
+  # issue 44: a server's threads, each with its own nested ranges and its own name, allocating
+  # under them: every view keeps each thread's phases its own, never one nesting across threads
+  run env IT_NVTX_THREADS="$dir/tids" "$bin/it_nvtx" threads
+  checked
+  python3 - "$dir/snap.json" "$dir/tids" <<'PY' || fail "the snapshot's threads"
+import json, sys
+s = json.load(open(sys.argv[1]))
+tids = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    tids["main" if f[0] == "main" else int(f[1])] = int(f[-1])
+ann = s["external_annotations"]
+by_thread = {}
+for a in ann:
+    by_thread.setdefault(a["thread"], []).append(a)
+assert set(by_thread) == set(tids.values()), (sorted(by_thread), tids)
+assert [(a["stage"], a["name"]) for a in by_thread[tids["main"]]] == [("START", "serve"), ("END", "serve")]
+assert all("thread_name" not in a for a in by_thread[tids["main"]]), by_thread[tids["main"]]  # never named
+for i in range(4):
+    stage = "decode" if i % 2 else "prefill"
+    one = [("START", "request"), ("START", stage)] + ([("START", "grow"), ("END", "grow")] if i == 3 else [])
+    one += [("END", stage), ("END", "request")]
+    got = [(a["stage"], a["name"]) for a in by_thread[tids[i]]]
+    assert got == one * 3, (i, got)
+    # named with nvtxNameOsThreadA (0, 1), pthread_setname_np (2), nvtxNameOsThreadW (3)
+    assert {a.get("thread_name") for a in by_thread[tids[i]]} == {"worker-%d" % i}, by_thread[tids[i]]
+# each allocation carries the thread that made it
+MiB = 1 << 20
+trace = s["device_traces"][0]
+allocs = [e for e in trace if e["action"] == "alloc"]
+assert len(allocs) == 15, allocs
+for e in allocs:
+    if e["size"] in (8 * MiB, 16 * MiB, 24 * MiB):
+        assert e["thread"] == tids[3], e
+    else:
+        i = (e["size"] - MiB) // MiB
+        assert e["size"] == (1 + i) * MiB + i * 4096 and e["thread"] == tids[i], e
+assert all("thread" in e for e in trace), [e for e in trace if "thread" not in e]
+PY
+  read -r _ main < <(grep '^main ' "$dir/tids")
+  for i in 0 1 2 3; do read -r _ _ "w$i" < <(grep "^worker $i " "$dir/tids"); done
+  # summary: the peak is worker 3's last grow, on its own thread, and every other thread's phases
+  # open then are listed on their own, in the order the threads began them
+  "$tool" summary "$dir/snap.json" >"$dir/summary" || fail "summary failed"
+  sed -n '/^peak /,/^largest/p' "$dir/summary" | sed 's/ at event [0-9]*,/ at event N,/' >"$dir/peak"
+  printf '%s\n' "peak 35676160 B (34.0 MiB) at event N, on thread $w3 (worker-3), during request > decode > grow" \
+    "  open on thread $main: serve" "  open on thread $w0 (worker-0): request > prefill" \
+    "  open on thread $w1 (worker-1): request > decode" "  open on thread $w2 (worker-2): request > prefill" \
+    "largest live bytes inside each top-level phase:" >"$dir/peak.want"
+  diff "$dir/peak.want" "$dir/peak" >&2 || fail "summary's phases at the peak: $(cat "$dir/summary")"
+  # ranks (from the snapshot's head, and from the whole file) and its JSON: the peak's own phase
+  "$tool" ranks "$dir/snap.json" >"$dir/ranks" && "$tool" ranks --full "$dir/snap.json" >"$dir/ranks_full" &&
+    "$tool" ranks --json "$dir/snap.json" >"$dir/ranks.json" || fail "ranks failed"
+  grep -q " request > decode > grow on thread $w3 (worker-3) " "$dir/ranks" && diff "$dir/ranks" "$dir/ranks_full" >&2 ||
+    fail "ranks: $(cat "$dir/ranks" "$dir/ranks_full")"
+  python3 - "$dir/ranks.json" "request > decode > grow on thread $w3 (worker-3)" <<'PY' || fail "ranks --json: $(cat "$dir/ranks.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = doc["ranks"] if isinstance(doc, dict) else doc
+assert [r["phase"] for r in rows] == [sys.argv[2]], rows
+PY
+  # the report's data: each thread's phases nested in their own lane, the lanes named
+  "$tool" report "$dir/snap.json" -o "$dir/report.html" >/dev/null 2>&1 || fail "report failed"
+  python3 - "$dir/report.html" "$dir/tids" <<'PY' || fail "report phases"
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+phases = json.loads(re.search(r'"phases":(\[\[.*?\]\]),"phases_left_out"', html).group(1))
+lanes = json.loads(re.search(r'"phase_threads":(\[\[.*?\]\])', html).group(1))
+tids = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    tids["main" if f[0] == "main" else int(f[1])] = int(f[-1])
+want = [[tids["main"], "thread %d" % tids["main"]]] + [[tids[i], "thread %d (worker-%d)" % (tids[i], i)] for i in range(4)]
+assert lanes == want, lanes
+depth = {"serve": 0, "request": 0, "prefill": 1, "decode": 1, "grow": 2}
+got = sorted((p[6], p[0], p[1]) for p in phases)
+expect = [(0, "serve", 0)] + sorted((1 + i, n, depth[n]) for i in range(4) for _ in range(3)
+                                    for n in ["request", "decode" if i % 2 else "prefill"] + (["grow"] if i == 3 else []))
+assert got == expect, (got, expect)
+PY
+  # Perfetto: a track per thread, each with its own slices
+  "$tool" export --format perfetto -o "$dir/trace.json" "$dir/snap.json" >/dev/null || fail "export failed"
+  python3 - "$dir/trace.json" "$dir/tids" <<'PY' || fail "perfetto tracks"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+tids = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    tids["main" if f[0] == "main" else int(f[1])] = int(f[-1])
+names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+want = {1: "phases: thread %d" % tids["main"]}
+want.update({2 + i: "phases: thread %d (worker-%d)" % (tids[i], i) for i in range(4)})
+assert names == want, names
+slices = sorted((e["tid"], e["name"]) for e in events if e["ph"] == "X")
+expect = sorted([(1, "serve")] + [(2 + i, n) for i in range(4) for _ in range(3)
+                                   for n in ["request", "decode" if i % 2 else "prefill"] + (["grow"] if i == 3 else [])])
+assert slices == expect, slices
+PY
+  # pprof: an allocation's phase label is the innermost phase open on its own thread
+  if command -v go >/dev/null; then
+    "$tool" export --format pprof -o "$dir/p.pb.gz" "$dir/snap.json" >/dev/null || fail "export pprof failed"
+    GOCACHE=$dir/go HOME=$dir go tool pprof -raw "$dir/p.pb.gz" >"$dir/p.raw" 2>"$dir/p.err" || fail "pprof -raw: $(cat "$dir/p.err")"
+    python3 - "$dir/p.raw" <<'PY' || fail "pprof phase labels: $(cat "$dir/p.raw")"
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")
+got = {}
+for i, line in enumerate(lines):
+    m = re.match(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+): ", line)
+    if m:
+        phase = re.search(r"phase:\[([^\]]*)\]", lines[i + 1])
+        key = phase.group(1) if phase else None
+        got[key] = got.get(key, 0) + int(m.group(4))
+MiB = 1 << 20
+size = lambda i: (1 + i) * MiB + i * 4096
+want = {"prefill": 3 * (size(0) + size(2)), "decode": 3 * (size(1) + size(3)), "grow": (8 + 16 + 24) * MiB}
+assert got == want, (got, want)
+PY
+  fi
+  ;;
+live)
+  # issue 44: the live record's phase is the one open on the thread that allocated last on the
+  # device: a's while b has only opened its range, b's once b allocates inside it
+  mkfifo "$dir/in"
+  (cd "$dir" && exec env LD_PRELOAD="$lib" CUDASNAP_DUMP_ON=none "$bin/it_nvtx" live <"$dir/in" >"$dir/out" 2>"$dir/err") &
+  prog=$!
+  exec {to_prog}>"$dir/in"
+  trap 'kill $prog 2>/dev/null; rm -rf "$dir"' EXIT
+  ready() { # until the program printed "ready $1"
+    for _ in $(seq 200); do grep -q "^ready $1\$" "$dir/out" && return 0; sleep 0.05; done
+    fail "not ready $1: $(cat "$dir/out" "$dir/err")"
+  }
+  phase_is() { # until top shows phase $1 on device 0 (8 s at most)
+    for _ in $(seq 80); do
+      "$tool" top --once --json --pid "$prog" >"$dir/top.json" 2>"$dir/top.err" || fail "top: $(cat "$dir/top.err")"
+      python3 - "$dir/top.json" "$1" <<'PY' && return 0
+import json, sys
+rows = [p for p in json.load(open(sys.argv[1]))["processes"] if p["device"] == 0]
+sys.exit(0 if len(rows) == 1 and rows[0]["phase"] == sys.argv[2] else 1)
+PY
+      sleep 0.1
+    done
+    fail "top never showed phase $1: $(cat "$dir/top.json")"
+  }
+  ready 1
+  phase_is live_a
+  echo go >&"$to_prog"
+  ready 2
+  phase_is live_b
+  echo end >&"$to_prog"
+  exec {to_prog}>&-
+  wait "$prog" || fail "it_nvtx live exited $?: $(cat "$dir/err")"
   ;;
 *) fail "unknown scenario" ;;
 esac

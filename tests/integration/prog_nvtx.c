@@ -6,6 +6,18 @@
  *           step, so the peak is in the last step's backward; a start/end range opened here and
  *           ended on another thread, which has no CUDA context and pushes and marks on its own.
  *   none    the same allocations, with no NVTX call at all.
+ *   threads a server's shape (issue 44): the main thread's range "serve" around four workers,
+ *           each named (worker-0 and worker-1 with nvtxNameOsThreadA, worker-2 with
+ *           pthread_setname_np, worker-3 with nvtxNameOsThreadW) and with its own nested ranges per
+ *           request, "request" > "prefill" (even workers) or "decode" (odd ones), allocating
+ *           (1 + worker) MiB + worker * 4 KiB inside them; in each of three rounds, while every
+ *           worker holds its block, worker 3 opens "grow" and allocates (round + 1) * 8 MiB, so the
+ *           peak is worker 3's last "grow". Workers start one after another (each has opened its
+ *           first range before the next starts), so the threads' phases come in a known order.
+ *           With IT_NVTX_THREADS=FILE, writes "main TID" and "worker I TID" lines there.
+ *   live    for the live record's phase: thread a allocates inside "live_a", then thread b opens
+ *           "live_b" and prints "ready 1"; after a line on stdin b allocates inside it ("ready 2");
+ *           after another line both free and end.
  * In "phases", a pool also declares its sub-allocations through NVTX's memory API (a heap over one
  * cuMemAlloc, regions registered, named, resized and unregistered out of order, the heap reset and
  * unregistered), as Umpire does, and a second pool over a stream-ordered allocation (drawn as
@@ -19,9 +31,11 @@
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtMem.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "tests/integration/it_driver.h"
@@ -196,10 +210,176 @@ static __attribute__((noinline)) void pool_with_regions(nvtxDomainHandle_t domai
   IT_CHECK(cuMemFree(base) == CUDA_SUCCESS, "free pool");
 }
 
+/* ---- threads: a server's shape ------------------------------------------------------------ */
+
+enum { IT_WORKERS = 4, IT_ROUNDS = 3 };
+
+typedef struct worker_s {
+  int index;
+  CUcontext ctx;
+  pthread_barrier_t *held, *grown, *done;
+  pthread_mutex_t *lock;
+  pthread_cond_t *started_cond;
+  int *started;
+  pid_t tid;
+  uint64_t sum; /* its own checksum: threads fold in any order */
+} worker_t;
+
+static uint64_t fold_into(uint64_t sum, CUdeviceptr p) {
+  unsigned char buf[256];
+  IT_CHECK(cuMemcpyDtoH(buf, p, sizeof buf) == CUDA_SUCCESS, "DtoH");
+  for (size_t i = 0; i < sizeof buf; i++) sum = (sum ^ buf[i]) * UINT64_C(0x100000001B3);
+  return sum;
+}
+
+static void *worker(void *arg) {
+  worker_t *w = arg;
+  w->tid = (pid_t)syscall(SYS_gettid);
+  w->sum = UINT64_C(0xCBF29CE484222325);
+  IT_CHECK(cuCtxSetCurrent(w->ctx) == CUDA_SUCCESS, "cuCtxSetCurrent");
+  char name[16];
+  snprintf(name, sizeof name, "worker-%d", w->index);
+  if (w->index < 2) nvtxNameOsThreadA((uint32_t)w->tid, name);
+  else if (w->index == 2) pthread_setname_np(pthread_self(), name);
+  else nvtxNameOsThreadW((uint32_t)w->tid, L"worker-3");
+  const char *stage = w->index % 2 ? "decode" : "prefill";
+  size_t bytes = (size_t)(1 + w->index) * IT_MIB + (size_t)w->index * 4096;
+  for (int round = 0; round < IT_ROUNDS; round++) {
+    nvtxRangePushA("request");
+    if (round == 0) { /* the next worker may start: this one's phases come first */
+      pthread_mutex_lock(w->lock);
+      *w->started = w->index + 1;
+      pthread_cond_broadcast(w->started_cond);
+      pthread_mutex_unlock(w->lock);
+    }
+    nvtxRangePushA(stage);
+    CUdeviceptr p = alloc_filled(bytes, (unsigned char)(w->index * 16 + round));
+    pthread_barrier_wait(w->held); /* every worker holds its block */
+    if (w->index == 3) {
+      nvtxRangePushA("grow");
+      CUdeviceptr big = alloc_filled((size_t)(round + 1) * 8 * IT_MIB, (unsigned char)(100 + round));
+      w->sum = fold_into(w->sum, big);
+      IT_CHECK(cuMemFree(big) == CUDA_SUCCESS, "free big");
+      nvtxRangePop();
+    }
+    pthread_barrier_wait(w->grown);
+    w->sum = fold_into(w->sum, p);
+    IT_CHECK(cuMemFree(p) == CUDA_SUCCESS, "free");
+    nvtxRangePop();
+    nvtxRangePop();
+    pthread_barrier_wait(w->done);
+  }
+  return NULL;
+}
+
+static void run_threads(void) {
+  CUcontext ctx = it_driver_context();
+  nvtxRangePushA("serve");
+  pthread_barrier_t held, grown, done;
+  pthread_barrier_init(&held, NULL, IT_WORKERS);
+  pthread_barrier_init(&grown, NULL, IT_WORKERS);
+  pthread_barrier_init(&done, NULL, IT_WORKERS);
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t started_cond = PTHREAD_COND_INITIALIZER;
+  int started = 0;
+  worker_t w[IT_WORKERS];
+  pthread_t t[IT_WORKERS];
+  for (int i = 0; i < IT_WORKERS; i++) {
+    w[i] = (worker_t){.index = i, .ctx = ctx, .held = &held, .grown = &grown, .done = &done, .lock = &lock,
+                      .started_cond = &started_cond, .started = &started};
+    IT_CHECK(pthread_create(&t[i], NULL, worker, &w[i]) == 0, "pthread_create");
+    pthread_mutex_lock(&lock);
+    while (started < i + 1) pthread_cond_wait(&started_cond, &lock);
+    pthread_mutex_unlock(&lock);
+  }
+  for (int i = 0; i < IT_WORKERS; i++) pthread_join(t[i], NULL);
+  nvtxRangePop();
+  for (int i = 0; i < IT_WORKERS; i++) checksum = (checksum ^ w[i].sum) * UINT64_C(0x100000001B3);
+  const char *path = getenv("IT_NVTX_THREADS");
+  if (path) {
+    FILE *f = fopen(path, "w");
+    IT_CHECK(f != NULL, "cannot write %s", path);
+    fprintf(f, "main %ld\n", (long)syscall(SYS_gettid));
+    for (int i = 0; i < IT_WORKERS; i++) fprintf(f, "worker %d %ld\n", i, (long)w[i].tid);
+    fclose(f);
+  }
+  printf("checksum=%016llx\n", (unsigned long long)checksum);
+}
+
+/* ---- live: the phase of the thread that allocated last ---------------------------------------- */
+
+typedef struct live_s {
+  CUcontext ctx;
+  sem_t a_holds, b_opened, b_go, b_holds, end;
+} live_t;
+
+static void *live_a(void *arg) {
+  live_t *l = arg;
+  IT_CHECK(cuCtxSetCurrent(l->ctx) == CUDA_SUCCESS, "cuCtxSetCurrent");
+  nvtxRangePushA("live_a");
+  CUdeviceptr p = alloc_filled(IT_MIB, 1);
+  sem_post(&l->a_holds);
+  sem_wait(&l->end);
+  fold(p);
+  IT_CHECK(cuMemFree(p) == CUDA_SUCCESS, "free");
+  nvtxRangePop();
+  return NULL;
+}
+
+static void *live_b(void *arg) {
+  live_t *l = arg;
+  IT_CHECK(cuCtxSetCurrent(l->ctx) == CUDA_SUCCESS, "cuCtxSetCurrent");
+  sem_wait(&l->a_holds);
+  nvtxRangePushA("live_b"); /* opened after a's allocation, but nothing allocated in it yet */
+  sem_post(&l->b_opened);
+  sem_wait(&l->b_go);
+  CUdeviceptr p = alloc_filled(2 * IT_MIB, 2);
+  sem_post(&l->b_holds);
+  sem_wait(&l->end);
+  IT_CHECK(cuMemFree(p) == CUDA_SUCCESS, "free");
+  nvtxRangePop();
+  return NULL;
+}
+
+/* Thread a allocates inside "live_a"; then thread b opens "live_b" without allocating: "ready 1",
+ * and a line on stdin; b allocates: "ready 2", and a line; both free and end. */
+static void run_live(void) {
+  live_t l = {.ctx = it_driver_context()};
+  sem_init(&l.a_holds, 0, 0);
+  sem_init(&l.b_opened, 0, 0);
+  sem_init(&l.b_go, 0, 0);
+  sem_init(&l.b_holds, 0, 0);
+  sem_init(&l.end, 0, 0);
+  pthread_t a, b;
+  IT_CHECK(pthread_create(&a, NULL, live_a, &l) == 0 && pthread_create(&b, NULL, live_b, &l) == 0, "pthread_create");
+  char line[64];
+  sem_wait(&l.b_opened);
+  printf("ready 1\n");
+  fflush(stdout);
+  IT_CHECK(fgets(line, sizeof line, stdin) != NULL, "stdin");
+  sem_post(&l.b_go);
+  sem_wait(&l.b_holds);
+  printf("ready 2\n");
+  fflush(stdout);
+  IT_CHECK(fgets(line, sizeof line, stdin) != NULL, "stdin");
+  sem_post(&l.end);
+  sem_post(&l.end);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  printf("checksum=%016llx\n", (unsigned long long)checksum);
+}
+
 int main(int argc, char **argv) {
   IT_CHECK((argc == 2 || (argc == 3 && strcmp(argv[2], "bigger") == 0)) &&
-               (strcmp(argv[1], "phases") == 0 || strcmp(argv[1], "none") == 0),
-           "usage: %s phases|none [bigger]", argv[0]);
+               (strcmp(argv[1], "phases") == 0 || strcmp(argv[1], "none") == 0 || strcmp(argv[1], "threads") == 0 ||
+                strcmp(argv[1], "live") == 0),
+           "usage: %s phases|none|threads|live [bigger]", argv[0]);
+  if (strcmp(argv[1], "threads") == 0 || strcmp(argv[1], "live") == 0) {
+    (void)it_preloaded();
+    if (argv[1][0] == 't') run_threads();
+    else run_live();
+    return 0;
+  }
   size_t grad_unit = (argc == 3 ? 16 : 8) * IT_MIB;
   bool nvtx = strcmp(argv[1], "phases") == 0;
   (void)it_preloaded();
