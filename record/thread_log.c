@@ -11,10 +11,17 @@
 #include "common/cs_populate.h"
 #include "record/thread_id.h"
 
+/* An entry's `stream` in a chunk: the log's stream index in the low bits, and above them the
+ * thread that made it (record/thread_id.h), so that keeping the thread costs no line of its own;
+ * a copy gives the two apart. */
+enum { CS_LOG_STREAM_BITS = 10 };
+_Static_assert(CS_RING_MAX_STREAMS <= 1 << CS_LOG_STREAM_BITS, "stream indexes fit below the thread");
+_Static_assert(CS_LOG_STREAM_BITS + CS_THREAD_ID_BITS <= 32, "a thread fits above the stream index");
+#define CS_LOG_STREAM_MASK ((UINT32_C(1) << CS_LOG_STREAM_BITS) - 1)
+
 struct cs_log_chunk_s {
   cs_ring_entry_t entries[CS_THREAD_LOG_CHUNK];
   uint64_t seq[CS_THREAD_LOG_CHUNK]; /* each entry's number in its log */
-  uint32_t thread[CS_THREAD_LOG_CHUNK]; /* the thread that made it (record/thread_id.h) */
   uint32_t count;
   cs_log_chunk_t *next;              /* in the free list or the full list */
 };
@@ -160,9 +167,10 @@ static inline void cs_thread_log_append(cs_thread_log_t *l, cs_log_chunk_t **cur
   cs_log_chunk_t *c = *current;
   uint32_t k = c->count;
   c->entries[k] = (cs_ring_entry_t){.addr = addr, .size = size, .when = cs_ring_pack(time, device, action),
-                                    .stack_id = stack_id, .stream = cs_stream_table_index(&l->streams, stream)};
+                                    .stack_id = stack_id,
+                                    .stream = cs_stream_table_index(&l->streams, stream) |
+                                              cs_thread_id() << CS_LOG_STREAM_BITS};
   c->seq[k] = l->next_seq++;
-  c->thread[k] = cs_thread_id();
   c->count = k + 1;
   l->pushed++;
   l->last_time = time;
@@ -239,8 +247,9 @@ size_t cs_thread_log_copy(cs_thread_log_t *l, cs_ring_entry_t *out, uint32_t *th
   while (n_heap > 0) {
     cs_log_cursor_t *top = &heap[0];
     cs_ring_entry_t *e = &top->chunk->entries[top->at];
-    if (threads) threads[n] = top->chunk->thread[top->at];
-    cs_ring_entry_export(&out[n++], e, l->start_epoch_us, cs_ring_convert_next(&cv, e));
+    if (threads) threads[n] = e->stream >> CS_LOG_STREAM_BITS;
+    cs_ring_entry_export(&out[n], e, l->start_epoch_us, cs_ring_convert_next(&cv, e));
+    out[n++].stream &= CS_LOG_STREAM_MASK;
     if (++top->at == top->chunk->count) heap[0] = heap[--n_heap];
     cs_heap_sift_down(heap, n_heap, 0);
   }

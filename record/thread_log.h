@@ -33,8 +33,9 @@
  * filling and one straddling the cut) and a copy holds exactly the newest `capacity` entries, the
  * ones a ring of that capacity would hold, for any number of threads, logs and threads that come
  * and go (tests/unit/test_thread_log.c checks each against a ring). Each entry keeps the thread that made it
- * (record/thread_id.h): a phase is per thread (issue 44). Memory: 44 bytes an entry (a ring's 32,
- * its number and its thread), plus the spare chunks (363 KiB). Entries and their times are the
+ * (record/thread_id.h; above the stream index, which needs 10 of its 32 bits): a phase is per
+ * thread (issue 44). Memory: 40 bytes an entry (a ring's 32, and its number), plus the spare
+ * chunks (330 KiB). Entries and their times are the
  * ring's (record/ring.h): ticks until a copy converts them in place, once. */
 #ifndef CS_THREAD_LOG_H
 #define CS_THREAD_LOG_H
@@ -46,11 +47,11 @@
 #include "record/ring.h"
 
 enum {
-  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 11 KiB with their numbers and threads */
+  CS_THREAD_LOG_CHUNK = 256, /* entries per chunk: 10 KiB with their numbers */
   CS_THREAD_LOG_WRITERS = 16, /* writer slots: threads writing at once beyond it share them */
   CS_THREAD_LOG_SPARE = 2 * CS_THREAD_LOG_WRITERS + 1, /* chunks beyond the capacity */
 };
-/* The most entries a log keeps (memory: 44 GiB of chunks). */
+/* The most entries a log keeps (memory: 40 GiB of chunks). */
 #define CS_THREAD_LOG_MAX_CAPACITY ((size_t)1 << 30)
 
 typedef struct cs_log_chunk_s cs_log_chunk_t;
