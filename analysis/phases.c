@@ -54,14 +54,35 @@ typedef struct cs_phase_walk_s {
 
 void cs_phase_lanes_free(cs_phase_lanes_t *lanes) {
   free(lanes->items);
-  *lanes = (cs_phase_lanes_t){.items = NULL, .count = 0};
+  free(lanes->by_thread);
+  *lanes = (cs_phase_lanes_t){.items = NULL, .count = 0, .by_thread = NULL};
 }
 
 size_t cs_phase_lanes_own(const cs_phase_lanes_t *lanes, int64_t thread) {
-  for (size_t i = 0; i < lanes->count; i++)
-    if (lanes->items[i].thread == thread) return i;
+  size_t lo = 0, hi = lanes->by_thread ? lanes->count : 0;
+  while (lo < hi) { /* the first lane whose thread is not below */
+    size_t mid = lo + (hi - lo) / 2;
+    if (lanes->items[lanes->by_thread[mid]].thread < thread) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < lanes->count && lanes->by_thread && lanes->items[lanes->by_thread[lo]].thread == thread)
+    return lanes->by_thread[lo];
   if (thread == 0 && lanes->count == 1) return 0; /* a thread not recorded, and only one has phases */
   return SIZE_MAX;
+}
+
+/* order (lane indexes) sorted by the lanes' threads, which are distinct: a merge through tmp. */
+static void cs_lanes_sort(const cs_phase_lanes_t *lanes, size_t *order, size_t *tmp, size_t n) {
+  if (n < 2) return;
+  size_t half = n / 2;
+  cs_lanes_sort(lanes, order, tmp, half);
+  cs_lanes_sort(lanes, order + half, tmp, n - half);
+  size_t i = 0, j = half, k = 0;
+  while (i < half && j < n)
+    tmp[k++] = lanes->items[order[j]].thread < lanes->items[order[i]].thread ? order[j++] : order[i++];
+  while (i < half) tmp[k++] = order[i++];
+  while (j < n) tmp[k++] = order[j++];
+  memcpy(order, tmp, n * sizeof *order);
 }
 
 bool cs_phase_lanes_plain(const cs_phase_lanes_t *lanes, size_t own) {
@@ -230,7 +251,7 @@ static int cs_ann_cmp(const void *x, const void *y) {
 static cs_ann_t *cs_phase_read(const cs_doc_t *doc, size_t *count, cs_phase_lanes_t *lanes, bool *failed) {
   cs_val_t list = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_EXTERNAL_ANNOTATIONS);
   *count = 0;
-  *lanes = (cs_phase_lanes_t){.items = NULL, .count = 0};
+  *lanes = (cs_phase_lanes_t){.items = NULL, .count = 0, .by_thread = NULL};
   size_t n = cs_val_is_array(list) ? cs_doc_len(doc, list) : 0;
   if (n == 0) return NULL;
   cs_ann_t *anns = malloc(n * sizeof *anns);
@@ -241,7 +262,8 @@ static cs_ann_t *cs_phase_read(const cs_doc_t *doc, size_t *count, cs_phase_lane
   cs_lane_map_t map = {.thread = malloc(slots * sizeof *map.thread), .lane = calloc(slots, sizeof *map.lane),
                        .mask = slots - 1};
   lanes->items = malloc(n * sizeof *lanes->items);
-  if (!anns || !threads || !names || !map.thread || !map.lane || !lanes->items) {
+  lanes->by_thread = malloc(n * sizeof *lanes->by_thread);
+  if (!anns || !threads || !names || !map.thread || !map.lane || !lanes->items || !lanes->by_thread) {
     free(anns);
     anns = NULL;
     *failed = true;
@@ -283,6 +305,8 @@ static cs_ann_t *cs_phase_read(const cs_doc_t *doc, size_t *count, cs_phase_lane
     anns[i].lane = map.lane[s] - 1;
     if (names[at]) lanes->items[anns[i].lane].name = names[at];
   }
+  for (size_t i = 0; i < lanes->count; i++) lanes->by_thread[i] = i;
+  cs_lanes_sort(lanes, lanes->by_thread, map.lane, lanes->count); /* the map is done with: room */
   /* marks (a START and an END of one name at one time, in one lane) are moments, not phases:
    * left out */
   size_t kept = 0;
@@ -352,16 +376,27 @@ static int cs_phases_print_peak(cs_phase_walk_t *w, const cs_peak_t *peak, const
     else printf("peak %s at event %zu, on %s, outside any phase\n", bytes, peak->after, label);
   }
   free(chain);
-  for (size_t lane = 0; lane < lanes->count; lane++) {
-    if (lane == own) continue;
-    char *other = cs_phase_chain(w->at_peak, w->nat_peak, lane);
-    if (!other) return -1;
-    if (other[0]) {
-      cs_phase_lane_label(&lanes->items[lane], label, sizeof label);
-      printf("  open on %s: %s\n", label[0] ? label : "no thread recorded", other);
-    }
-    free(other);
+  /* the open phases grouped by lane (a counting sort keeps their start order within a lane) */
+  size_t *first = calloc(lanes->count + 1, sizeof *first);
+  const cs_open_t **grouped = malloc((w->nat_peak ? w->nat_peak : 1) * sizeof *grouped);
+  if (!first || !grouped) {
+    free(first);
+    free(grouped);
+    return -1;
   }
+  for (size_t i = 0; i < w->nat_peak; i++) first[w->at_peak[i].lane + 1]++;
+  for (size_t lane = 0; lane < lanes->count; lane++) first[lane + 1] += first[lane];
+  size_t *next = first; /* filled in place: first[lane] moves to its group's end */
+  for (size_t i = 0; i < w->nat_peak; i++) grouped[next[w->at_peak[i].lane]++] = &w->at_peak[i];
+  for (size_t lane = 0, at = 0; lane < lanes->count; at = next[lane++]) {
+    if (lane == own || at == next[lane]) continue;
+    cs_phase_lane_label(&lanes->items[lane], label, sizeof label);
+    printf("  open on %s: ", label[0] ? label : "no thread recorded");
+    for (size_t k = at; k < next[lane]; k++) printf("%s%s", k > at ? " > " : "", grouped[k]->name);
+    printf("\n");
+  }
+  free(first);
+  free(grouped);
   return 0;
 }
 

@@ -27,13 +27,14 @@ typedef struct cs_phase_lane_s {
 typedef struct cs_phase_lanes_s {
   cs_phase_lane_t *items;
   size_t count;
+  size_t *by_thread; /* lane indexes by thread, for cs_phase_lanes_own's binary search */
 } cs_phase_lanes_t;
 
 void cs_phase_lanes_free(cs_phase_lanes_t *lanes);
 
 /* The lane whose phases are an entry's, by the entry's thread (0: not known): the lane of that
  * thread; for an unknown thread, the lane without a thread, or the only lane there is. SIZE_MAX
- * when none is (a thread that opened no phase, an unknown thread among several). */
+ * when none is (a thread that opened no phase, an unknown thread among several). O(log lanes). */
 size_t cs_phase_lanes_own(const cs_phase_lanes_t *lanes, int64_t thread);
 
 /* Whether phases name their threads: more than one lane, or an entry whose lane is not the only

@@ -230,7 +230,7 @@ typedef struct cs_pp_device_s {
 static int cs_pp_phases(cs_pprof_t *p, cs_pp_device_t *d) {
   cs_phase_span_t *spans = malloc(CS_PP_MAX_SPANS * sizeof *spans);
   size_t nspans = 0, left_out = 0;
-  cs_phase_lanes_t lanes = {NULL, 0};
+  cs_phase_lanes_t lanes = {NULL, 0, NULL};
   if (spans == NULL || cs_phases_spans(p->doc, d->device, spans, CS_PP_MAX_SPANS, &nspans, &left_out, &lanes) != 0) {
     free(spans);
     return -1;

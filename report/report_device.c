@@ -122,7 +122,7 @@ enum { CS_RD_MAX_PHASES = 2000 };
 static int cs_rd_phases(cs_emitter_t *e, const cs_doc_t *doc, int device) {
   cs_phase_span_t *spans = malloc(CS_RD_MAX_PHASES * sizeof *spans);
   size_t n = 0, left_out = 0;
-  cs_phase_lanes_t lanes = {NULL, 0};
+  cs_phase_lanes_t lanes = {NULL, 0, NULL};
   int rc = spans ? cs_phases_spans(doc, device, spans, CS_RD_MAX_PHASES, &n, &left_out, &lanes) : -1;
   cs_emit_key(e, "phases");
   cs_emit_list_begin(e);

@@ -287,6 +287,36 @@ PY
     "  open on thread $w1 (worker-1): request > decode" "  open on thread $w2 (worker-2): request > prefill" \
     "largest live bytes inside each top-level phase:" >"$dir/peak.want"
   diff "$dir/peak.want" "$dir/peak" >&2 || fail "summary's phases at the peak: $(cat "$dir/summary")"
+  # the same file without the peak entry's thread: every thread's open phases, none taken as its;
+  # without any thread (a file of cudasnap before threads were recorded): read as it always was
+  python3 - "$dir/snap.json" "$dir/nopeak.json" "$dir/old.json" <<'PY' || fail "cannot rewrite the snapshot"
+import json, sys
+s = json.load(open(sys.argv[1]))
+big = [e for e in s["device_traces"][0] if e["action"] == "alloc" and e["size"] == 24 << 20]
+del big[0]["thread"]
+json.dump(s, open(sys.argv[2], "w"))
+for a in s["external_annotations"]:
+    a.pop("thread", None)
+    a.pop("thread_name", None)
+for e in s["device_traces"][0]:
+    e.pop("thread", None)
+del s["cudasnap_summary"]
+json.dump(s, open(sys.argv[3], "w"))
+PY
+  "$tool" summary "$dir/nopeak.json" | sed -n '/^peak /,/^largest/p' | sed 's/ at event [0-9]*,/ at event N,/' >"$dir/peak"
+  printf '%s\n' "peak 35676160 B (34.0 MiB) at event N, on a thread not recorded" "  open on thread $main: serve" \
+    "  open on thread $w0 (worker-0): request > prefill" "  open on thread $w1 (worker-1): request > decode" \
+    "  open on thread $w2 (worker-2): request > prefill" "  open on thread $w3 (worker-3): request > decode > grow" \
+    "largest live bytes inside each top-level phase:" >"$dir/peak.want"
+  diff "$dir/peak.want" "$dir/peak" >&2 || fail "summary without the peak's thread"
+  "$tool" summary "$dir/old.json" | grep '^peak ' | sed 's/ at event [0-9]*,/ at event N,/' >"$dir/peak"
+  python3 - "$(cat "$dir/peak")" <<'PY' || fail "a file without threads: $(cat "$dir/peak")"
+import sys
+head, _, chain = sys.argv[1].partition(", during ")   # one nesting of every thread's open ranges
+names = chain.split(" > ")
+assert head == "peak 35676160 B (34.0 MiB) at event N" and names[0] == "serve" and names[-1] == "grow", names
+assert sorted(names) == sorted(["serve"] + ["request"] * 4 + ["prefill", "decode"] * 2 + ["grow"]), names
+PY
   # ranks (from the snapshot's head, and from the whole file) and its JSON: the peak's own phase
   "$tool" ranks "$dir/snap.json" >"$dir/ranks" && "$tool" ranks --full "$dir/snap.json" >"$dir/ranks_full" &&
     "$tool" ranks --json "$dir/snap.json" >"$dir/ranks.json" || fail "ranks failed"

@@ -122,7 +122,7 @@ typedef struct named_s {
   const char *name;   /* pthread_setname_np's, NULL: none */
   uint32_t tid;
   uint32_t open_now;  /* cs_phases_open_on(own thread) inside its two ranges */
-  pthread_barrier_t *inside, *leave;
+  pthread_barrier_t *inside, *leave, *closed, *finish; /* closed, finish: NULL for one that ends at once */
 } named_t;
 
 /* Two nested ranges of its own; waits inside them, then closes them and ends. */
@@ -138,6 +138,10 @@ static void *ranges_of_own(void *arg) {
   pthread_barrier_wait(n->leave);
   cs_phases_record(inner, CS_PHASE_END, 0);
   cs_phases_record(outer, CS_PHASE_END, 0);
+  if (n->closed) { /* stays, running, until told to end */
+    pthread_barrier_wait(n->closed);
+    pthread_barrier_wait(n->finish);
+  }
   return NULL;
 }
 
@@ -156,12 +160,14 @@ static void test_threads_own_phases(void **state) {
   (void)state;
   assert_true(cs_phases_init());
   cs_phases_clear();
-  pthread_barrier_t inside, leave;
+  pthread_barrier_t inside, leave, closed, finish;
   pthread_barrier_init(&inside, NULL, 4);
   pthread_barrier_init(&leave, NULL, 4);
+  pthread_barrier_init(&closed, NULL, 3);
+  pthread_barrier_init(&finish, NULL, 3);
   named_t n[3] = {{.name = "ended_named", .inside = &inside, .leave = &leave},
-                  {.name = "running_named", .inside = &inside, .leave = &leave},
-                  {.name = NULL, .inside = &inside, .leave = &leave}};
+                  {.name = "running_named", .inside = &inside, .leave = &leave, .closed = &closed, .finish = &finish},
+                  {.name = NULL, .inside = &inside, .leave = &leave, .closed = &closed, .finish = &finish}};
   pthread_t t[3];
   for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&t[i], NULL, ranges_of_own, &n[i]), 0);
   pthread_barrier_wait(&inside);
@@ -175,7 +181,8 @@ static void test_threads_own_phases(void **state) {
   cs_phases_name_thread(n[2].tid, cs_phases_name("nvtx_named", SIZE_MAX));
   assert_string_equal(cs_phases_thread_name(n[2].tid), "nvtx_named");
   pthread_barrier_wait(&leave);
-  pthread_join(t[0], NULL); /* ended: its name was kept as it ended */
+  pthread_barrier_wait(&closed); /* 1 and 2 closed their ranges, and still run */
+  pthread_join(t[0], NULL);      /* ended: its name was kept as it ended */
   cs_phase_list_t list;
   assert_int_equal(cs_phases_copy(&list), 0);
   assert_int_equal(list.count, 12);
@@ -200,6 +207,7 @@ static void test_threads_own_phases(void **state) {
    * thread's: none */
   cs_phases_name_thread(n[2].tid, 0);
   assert_null(cs_phases_thread_name(n[2].tid));
+  pthread_barrier_wait(&finish);
   pthread_join(t[1], NULL);
   pthread_join(t[2], NULL);
   assert_int_equal(cs_phases_copy(&list), 0);
@@ -213,6 +221,8 @@ static void test_threads_own_phases(void **state) {
   assert_null(cs_phases_thread_name(n[1].tid));
   pthread_barrier_destroy(&inside);
   pthread_barrier_destroy(&leave);
+  pthread_barrier_destroy(&closed);
+  pthread_barrier_destroy(&finish);
 }
 
 /* A range recorded as another thread's (an NVTX start/end range ended elsewhere) is that thread's. */
