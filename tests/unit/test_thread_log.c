@@ -627,6 +627,11 @@ static void *push_once(void *arg) {
  * read) keep the 2^31 of them to seconds. */
 static void test_idle_slot_after_2_31_events(void **state) {
   (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  /* instrumented, the 2^31 pushes take minutes (ASan: 2, TSan: 10 on a 2-vCPU VM); one thread's
+   * arithmetic, which the other builds check */
+  skip();
+#endif
   enum { CAPACITY = 1024 };
   cs_thread_log_t l;
   assert_int_equal(cs_thread_log_init(&l, CAPACITY), 0);
