@@ -448,7 +448,8 @@ int cs_phases_at_peak(const cs_doc_t *doc, int device, const cs_peak_t *peak, ch
     char *chain = own != SIZE_MAX ? cs_phase_chain(w.at_peak, w.nat_peak, own) : NULL;
     if (own != SIZE_MAX && !chain) rc = -1;
     char label[512] = "";
-    if (chain && chain[0] && !cs_phase_lanes_plain(&lanes, own)) cs_phase_lane_label(&lanes.items[own], label, sizeof label);
+    if (chain && chain[0] && !cs_phase_lanes_plain(&lanes, own))
+      cs_phase_lane_label(&lanes.items[own], label, sizeof label);
     if (label[0]) {
       size_t len = strlen(chain) + strlen(label) + 5;
       char *with = malloc(len);

@@ -354,7 +354,9 @@ static int cs_pf_phases(cs_perfetto_t *pf, const cs_doc_t *doc, int pid, int dev
   cs_pf_order_t *order = malloc(CS_PERFETTO_MAX_PHASES * sizeof *order);
   size_t n = 0, left_out = 0, depth = 0;
   cs_phase_lanes_t lanes = {NULL, 0, NULL};
-  int rc = spans && ends && order ? cs_phases_spans(doc, device, spans, CS_PERFETTO_MAX_PHASES, &n, &left_out, &lanes) : -1;
+  int rc = spans && ends && order
+               ? cs_phases_spans(doc, device, spans, CS_PERFETTO_MAX_PHASES, &n, &left_out, &lanes)
+               : -1;
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) order[i] = (cs_pf_order_t){.lane = spans[i].lane, .index = i};
     qsort(order, n, sizeof *order, cs_pf_order_cmp);

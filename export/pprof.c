@@ -246,7 +246,8 @@ static int cs_pp_phases(cs_pprof_t *p, cs_pp_device_t *d) {
     for (size_t k = 0; k < nopen; k++)
       if (spans[open[k]].end_state > i) open[kept++] = open[k];
     nopen = kept;
-    size_t own = nopen ? cs_phase_lanes_own(&lanes, cs_phases_entry_thread(p->doc, cs_doc_at(p->doc, d->trace, i))) : SIZE_MAX;
+    int64_t thread = nopen ? cs_phases_entry_thread(p->doc, cs_doc_at(p->doc, d->trace, i)) : 0;
+    size_t own = nopen ? cs_phase_lanes_own(&lanes, thread) : SIZE_MAX;
     size_t k = nopen;
     while (k > 0 && spans[open[k - 1]].lane != own) k--;
     d->phase_of[i] = k ? names[open[k - 1]] : 0;

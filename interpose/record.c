@@ -231,8 +231,8 @@ static inline void cs_record_note_thread(cs_history_t *h) {
 }
 
 uint32_t cs_record_alloc_thread(int device) {
-  return (unsigned)device < CS_MAX_DEVICES ? atomic_load_explicit(&cs_record_alloc_threads[device], memory_order_relaxed)
-                                           : 0;
+  if ((unsigned)device >= CS_MAX_DEVICES) return 0;
+  return atomic_load_explicit(&cs_record_alloc_threads[device], memory_order_relaxed);
 }
 
 static void cs_record_event(void *ctx, const cs_trace_event_t *ev) {

@@ -243,7 +243,9 @@ static void cs_phases_thread_ends(void *value) {
   if (slot) atomic_store_explicit(&slot->comm, cs_phases_name(comm, sizeof comm), memory_order_release);
 }
 
-static void cs_phases_make_key(void) { cs_phase_key_made = pthread_key_create(&cs_phase_key, cs_phases_thread_ends) == 0; }
+static void cs_phases_make_key(void) {
+  cs_phase_key_made = pthread_key_create(&cs_phase_key, cs_phases_thread_ends) == 0;
+}
 
 static CS_COLD void cs_phases_see_thread(void) {
   cs_phase_thread_seen = true;

@@ -4,9 +4,10 @@
  * NVTX calls come from any thread, with or without a CUDA context, at any rate; each one records
  * a START or END with a name, the thread whose range it is (record/thread_id.h) and a time from the
  * event clock (record/ticks.h), so phases line up with the allocator histories. Ranges belong to
- * their threads (issue 44): readers nest each thread's own, never one thread's inside another's. Recording takes no lock and shares nothing with the allocators:
- * one atomic increment claims a slot of a fixed ring (the oldest are overwritten), and each slot
- * carries a sequence number that a reader checks, so a snapshot never reads a half-written entry.
+ * their threads (issue 44): readers nest each thread's own, never one thread's inside another's.
+ * Recording takes no lock and shares nothing with the allocators: one atomic increment claims a
+ * slot of a fixed ring (the oldest are overwritten), and each slot carries a sequence number that
+ * a reader checks, so a snapshot never reads a half-written entry.
  *
  * Names are interned once into a fixed, lock-free table of copies (a name in a transient buffer,
  * as Python passes it, is copied the first time it is seen). When the table is full, new names

@@ -57,7 +57,8 @@ void cs_snap_thread_names(cs_phase_list_t *list) {
     t->thread[s] = p->thread;
     t->index[s] = (uint32_t)t->count;
     char *name = names[t->count++];
-    if (!cs_thread_comm(p->thread, name)) snprintf(name, CS_COMM_LEN, "%s", p->thread_ended_as ? p->thread_ended_as : "");
+    if (!cs_thread_comm(p->thread, name))
+      snprintf(name, CS_COMM_LEN, "%s", p->thread_ended_as ? p->thread_ended_as : "");
     if (strcmp(name, main_name) == 0) name[0] = '\0';
   }
   char *owned = t->count ? malloc(t->count * CS_COMM_LEN) : NULL;

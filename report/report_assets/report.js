@@ -356,7 +356,9 @@
       if (xb < xa) return;
       var y = s.y1 + (several ? lane : p[1]) * 11;
       var h = several && p[1] === 1 ? 6 : 10;
-      var label = !several ? p[0] : p[1] === 1 ? (outerOf[i] ? outerOf[i] + ' > ' : '') + p[0] : hasInner[i] ? '' : p[0];
+      var label = !several ? p[0]
+        : p[1] === 1 ? (outerOf[i] ? outerOf[i] + ' > ' : '') + p[0]
+        : hasInner[i] ? '' : p[0];
       g.save();
       g.fillStyle = p[1] === 0 ? 'rgba(70, 100, 150, 0.22)' : 'rgba(150, 100, 70, 0.25)';
       g.fillRect(xa, y + 10 - h, Math.max(1, xb - xa), h);

@@ -22,7 +22,8 @@
   "\"requested_size\": 0, \"state\": \"inactive\"}]}"
 #define ALLOC(addr, size, t, thread) \
   "{\"action\": \"alloc\", \"addr\": " #addr ", \"size\": " #size ", \"stream\": 0, \"time_us\": " #t thread "}"
-#define FREE(addr, size, t) "{\"action\": \"free_completed\", \"addr\": " #addr ", \"size\": " #size ", \"stream\": 0, \"time_us\": " #t "}"
+#define FREE(addr, size, t) \
+  "{\"action\": \"free_completed\", \"addr\": " #addr ", \"size\": " #size ", \"stream\": 0, \"time_us\": " #t "}"
 #define ANN(stage, name, t, thread) \
   "{\"stage\": \"" stage "\", \"name\": \"" name "\", \"device\": 0, \"time_us\": " #t thread "}"
 
