@@ -102,8 +102,12 @@ phases = json.loads(m.group(1))
 trace = json.load(open(sys.argv[2]))["device_traces"][0]
 big = next(i for i, e in enumerate(trace) if e["action"] == "alloc" and e["size"] == 24 << 20)
 bw = [p for p in phases if p[0] == "trainer::backward"]
-# inside snapbar_step, on the main thread: the other thread's ranges, open or not, are its own
-assert len(bw) == 3 and all(p[1] == 1 and p[6] == bw[0][6] for p in bw), phases
+# inside snapbar_step on the main thread, and inside main's snapbar_io too while it is open (the
+# other thread ends it during the first step): the other thread's own ranges never count
+io = [p for p in phases if p[0] == "snapbar_io"]
+assert len(io) == 1 and io[0][6] == bw[0][6], phases
+assert len(bw) == 3 and all(p[6] == bw[0][6] for p in bw), phases
+assert all(p[1] == (2 if io[0][4] <= p[4] < io[0][5] else 1) for p in bw), (bw, io)
 assert all(p[1] == 0 and p[6] != bw[0][6] for p in phases if p[0] == "snapbar_loader"), phases
 assert bw[2][2] <= big < bw[2][3], (bw, big)                     # the last backward holds the 24 MiB alloc
 PY
