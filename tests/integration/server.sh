@@ -47,3 +47,29 @@ async_ooms = s["cudasnap"]["passthrough_stats"][0]["passthrough_ooms.async"]
 print(f"server: {ooms} out-of-memory answers ({async_ooms} of cudaMallocAsync), all counted; "
       f"{len(snaps)} snapshots clean")
 PY
+# each worker's NVTX ranges are its own (issue 44, item 4): per thread, exactly its requests' ranges
+# in order, request > prefill and request > decode; summary says the peak on one thread, never a
+# nesting of several threads' requests (built without NVTX's headers the program opens no range)
+exit_snap=$(grep -l '"trigger": *"exit"' "${files[@]}" | head -1)
+nvtx=$(python3 - "$exit_snap" "$requests" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+by_thread = {}
+for a in s["external_annotations"]:
+    by_thread.setdefault(a["thread"], []).append((a["stage"], a["name"]))
+one = [("START", "request"), ("START", "prefill"), ("END", "prefill"), ("START", "decode"), ("END", "decode"),
+       ("END", "request")]
+assert not by_thread or len(by_thread) == 4, sorted(by_thread)
+for thread, got in by_thread.items():
+    assert got == one * int(sys.argv[2]), (thread, got[:12])
+print("yes" if by_thread else "no")
+PY
+) || fail "the workers' phases are not their own"
+if [[ $nvtx == yes ]]; then
+  "$tool" summary "$exit_snap" >"$dir/summary" || fail "summary of the exit snapshot"
+  grep -q 'request > request' "$dir/summary" && fail "one nesting across threads: $(grep -A5 '^peak' "$dir/summary")"
+  grep -qE '^peak .* at event [0-9]+, on (thread [0-9]+, (during request( > (prefill|decode))?|outside any phase)|a thread not recorded)$' \
+    "$dir/summary" || fail "summary's peak: $(grep -A5 '^peak' "$dir/summary")"
+  echo "server: each worker's phases its own"
+fi
+exit 0
