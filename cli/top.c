@@ -40,12 +40,15 @@ static const char cs_top_help[] =
     "   \"top_sites\": [{\"site\", \"bytes\", \"blocks\"}]}]}\n"
     "one entry per process and device (rank, local_rank, driver_used_bytes and its timestamp,\n"
     "phase: null when not known; labels: the process's pod, namespace and CUDASNAP_LABELS).\n"
+    "--json without --once prints that object every interval, one line each (JSON Lines),\n"
+    "flushed, until SIGINT, SIGTERM or SIGHUP, or until the reader goes\n"
+    "away (`top --json | head -3`): exit status 0 in each case. No terminal needed.\n"
     "\n"
     "exit status: 0; 1 when the live records cannot be read; 2 for a bad option.\n"
     "\n"
     "options:\n"
     "  --once              print once and exit (no terminal needed)\n"
-    "  --json              with --once: JSON instead of the table\n"
+    "  --json              JSON instead of the table: once with --once, else a line per interval\n"
     "  --interval SECONDS  between refreshes (default 1; 0.1 to 3600)\n"
     "  --pid PID           only this process\n"
     "  -h, --help          this text\n";
@@ -92,10 +95,6 @@ static int cs_top_parse(int argc, char **argv, cs_top_opts_t *o) {
     }
   }
   if (!cs_cli_operands(cs_top_name, argc, argv, 0, "")) return CS_CLI_USAGE;
-  if (o->json && !o->once) {
-    cs_cli_error(cs_top_name, "--json goes with --once");
-    return CS_CLI_USAGE;
-  }
   return -1;
 }
 
@@ -140,6 +139,62 @@ static void cs_top_on_signal(int sig) {
   cs_top_stop = 1;
 }
 static void cs_top_on_winch(int sig) { (void)sig; }
+
+/* SIGINT, SIGTERM and SIGHUP end the refreshes: the one being written is finished first
+ * (SA_RESTART: a write they interrupt goes on), the wait is cut short (nanosleep and poll are
+ * never restarted). */
+static void cs_top_catch_stop(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = cs_top_on_signal;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Sleep ms milliseconds, or less when a stop signal comes. */
+static void cs_top_wait(unsigned ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (!cs_top_stop && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* ---- --json without --once: JSON Lines ---- */
+
+/* One object a line, every interval, each written whole and flushed, so that a reader (jq, a
+ * script, `head`) takes line after line. A reader that goes away (EPIPE: SIGPIPE is ignored here
+ * so that the write says so) ends it as a stop signal does: exit 0, nothing on stderr. */
+static int cs_top_stream(const cs_top_opts_t *o) {
+  cs_top_catch_stop();
+  signal(SIGPIPE, SIG_IGN);
+  int rc = CS_CLI_OK;
+  while (!cs_top_stop) {
+    cs_live_list_t list;
+    if (cs_top_list(o, &list) != 0) return CS_CLI_FAIL;
+    cs_live_row_t *rows;
+    size_t n;
+    bool ok = cs_live_rows(&list, CS_LIVE_SORT_ALLOCATED, &rows, &n) == 0;
+    if (ok) {
+      ok = cs_live_print_json(stdout, rows, n) == 0;
+      free(rows);
+    }
+    cs_live_list_free(&list);
+    if (!ok) {
+      cs_cli_error(cs_top_name, "out of host memory");
+      return CS_CLI_FAIL;
+    }
+    if (fflush(stdout) != 0) {
+      if (errno != EPIPE) {
+        cs_cli_error(cs_top_name, "cannot write: %s", strerror(errno));
+        rc = CS_CLI_FAIL;
+      }
+      break;
+    }
+    cs_top_wait(o->interval_ms);
+  }
+  return rc;
+}
 
 /* A `cudasnap dump PID` running for the d key: its output comes back through a pipe. */
 typedef struct cs_top_dump_s {
@@ -253,12 +308,9 @@ static int cs_top_loop(const cs_top_opts_t *o) {
     cs_cli_error(cs_top_name, "needs a terminal; --once prints the table once");
     return CS_CLI_USAGE;
   }
+  cs_top_catch_stop();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = cs_top_on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
   sa.sa_handler = cs_top_on_winch;
   sigaction(SIGWINCH, &sa, NULL); /* interrupts the wait: redrawn at the new size */
   bool colours = cs_term_colours();
@@ -348,5 +400,6 @@ int cs_cli_top(int argc, char **argv) {
   cs_top_opts_t o = {.interval_ms = 1000};
   int status = cs_top_parse(argc, argv, &o);
   if (status >= 0) return status;
-  return o.once ? cs_top_once(&o) : cs_top_loop(&o);
+  if (o.once) return cs_top_once(&o);
+  return o.json ? cs_top_stream(&o) : cs_top_loop(&o);
 }

@@ -141,6 +141,37 @@ PY
   until_json "$pid_a" 'any(p["device"] == 0 and p["allocated_bytes"] == 14 * 2**20 for p in e)'
   send a 6 "free"
   until_json "$pid_a" 'all(p["allocated_bytes"] == 0 and p["top_sites"] == [] for p in e) and any(p["peak_allocated_bytes"] == 14 * 2**20 for p in e)'
+  # --json without --once: a JSON object a line, every interval (JSON Lines), until the reader
+  # goes away (head: EPIPE) or a stop signal; exit 0 and whole lines in each case
+  timeout 20 "$cudasnap" top --json --interval 0.1 --pid "$pid_a" 2>"$dir/lines.err" | head -3 >"$dir/lines"
+  rcs=("${PIPESTATUS[@]}")
+  [[ ${rcs[0]} -eq 0 && ! -s $dir/lines.err ]] || fail "top --json | head -3: exit ${rcs[0]}: $(cat "$dir/lines.err")"
+  "$python" - "$dir/lines" "$pid_a" 3 <<'PY' || fail "top --json lines: $(cat "$dir/lines")"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[-1] == "" and len(lines) == int(sys.argv[3]) + 1, lines  # whole lines, each ended
+for line in lines[:-1]:
+    doc = json.loads(line)
+    assert set(doc) == {"processes"} and {p["pid"] for p in doc["processes"]} == {int(sys.argv[2])}, doc
+PY
+  for sig in TERM INT HUP; do
+    "$cudasnap" top --json --interval 0.1 --pid "$pid_a" >"$dir/lines" 2>"$dir/lines.err" &
+    top_pid=$!
+    pids="$pids $top_pid"
+    for _ in $(seq 100); do (($(wc -l <"$dir/lines") >= 2)) && break; sleep 0.05; done
+    kill -"$sig" "$top_pid"
+    wait "$top_pid"
+    rc=$?
+    [[ $rc -eq 0 && ! -s $dir/lines.err ]] || fail "top --json after SIG$sig: exit $rc: $(cat "$dir/lines.err")"
+    n=$(wc -l <"$dir/lines")
+    "$python" - "$dir/lines" "$pid_a" "$n" <<'PY' || fail "top --json lines after SIG$sig: $(cat "$dir/lines")"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert int(sys.argv[3]) >= 2 and lines[-1] == "" and len(lines) == int(sys.argv[3]) + 1, lines
+for line in lines[:-1]:
+    assert {p["pid"] for p in json.loads(line)["processes"]} == {int(sys.argv[2])}, line
+PY
+  done
   # the table at 80 columns
   COLUMNS=80 "$cudasnap" top --once >"$dir/table" || fail "top --once"
   head -1 "$dir/table" | grep -qE '^ +PID RANK DEV ALLOCATED +RESERVED +PEAK DRIVER USED PHASE +OOMS TOP SITE' ||
