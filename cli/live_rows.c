@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/live_dir.h"
+#include "cli/live_site.h"
 #include "common/cs_format.h"
 #include "common/cs_text.h"
 
@@ -165,9 +166,16 @@ static void cs_live_cell(const char *text, size_t width, char *buf, size_t len) 
 }
 
 /* Fixed columns: 69 characters (sizes take at most 5: "1023M", "9.5G"); TOP SITE takes what the
- * width leaves, 11 in 80 columns, the whole name in the sites view. */
+ * width leaves, the site fitted to it (cli/live_site.h). Where that is less than
+ * CS_LIVE_SITE_COLUMN (11 in 80 columns: not even "main train.c:48"), the site goes on a line of
+ * its own under its row, indented to the RANK column. */
+enum { CS_LIVE_FIXED_COLUMNS = 69, CS_LIVE_SITE_COLUMN = 24, CS_LIVE_SITE_INDENT = 9 };
+
+int cs_live_table_row_lines(int width) { return width - CS_LIVE_FIXED_COLUMNS < CS_LIVE_SITE_COLUMN ? 2 : 1; }
+
 void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int width, size_t selected) {
-  char line[1024];
+  char line[1024], site[CS_LIVE_SITE_LEN + 1], fitted[sizeof site];
+  const bool own_line = cs_live_table_row_lines(width) == 2;
   snprintf(line, sizeof line, " %7s %4s %3s %9s %8s %6s %11s %-7s %4s %s", "PID", "RANK", "DEV", "ALLOCATED",
            "RESERVED", "PEAK", "DRIVER USED", "PHASE", "OOMS", "TOP SITE");
   cs_live_line(out, line, width);
@@ -180,13 +188,22 @@ void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int
     cs_live_size(r->device->reserved_bytes, reserved, sizeof reserved);
     cs_live_size(r->device->peak_allocated_bytes, peak, sizeof peak);
     cs_live_driver(r->device, now_us, driver, sizeof driver);
-    const char *site = r->device->site_count ? r->device->sites[0].name : "-";
+    if (r->device->site_count)
+      snprintf(site, sizeof site, "%.*s", (int)sizeof r->device->sites[0].name, r->device->sites[0].name);
+    else
+      snprintf(site, sizeof site, "-");
+    int room = own_line ? width - CS_LIVE_SITE_INDENT : width - CS_LIVE_FIXED_COLUMNS;
+    cs_live_site_fit(site, room > 0 ? (size_t)room : 0, fitted, sizeof fitted);
     char phase[32];
     cs_live_cell(r->device->phase[0] ? r->device->phase : "-", 7, phase, sizeof phase);
-    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %8s %6s %11s %s %4llu %s", i == selected ? '>' : ' ',
+    snprintf(line, sizeof line, "%c%7lld %4s %3d %9s %8s %6s %11s %s %4llu%s%s", i == selected ? '>' : ' ',
              (long long)r->process->pid, rank, r->device->device, alloc, reserved, peak, driver, phase,
-             (unsigned long long)r->device->ooms, site);
+             (unsigned long long)r->device->ooms, own_line ? "" : " ", own_line ? "" : fitted);
     cs_live_line(out, line, width);
+    if (own_line) {
+      snprintf(line, sizeof line, "%*s%s", CS_LIVE_SITE_INDENT, "", fitted);
+      cs_live_line(out, line, width);
+    }
   }
 }
 
@@ -202,10 +219,12 @@ void cs_live_print_sites(FILE *out, const cs_live_row_t *row, int width) {
   cs_live_line(out, line, width);
   for (uint32_t i = 0; i < row->device->site_count && i < CS_LIVE_TOP_SITES; i++) {
     const cs_live_site_t *s = &row->device->sites[i];
-    char bytes[16];
+    char bytes[16], name[CS_LIVE_SITE_LEN + 1], fitted[sizeof name];
     cs_live_size(s->bytes, bytes, sizeof bytes);
-    snprintf(line, sizeof line, "  %10s %8llu  %.*s", bytes, (unsigned long long)s->blocks, (int)sizeof s->name,
-             s->name);
+    snprintf(name, sizeof name, "%.*s", (int)sizeof s->name, s->name);
+    int room = width - 22; /* after "  %10s %8llu  " */
+    cs_live_site_fit(name, room > 0 ? (size_t)room : 0, fitted, sizeof fitted);
+    snprintf(line, sizeof line, "  %10s %8llu  %s", bytes, (unsigned long long)s->blocks, fitted);
     cs_live_line(out, line, width);
   }
 }

@@ -36,9 +36,11 @@ const char *cs_live_sort_name(cs_live_sort_t sort);
  * the larger first (pid and rank: the smaller first). *rows is malloc'ed. -1 without memory. */
 int cs_live_rows(const cs_live_list_t *list, cs_live_sort_t sort, cs_live_row_t **rows, size_t *count);
 
-/* The header line and one line per row, each cut to `width` columns (>= 40). selected: the row
+/* The header line and cs_live_table_row_lines(width) lines per row (the second: the top site,
+ * where its column would be too narrow), each cut to `width` columns (>= 40). selected: the row
  * to mark with '>' (SIZE_MAX: none). */
 void cs_live_print_table(FILE *out, const cs_live_row_t *rows, size_t count, int width, size_t selected);
+int cs_live_table_row_lines(int width);
 
 /* One row's process and its sites, cut to width. */
 void cs_live_print_sites(FILE *out, const cs_live_row_t *row, int width);

@@ -31,7 +31,9 @@ static const char cs_top_help[] =
     "Enter shows the selected process's sites (Enter or Esc goes back); s changes the sort column;\n"
     "d asks the selected process for a snapshot, as `cudasnap dump PID` does, and shows the file\n"
     "written.\n"
-    "Without colours when NO_COLOR is set or TERM is dumb; fits 80 columns.\n"
+    "Without colours when NO_COLOR is set or TERM is dumb; fits 80 columns. A site too long for\n"
+    "TOP SITE keeps its function and file:line, the file by its base name; under 93 columns each\n"
+    "row's site is on a line of its own under the row.\n"
     "\n"
     "--once prints the table once and exits; with --json, as one JSON object:\n"
     "  {\"processes\": [{\"pid\", \"rank\", \"local_rank\", \"host\", \"labels\", \"device\",\n"
@@ -289,10 +291,11 @@ static void cs_top_draw(const cs_live_row_t *rows, size_t n, size_t selected, bo
       fclose(mem);
       int line = 0;
       int room = lines - 4;
+      const int per_row = cs_live_table_row_lines(cols);
       for (char *p = text, *nl; p && *p && line <= room; p = nl ? nl + 1 : NULL, line++) {
         nl = strchr(p, '\n');
         if (nl) *nl = '\0';
-        bool mark = colours && line > 0 && (size_t)(line - 1) == selected;
+        bool mark = colours && line > 0 && (size_t)((line - 1) / per_row) == selected;
         printf("%s%s%s\n", mark ? "\x1b[7m" : "", p, mark ? "\x1b[0m" : "");
       }
       free(text);

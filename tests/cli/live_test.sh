@@ -338,6 +338,23 @@ top)
   until_screen "^>? +$pid_a +0 +0 +8.0M"
   until_screen "^ +$pid_b +1 +0 +2.0M"
   awk 'length > 80 { exit 1 }' "$dir/screen" || fail "a line wider than 80 columns"
+  # TOP SITE at 80 columns: too narrow for a site (11 columns), so each row's site is on a line of
+  # its own under the row, its function and file:line kept (not "live_hold /wor")
+  grep -A1 -E "^>? +$pid_a " "$dir/screen" | tail -1 | grep -qE '^ {9}live_hold (.*/)?prog_live\.c:[0-9]+$' ||
+    fail "a's site under its row: $(cat "$dir/screen")"
+  grep -A1 -E "^>? +$pid_b " "$dir/screen" | tail -1 | grep -qE '^ {9}live_other (.*/)?prog_live\.c:[0-9]+$' ||
+    fail "b's site under its row: $(cat "$dir/screen")"
+  # at 100 columns the site has its column (31), the path by its base name: the file and line kept
+  tmux -S "$tmux_sock" new-session -d -s wide -x 100 -y 24 \
+    "env TERM=dumb NO_COLOR=1 $cudasnap top --once --pid $pid_a; sleep 30"
+  for _ in $(seq 50); do
+    tmux -S "$tmux_sock" capture-pane -p -t wide >"$dir/wide"
+    grep -qE "^ +$pid_a " "$dir/wide" && break
+    sleep 0.1
+  done
+  grep -qE "^ +$pid_a +0 +0 +8.0M .* live_hold prog_live\.c:[0-9]+$" "$dir/wide" ||
+    fail "at 100 columns: $(cat "$dir/wide")"
+  tmux -S "$tmux_sock" kill-session -t wide
   grep -q $'\e' "$dir/screen" && fail "escape sequences in the pane"
   grep -qE 'PID RANK DEV ALLOCATED +RESERVED +PEAK DRIVER USED PHASE +OOMS TOP SITE' "$dir/screen" || fail "header"
   # sorted by allocated: a (7 MiB) above b (2 MiB)
