@@ -1,19 +1,18 @@
 /* `cudasnap ranks [--json] [--top N] DIR|FILE...`: one row per process of a job (cli/ranks.h). */
 #include "cli/ranks.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/load.h"
 #include "cli/ranks_job.h"
 #include "cli/ranks_print.h"
+#include "cli/snapshot_dir.h"
 #include "reader/head.h"
 
 static const char cs_ranks_help[] =
@@ -133,46 +132,22 @@ static int cs_ranks_read(cs_ranks_job_t *job, const char *path, bool full, bool 
   return CS_CLI_OK;
 }
 
-static bool cs_ranks_is_snapshot_name(const char *name) {
-  static const char *const extensions[] = {".json", ".pickle", ".pkl"};
-  if (name[0] == '.' || strstr(name, ".tmp.") != NULL) return false; /* hidden, or being written */
-  size_t len = strlen(name);
-  for (size_t i = 0; i < CS_ARRAY_SIZE(extensions); i++) {
-    size_t n = strlen(extensions[i]);
-    if (len > n && strcmp(name + len - n, extensions[i]) == 0) return true;
-  }
-  return false;
-}
-
-static int cs_ranks_select(const struct dirent *d) { return cs_ranks_is_snapshot_name(d->d_name); }
-
-/* Every snapshot file of a directory, in name order. */
+/* Every snapshot file of a directory (cli/snapshot_dir.h), in name order. */
 static int cs_ranks_read_dir(cs_ranks_job_t *job, const char *dir, bool full) {
-  struct dirent **names = NULL;
-  int n = scandir(dir, &names, cs_ranks_select, alphasort);
-  if (n < 0) {
-    cs_cli_message("%s: cannot read: %s", dir, strerror(errno));
+  char **paths;
+  size_t n;
+  int err = cs_snapshot_dir_list(dir, &paths, &n);
+  if (err == ENOMEM) {
+    cs_cli_error(cs_ranks_name, "out of host memory");
     return CS_CLI_FAIL;
   }
-  int rc = n == 0 ? CS_CLI_FAIL : CS_CLI_OK;
-  if (n == 0) cs_cli_message("%s: no snapshot files (*.json, *.pickle, *.pkl) in this directory", dir);
-  for (int i = 0; i < n; i++) {
-    if (rc == CS_CLI_OK) {
-      size_t len = strlen(dir) + strlen(names[i]->d_name) + 2;
-      char *path = malloc(len);
-      if (path == NULL) {
-        cs_cli_error(cs_ranks_name, "out of host memory");
-        rc = CS_CLI_FAIL;
-      } else {
-        snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = cs_ranks_read(job, path, full, true);
-        free(path);
-      }
-    }
-    free(names[i]);
+  if (err != 0 || n == 0) {
+    cs_snapshot_dir_report(dir, err);
+    return CS_CLI_FAIL;
   }
-  free(names);
+  int rc = CS_CLI_OK;
+  for (size_t i = 0; i < n && rc == CS_CLI_OK; i++) rc = cs_ranks_read(job, paths[i], full, true);
+  cs_snapshot_dir_free(paths, n);
   return rc;
 }
 
@@ -220,8 +195,7 @@ int cs_cli_ranks(int argc, char **argv) {
   int rc = CS_CLI_OK;
   bool many = argc - optind > 1;
   for (int i = optind; i < argc && rc == CS_CLI_OK; i++) {
-    struct stat st;
-    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) rc = cs_ranks_read_dir(&job, argv[i], o.full);
+    if (cs_snapshot_dir_is(argv[i])) rc = cs_ranks_read_dir(&job, argv[i], o.full);
     else rc = cs_ranks_read(&job, argv[i], o.full, many);
   }
   if (rc == CS_CLI_OK && job.count == 0) {

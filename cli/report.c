@@ -1,15 +1,17 @@
 /* `cudasnap report FILE [-o OUT.html]`: one self-contained HTML page per snapshot, readable
- * offline in any current browser (report/report_data.h computes, report/report_page.h writes). */
+ * offline in any current browser; a job's page for several files or a folder (report/report_data.h computes, report/report_page.h writes). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/load.h"
-#include "cli/replace.h"
 #include "cli/ranks.h"
+#include "cli/replace.h"
+#include "cli/snapshot_dir.h"
 #include "report/report_data.h"
 #include "report/report_job.h"
 #include "report/report_page.h"
@@ -19,7 +21,8 @@
 
 static const char cs_report_help[] =
     "usage: cudasnap report [-o OUT.html] [--allocator-frames GLOB[,GLOB...]] FILE\n"
-    "       cudasnap report -o OUT.html [--allocator-frames GLOB[,GLOB...]] FILE FILE...\n"
+    "       cudasnap report [-o OUT.html] [--allocator-frames GLOB[,GLOB...]] DIR\n"
+    "       cudasnap report -o OUT.html [--allocator-frames GLOB[,GLOB...]] FILE|DIR FILE|DIR...\n"
     "\n"
     "Write one HTML page that shows the snapshot FILE (JSON or pickle; cudasnap's or PyTorch's)\n"
     "at a glance. The page is self-contained: it makes no network request and needs no other\n"
@@ -67,7 +70,9 @@ static const char cs_report_help[] =
     "time, small multiples on one wall-clock axis (down-sampled to 400 points each), and each\n"
     "one's own report (the page above) a click away. Still one self-contained file. Among them,\n"
     "a file that is not a snapshot is skipped with one line, \"cudasnap report: skipped FILE:\n"
-    "problem\"; with none left, exit 1.\n"
+    "problem\"; with none left, exit 1. A DIR stands for every snapshot in it, as `cudasnap ranks\n"
+    "DIR` reads it (*.json, *.pickle, *.pkl, in name order): `report DIR` writes the job's page to\n"
+    "DIR/job.html unless -o names it; a DIR with no snapshot file is refused, exit 1.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT  the page to write\n"
@@ -189,6 +194,90 @@ static int cs_report_job(int n, char **files, const char *out) {
   return rc;
 }
 
+/* The operands with each DIR replaced by its snapshot files (cli/snapshot_dir.h), every path
+ * malloc'ed. CS_CLI_OK, or CS_CLI_FAIL after one line (a DIR unreadable or without snapshots). */
+static int cs_report_expand(char **operands, int n, char ***files, size_t *count) {
+  size_t cap = (size_t)n, used = 0;
+  char **list = calloc(cap, sizeof *list);
+  int rc = list != NULL ? CS_CLI_OK : CS_CLI_FAIL;
+  bool no_memory = list == NULL;
+  for (int i = 0; rc == CS_CLI_OK && i < n; i++) {
+    char **found = NULL;
+    size_t k = 0;
+    if (cs_snapshot_dir_is(operands[i])) {
+      int err = cs_snapshot_dir_list(operands[i], &found, &k);
+      if (err == ENOMEM) no_memory = true;
+      else if (err != 0 || k == 0) cs_snapshot_dir_report(operands[i], err);
+      if (err != 0 || k == 0) {
+        rc = CS_CLI_FAIL;
+        break;
+      }
+    } else {
+      found = malloc(sizeof *found);
+      if (found != NULL && (found[0] = strdup(operands[i])) != NULL) k = 1;
+      else {
+        free(found);
+        no_memory = true;
+        rc = CS_CLI_FAIL;
+        break;
+      }
+    }
+    char **bigger = used + k > cap ? realloc(list, (cap = used + k + (size_t)(n - i)) * sizeof *list) : list;
+    if (bigger == NULL) {
+      cs_snapshot_dir_free(found, k);
+      no_memory = true;
+      rc = CS_CLI_FAIL;
+      break;
+    }
+    list = bigger;
+    memcpy(list + used, found, k * sizeof *found);
+    used += k;
+    free(found);
+  }
+  if (no_memory) cs_cli_error(cs_report_name, "out of host memory");
+  if (rc != CS_CLI_OK) {
+    cs_snapshot_dir_free(list, used);
+    return rc;
+  }
+  *files = list;
+  *count = used;
+  return CS_CLI_OK;
+}
+
+/* Several files, or a DIR: the job page. OUT defaults to DIR/job.html for one DIR; else it must
+ * be given. */
+static int cs_report_operands(char **operands, int n, const char *out) {
+  bool one_dir = n == 1 && cs_snapshot_dir_is(operands[0]);
+  if (out != NULL && out[0] == '\0') {
+    cs_cli_error(cs_report_name, "--output '' is not accepted: a file name");
+    return CS_CLI_USAGE;
+  }
+  if ((out == NULL || out[0] == '\0') && !one_dir) {
+    cs_cli_error(cs_report_name, "several FILEs make one page for the job: give it a name with -o OUT.html");
+    return CS_CLI_USAGE;
+  }
+  char **files = NULL;
+  size_t count = 0;
+  int rc = cs_report_expand(operands, n, &files, &count);
+  char *default_out = NULL;
+  if (rc == CS_CLI_OK && (out == NULL || out[0] == '\0')) {
+    size_t len = strlen(operands[0]) + sizeof "/job.html";
+    default_out = malloc(len);
+    if (default_out == NULL) {
+      cs_cli_error(cs_report_name, "out of host memory");
+      rc = CS_CLI_FAIL;
+    } else {
+      const char *dir = operands[0];
+      snprintf(default_out, len, "%s%sjob.html", dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+      out = default_out;
+    }
+  }
+  if (rc == CS_CLI_OK) rc = cs_report_job(count > INT_MAX ? INT_MAX : (int)count, files, out);
+  cs_snapshot_dir_free(files, count);
+  free(default_out);
+  return rc;
+}
+
 int cs_cli_report(int argc, char **argv) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"allocator-frames", required_argument, NULL, 'A'},
@@ -206,7 +295,8 @@ int cs_cli_report(int argc, char **argv) {
     default: return cs_cli_bad_option(cs_report_name, c, argv);
     }
   }
-  if (argc - optind > 1) return cs_report_job(argc - optind, argv + optind, out_arg);
+  if (argc - optind > 1 || (argc - optind == 1 && cs_snapshot_dir_is(argv[optind])))
+    return cs_report_operands(argv + optind, argc - optind, out_arg);
   if (!cs_cli_operands(cs_report_name, argc, argv, 1, "FILE")) return CS_CLI_USAGE;
   const char *in = argv[optind];
   if (out_arg != NULL && out_arg[0] == '\0') {

@@ -46,6 +46,31 @@ sed -n '/^sites that differ most/{n;p}' "$dir/table" | grep -qE '^  \+96\.0 MiB 
   fail "first differing site: $(sed -n '/^sites that differ/,$p' "$dir/table")"
 echo "ok table"
 
+# report DIR: the job page of the folder's snapshots, read as `ranks DIR` reads them (every
+# *.json, *.pickle, *.pkl in name order): the same page as those files named one by one; to
+# DIR/job.html unless -o says where. A folder without snapshots: one line, exit 1.
+"$cudasnap" report -o "$dir/dir.html" "$dir/job" >"$dir/out" 2>"$dir/err" || fail "report -o DIR: $(cat "$dir/err")"
+grep -qx "wrote $dir/dir.html: [0-9]* bytes" "$dir/out" && [[ ! -s $dir/err ]] || fail "report -o DIR: $(cat "$dir/out" "$dir/err")"
+mapfile -t listed < <("$python" -c '
+import os, sys
+d = sys.argv[1]
+for n in sorted(os.listdir(d)):
+    if n.endswith((".json", ".pickle", ".pkl")):
+        print(os.path.join(d, n))' "$dir/job")
+[[ ${#listed[@]} -eq 9 ]] || fail "the job's files: ${listed[*]}"
+"$cudasnap" report -o "$dir/files.html" "${listed[@]}" >/dev/null || fail "report -o FILE..."
+cmp -s "$dir/dir.html" "$dir/files.html" || fail "report DIR is not the page of the DIR's files"
+grep -q "<title>[^<]*a job of " "$dir/dir.html" || fail "report DIR: not the job's page"
+"$cudasnap" report "$dir/job/" >"$dir/out" 2>"$dir/err" || fail "report DIR: $(cat "$dir/err")"
+grep -qx "wrote $dir/job/job.html: [0-9]* bytes" "$dir/out" || fail "report DIR's default name: $(cat "$dir/out")"
+cmp -s "$dir/dir.html" "$dir/job/job.html" || fail "report DIR and report -o OUT DIR differ"
+rm "$dir/job/job.html" "$dir/dir.html" "$dir/files.html"
+mkdir "$dir/no-snapshots"
+"$cudasnap" report "$dir/no-snapshots" >"$dir/out" 2>"$dir/err" && fail "report of a folder without snapshots exited 0"
+[[ $(wc -l <"$dir/err") -eq 1 ]] && grep -q "^$dir/no-snapshots: no snapshot files" "$dir/err" ||
+  fail "report of a folder without snapshots: $(cat "$dir/err")"
+echo "ok report DIR"
+
 # The head (cudasnap_summary, the files' first key) says what the whole file says: the library
 # computes it by the tool's own replay. --full reads every event; the outputs must be the same.
 "$python" - "$dir/job" <<'PY' || fail "cudasnap_summary is not the first key"
