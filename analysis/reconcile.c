@@ -87,14 +87,20 @@ static void cs_reconcile_time(const cs_doc_t *doc, int64_t time_us, char *buf, s
 }
 
 /* An answer kept from before the snapshot (driver_last, driver_at_peak), reconciled with what
- * cudasnap saw when it was taken. */
-static void cs_reconcile_kept(FILE *out, const cs_doc_t *doc, cs_val_t a) {
+ * cudasnap saw when it was taken: its rows indented under the line that says which answer it is
+ * (depth: 1 under the table's rows, 2 under a line of the peak's). */
+static void cs_reconcile_kept(FILE *out, const cs_doc_t *doc, cs_val_t a, int depth) {
+  static const char *const labels[] = {"driver used (total - free)", "cache reserved + passed through",
+                                       "stream-ordered, graph pools reserved",
+                                       "remainder (context, modules, others)"};
   int64_t pools = cs_reconcile_get(doc, a, "pool_reserved") + cs_reconcile_get(doc, a, "graph_reserved");
-  cs_reconcile_row(out, "  driver used (total - free)", cs_reconcile_get(doc, a, "driver_used"), NULL);
-  cs_reconcile_row(out, "  cache reserved + passed through", cs_reconcile_get(doc, a, "accounted") - pools,
-                   " (the kinds the driver counts)");
-  cs_reconcile_row(out, "  pools reserved (stream-ordered, graph)", pools, NULL);
-  cs_reconcile_row(out, "  remainder (context, modules, others)", cs_reconcile_get(doc, a, "remainder"), NULL);
+  const int64_t values[] = {cs_reconcile_get(doc, a, "driver_used"), cs_reconcile_get(doc, a, "accounted") - pools,
+                            pools, cs_reconcile_get(doc, a, "remainder")};
+  for (size_t i = 0; i < sizeof labels / sizeof *labels; i++) {
+    char label[64];
+    snprintf(label, sizeof label, "%*s%s", 2 * depth, "", labels[i]);
+    cs_reconcile_row(out, label, values[i], i == 1 ? " (the kinds the driver counts)" : NULL);
+  }
 }
 
 /* What the driver held at the peak of the memory cudasnap saw (driver_at_peak). */
@@ -113,13 +119,19 @@ static void cs_reconcile_peak(FILE *out, const cs_doc_t *doc, cs_val_t m) {
   if (cs_val_is_true(cs_doc_get(doc, p, "at_peak"))) {
     fprintf(out, "    the driver's answer at the peak, at %s:\n", when);
   } else {
-    cs_format_bytes((uint64_t)cs_reconcile_get(doc, p, "answer_seen_bytes"), bytes, sizeof bytes);
+    /* An answer from lower down does not explain the peak: say which moment it is of, and how
+     * far below the peak that was, before its figures. */
+    int64_t seen = cs_reconcile_get(doc, p, "seen_bytes"), then = cs_reconcile_get(doc, p, "answer_seen_bytes");
+    char below[64];
+    cs_format_bytes((uint64_t)then, bytes, sizeof bytes);
+    cs_format_size(seen > then ? (uint64_t)(seen - then) : 0, below, sizeof below);
+    fprintf(out, "    no answer at the peak itself (the driver is asked at most once per 100 ms)\n");
     fprintf(out,
-            "    no answer at the peak itself (the driver is asked at most once per 100 ms): "
-            "its answer on the way up, at %s, at %s:\n",
-            bytes, when);
+            "    the driver's last answer before the peak, at %s, when the cache + memory passed through "
+            "held %s, %s below the peak (figures of that moment, not of the peak):\n",
+            when, bytes, below);
   }
-  cs_reconcile_kept(out, doc, p);
+  cs_reconcile_kept(out, doc, p, 2);
 }
 
 void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
@@ -138,7 +150,7 @@ void cs_reconcile_write(FILE *out, const cs_doc_t *doc, int device) {
       cs_reconcile_time(doc, cs_reconcile_get(doc, last, "time_us"), when, sizeof when);
       fprintf(out, "  driver used: not asked: %s (cudasnap makes no CUDA call then); last answer at %s:\n", why,
               when);
-      cs_reconcile_kept(out, doc, last);
+      cs_reconcile_kept(out, doc, last, 1);
     } else if (why != NULL)
       fprintf(out, "  driver used: not asked: %s (cudasnap makes no CUDA call then)\n", why);
     else
