@@ -5,8 +5,14 @@
 #ifndef CS_HOOKS_RUNTIME_H
 #define CS_HOOKS_RUNTIME_H
 
+#include <stdbool.h>
+
 #include "common/cs_compiler.h"
 
 extern CS_TLS int cs_rt_label;
+
+/* The first runtime call of the process that returned an error: its cs_fn_t and cudaError_t.
+ * false when none did. */
+bool cs_rt_first_failure(int *fn, int *error);
 
 #endif

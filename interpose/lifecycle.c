@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,6 +17,7 @@
 #include "interpose/exit.h"
 #include "interpose/foreign.h"
 #include "interpose/graphs.h"
+#include "interpose/hooks_runtime.h"
 #include "interpose/libc_dlsym.h"
 #include "interpose/nvtx.h"
 #include "interpose/preload_env.h"
@@ -140,6 +142,31 @@ static void cs_lifecycle_note_run(void) {
   pthread_atfork(NULL, cs_lifecycle_note_fork, NULL);
 }
 
+/* The runtime's errors a program without a usable driver gets (cuda_runtime_api.h's values). */
+static const char *cs_lifecycle_error_name(int error) {
+  switch (error) {
+  case 3: return "cudaErrorInitializationError";
+  case 34: return "cudaErrorStubLibrary";
+  case 35: return "cudaErrorInsufficientDriver";
+  case 100: return "cudaErrorNoDevice";
+  default: return NULL;
+  }
+}
+
+/* Why the program's runtime calls failed, where the process tells: the driver never loaded (the
+ * runtime loads it at its first call; it is not in the process at exit), or the error's own. */
+static void cs_lifecycle_failure_why(int error, char *why, size_t len) {
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver != NULL) dlclose(driver);
+  if (driver == NULL)
+    snprintf(why, len, "no CUDA driver found: libcuda.so.1 could not be loaded (LD_LIBRARY_PATH, the driver's "
+                       "installation)");
+  else if (error == 100)
+    snprintf(why, len, "the driver sees no CUDA device");
+  else
+    snprintf(why, len, "the driver was loaded but the runtime could not use it");
+}
+
 static void cs_lifecycle_report_unused(void) {
   if (!cs_lifecycle_run_started || cs_lifecycle_forked || atomic_load(&cs_lifecycle_active)) return;
   (void)cs_runtime_options(); /* CUDASNAP_LOG=quiet silences this too */
@@ -147,7 +174,21 @@ static void cs_lifecycle_report_unused(void) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
   const char *name = strrchr(exe, '/');
-  cs_log_info("%s made no CUDA call: nothing to profile, no snapshot written", name ? name + 1 : "the program");
+  name = name ? name + 1 : "the program";
+  int fn, error;
+  if (!cs_rt_first_failure(&fn, &error) || fn < 0 || fn >= CS_FN_COUNT) {
+    cs_log_info("%s made no CUDA call: nothing to profile, no snapshot written", name);
+    return;
+  }
+  /* It called CUDA, and the calls failed before any reached a driver: say so, not that it made
+   * none (a user looks for the wrong cause). */
+  char why[160], code[48];
+  const char *error_name = cs_lifecycle_error_name(error);
+  if (error_name) snprintf(code, sizeof code, "%s", error_name);
+  else snprintf(code, sizeof code, "error %d", error);
+  cs_lifecycle_failure_why(error, why, sizeof why);
+  cs_log_info("%s's CUDA calls failed (%s returned %s): %s; nothing to profile, no snapshot written", name,
+              cs_fn_info[fn].name, code, why);
 }
 
 __attribute__((constructor)) static void cs_lifecycle_constructor(void) {

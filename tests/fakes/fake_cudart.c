@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The project builds with -fvisibility=hidden; libcudart.map then puts these under the version
@@ -140,7 +141,10 @@ static void cr_store(size_t offset, void *p) {
 }
 
 static void cr_init_once(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW);
+  /* FAKE_CUDART_LIBCUDA: another name to load, so that a test plays a machine without a driver
+   * (a name that is nowhere) whatever the machine has installed. */
+  const char *driver = getenv("FAKE_CUDART_LIBCUDA");
+  void *h = dlopen(driver && *driver ? driver : "libcuda.so.1", RTLD_NOW);
   if (!h) {
     /* what the real runtime returns without a driver */
     cr_init_error = cudaErrorInsufficientDriver;

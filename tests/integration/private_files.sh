@@ -11,7 +11,8 @@
 #             default; with CUDASNAP_ARGV=0 (and `run --no-argv`) it is in neither, nor in the
 #             recovered snapshot, whose cudasnap.argv is []
 #   no_cuda   `cudasnap run` of a program that never calls CUDA prints one line saying so, and
-#             nothing for a program that did, or for a shell that started a child
+#             nothing for a program that did, or for a shell that started a child; a program
+#             whose runtime found no driver gets one line saying that its calls failed, and why
 set -u
 scenario=$1 bin=$2 tool=$3
 dir=$(mktemp -d)
@@ -83,6 +84,17 @@ no_cuda)
   ! grep -q "made no CUDA call" "$dir/err" || fail "said for a program that used CUDA: $(cat "$dir/err")"
   (cd "$dir" && "$tool" run -- sh -c "$prog >/dev/null; exit 0" >out 2>err) || fail "the shell failed"
   ! grep -q "made no CUDA call" "$dir/err" || fail "said for a shell whose child used CUDA: $(cat "$dir/err")"
+  # A rank whose runtime finds no driver (issue 46): its cudaGetDeviceCount failed, so it did call
+  # CUDA; the line says that its calls failed and why, and the program keeps its exit status.
+  (cd "$dir" && FAKE_CUDART_LIBCUDA=libcuda-not-installed.so.1 "$tool" run -- "$bin/it_no_driver" >out 2>err)
+  rc=$?
+  [[ $rc -eq 1 ]] && grep -qx "cudaGetDeviceCount: 35, -1 devices" "$dir/out" ||
+    fail "it_no_driver: exit $rc (want 1, the program's): $(cat "$dir/out" "$dir/err")"
+  want="cudasnap: it_no_driver's CUDA calls failed (cudaGetDeviceCount returned cudaErrorInsufficientDriver): no"
+  want+=" CUDA driver found: libcuda.so.1 could not be loaded (LD_LIBRARY_PATH, the driver's installation); nothing"
+  want+=" to profile, no snapshot written"
+  [[ $(wc -l <"$dir/err") -eq 1 ]] && grep -qxF "$want" "$dir/err" ||
+    fail "run of a program whose CUDA calls failed: expected one line '$want', got: $(cat "$dir/err")"
   ;;
 *) fail "unknown scenario" ;;
 esac
