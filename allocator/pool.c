@@ -215,10 +215,7 @@ int cs_pool_release_segment(cs_allocator_t *a, cs_block_t *b, cs_segment_release
  * ----------------------------------------------------------------------------------------------*/
 
 static bool cs_should_split(const cs_allocator_t *a, const cs_block_t *b, size_t size) {
-  size_t remaining = cs_block_size(b) - size;
-  if (cs_block_small(b)) return !a->conf.ipc_small && remaining >= CS_MIN_BLOCK_SIZE;
-  if (!a->conf.split_large) return false; /* IPC-safe: a large block is its segment */
-  return size < a->conf.max_split_size && remaining > CS_SMALL_SIZE;
+  return cs_splits_rest(cs_block_small(b), size, cs_block_size(b) - size, &a->conf);
 }
 
 /* Split off the front of b for the request; b keeps its struct and becomes the remainder, moved up

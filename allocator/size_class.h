@@ -72,6 +72,18 @@ static inline size_t cs_segment_size(size_t rounded, bool split_large, bool ipc_
   return cs_round_up(rounded, CS_ROUND_LARGE);
 }
 
+/* Is the rest of a free block split off as a free block of its own when the block is handed out
+ * for a request of `rounded` bytes, `remaining` bytes being left (PyTorch's should_split, with
+ * cudasnap's IPC-safe pools)? Otherwise the rest stays in the block handed out: the block's
+ * rounding. pool.c hands blocks out by it; `cudasnap recover` draws a recording's blocks by it
+ * (a live block reaches the next block or the segment's end unless the rest was split off), so
+ * that a recovered snapshot splits free bytes as a dump of the same state does. */
+static inline bool cs_splits_rest(bool small, size_t rounded, size_t remaining, const cs_alloc_conf_t *conf) {
+  if (small) return !conf->ipc_small && remaining >= CS_MIN_BLOCK_SIZE;
+  if (!conf->split_large) return false; /* IPC-safe: a large block is its segment */
+  return rounded < conf->max_split_size && remaining > CS_SMALL_SIZE;
+}
+
 /* IPC-safe pool: how much larger than the request a cached whole segment may be and still be
  * reused. An eighth of the request, at least the 2 MiB segment rounding, at most
  * max_non_split_rounding (PyTorch's own bound for blocks it never splits). */

@@ -117,12 +117,13 @@ static cs_val_t cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
   return r->frames[stack_id - 1];
 }
 
-static void cs_recover_add_block(cs_recover_t *r, cs_val_t blocks, uint64_t addr, uint64_t size, const char *state,
-                                 uint32_t stack_id) {
+/* A block: size, the bytes it spans; requested, the bytes asked (0 for a free block). */
+static void cs_recover_add_block(cs_recover_t *r, cs_val_t blocks, uint64_t addr, uint64_t size, uint64_t requested,
+                                 const char *state, uint32_t stack_id) {
   cs_val_t b = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
   cs_r_set(r, b, "address", cs_r_int(r, (int64_t)addr));
   cs_r_set(r, b, "size", cs_r_int(r, (int64_t)size));
-  cs_r_set(r, b, "requested_size", cs_r_int(r, (int64_t)(stack_id || strcmp(state, "inactive") ? size : 0)));
+  cs_r_set(r, b, "requested_size", cs_r_int(r, (int64_t)requested));
   cs_r_set(r, b, "state", cs_r_str(r, state));
   cs_r_set(r, b, "frames", stack_id ? cs_recover_frames(r, stack_id) : r->empty);
   cs_r_append(r, blocks, cs_r_close(r, b));
@@ -130,17 +131,18 @@ static void cs_recover_add_block(cs_recover_t *r, cs_val_t blocks, uint64_t addr
 
 static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) {
   cs_val_t s = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
-  uint64_t allocated = 0, active = 0;
+  uint64_t allocated = 0, active = 0, requested = 0;
   for (size_t i = 0; i < seg->block_count; i++) {
-    active += seg->blocks[i].size;
-    if (!seg->blocks[i].pending) allocated += seg->blocks[i].size;
+    active += seg->blocks[i].extent;
+    requested += seg->blocks[i].size;
+    if (!seg->blocks[i].pending) allocated += seg->blocks[i].extent;
   }
   cs_r_set(r, s, "device", cs_r_int(r, seg->device));
   cs_r_set(r, s, "address", cs_r_int(r, (int64_t)seg->addr));
   cs_r_set(r, s, "total_size", cs_r_int(r, (int64_t)seg->size));
   cs_r_set(r, s, "allocated_size", cs_r_int(r, (int64_t)allocated));
   cs_r_set(r, s, "active_size", cs_r_int(r, (int64_t)active));
-  cs_r_set(r, s, "requested_size", cs_r_int(r, (int64_t)active));
+  cs_r_set(r, s, "requested_size", cs_r_int(r, (int64_t)requested));
   cs_r_set(r, s, "stream", cs_r_int(r, (int64_t)seg->stream));
   /* the allocator's small pool makes 2 MiB segments (PyTorch's kSmallBuffer); memory passed
    * through is drawn large, as a dump draws it */
@@ -158,12 +160,12 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
   uint64_t at = seg->addr;
   for (size_t i = 0; i < seg->block_count; i++) {
     const cs_rr_block_t *b = &seg->blocks[i];
-    if (b->addr > at) cs_recover_add_block(r, blocks, at, b->addr - at, "inactive", 0);
-    cs_recover_add_block(r, blocks, b->addr, b->size, b->pending ? "active_pending_free" : "active_allocated",
-                         b->stack_id);
-    at = b->addr + b->size;
+    if (b->addr > at) cs_recover_add_block(r, blocks, at, b->addr - at, 0, "inactive", 0);
+    cs_recover_add_block(r, blocks, b->addr, b->extent, b->size,
+                         b->pending ? "active_pending_free" : "active_allocated", b->stack_id);
+    at = b->addr + b->extent;
   }
-  if (at < seg->addr + seg->size) cs_recover_add_block(r, blocks, at, seg->addr + seg->size - at, "inactive", 0);
+  if (at < seg->addr + seg->size) cs_recover_add_block(r, blocks, at, seg->addr + seg->size - at, 0, "inactive", 0);
   cs_r_set(r, s, "blocks", cs_r_close(r, blocks));
   return cs_r_close(r, s);
 }
@@ -197,7 +199,7 @@ static cs_val_t cs_recover_memory(cs_recover_t *r, int device) {
     if (seg->kind < 0) reserved += seg->size;
     for (size_t k = 0; k < seg->block_count; k++) {
       if (seg->kind >= 0 && seg->kind < CS_FOREIGN_DRAWN_KINDS) kind_bytes[seg->kind] += seg->blocks[k].size;
-      else if (!seg->blocks[k].pending) allocated += seg->blocks[k].size;
+      else if (!seg->blocks[k].pending) allocated += seg->blocks[k].extent;
     }
   }
   cs_val_t m = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));

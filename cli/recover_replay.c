@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocator/size_class.h"
 #include "memviz/passthrough.h"
 
 /* An event of the merged history and its place in it, for grouping by address stably. */
@@ -99,7 +100,8 @@ static int cs_rr_end_states(cs_rr_state_t *s, cs_rr_key_t *keys, size_t n, cs_rr
       }
       (*blocks)[(*block_count)++] = (cs_rr_block_t){.device = cs_ring_entry_device(from), .kind = cs_rr_kind(s, from),
                                                     .addr = from->addr,
-                                                    .size = from->size, .stack_id = from->stack_id,
+                                                    .size = from->size, .extent = from->size,
+                                                    .stack_id = from->stack_id,
                                                     .pending = end == CS_ACTION_FREE_REQUESTED};
     }
     i = j;
@@ -238,6 +240,33 @@ static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_cou
   return 0;
 }
 
+/* The bytes a live block of `requested` bytes spans when `room` bytes lie between its address and
+ * the next block or its segment's end: its rounded size when the allocator split the rest off,
+ * else all of the room (allocator/size_class.h's rule, the one the allocator hands blocks out by).
+ * A history that does not fit the rule (a request larger than its room) keeps the room. */
+static uint64_t cs_rr_extent(uint64_t requested, uint64_t room, const cs_alloc_conf_t *conf) {
+  if (requested >= CS_MAX_REQUEST) return requested;
+  size_t rounded = cs_round_size((size_t)requested, conf->roundup_power2_divisions);
+  if (rounded >= room) return room;
+  return cs_splits_rest(cs_size_is_small(rounded), rounded, (size_t)(room - rounded), conf) ? rounded : room;
+}
+
+/* Every live block of the cache's segments at the size the allocator gave it, by the settings the
+ * recording holds, so that the rounding inside blocks is not drawn as free blocks: the recovery
+ * splits free bytes as a dump of the same state does. Memory passed through keeps the bytes asked
+ * (the driver's own rounding is not the cache's). */
+static void cs_rr_extents(cs_rr_state_t *s, const cs_alloc_conf_t *conf) {
+  for (size_t i = 0; i < s->segment_count; i++) {
+    cs_rr_segment_t *seg = &s->segments[i];
+    if (seg->kind >= 0) continue;
+    for (size_t k = 0; k < seg->block_count; k++) {
+      cs_rr_block_t *b = &seg->blocks[k];
+      uint64_t end = k + 1 < seg->block_count ? seg->blocks[k + 1].addr : seg->addr + seg->size;
+      b->extent = cs_rr_extent(b->size, end - b->addr, conf); /* placement kept end >= addr + size */
+    }
+  }
+}
+
 int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
   memset(s, 0, sizeof *s);
   s->device_count = 1;
@@ -284,6 +313,7 @@ int cs_rr_replay(const cs_recording_t *rec, cs_rr_state_t *s) {
   free(keys);
   if (rc == 0) cs_rr_join_mappings(s);
   if (rc == 0) rc = cs_rr_place(s, blocks, block_count);
+  if (rc == 0 && rec->conf_known) cs_rr_extents(s, &rec->conf);
   /* the segments point into the one block array: keep it with the first segment that has blocks */
   s->blocks_storage = blocks;
   return rc;

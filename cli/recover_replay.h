@@ -20,7 +20,9 @@
 typedef struct cs_rr_block_s {
   int device;
   int kind;           /* of memory passed through (memviz/passthrough.h), -1: the cache's */
-  uint64_t addr, size;
+  uint64_t addr, size; /* size: the bytes asked, as the history has them */
+  uint64_t extent;    /* the bytes the block spans: its size in the allocator where the recording
+                         holds the allocator's settings (cs_rr_replay), else size */
   uint32_t stack_id;
   bool pending;       /* free requested, not completed */
 } cs_rr_block_t;

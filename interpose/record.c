@@ -64,7 +64,7 @@ static void cs_record_open_file(const cs_options_t *opts) {
     uint32_t depth = opts->stacks == CS_STACKS_NATIVE ? opts->stack_depth : CS_STACK_MAX_DEPTH;
     cs_recfile_params_t params = {.max_entries = opts->max_entries, .stack_depth = depth,
                                   .max_stacks = opts->stacks != CS_STACKS_NONE ? CS_RECORD_MAX_STACKS : 0,
-                                  .argv = opts->argv};
+                                  .argv = opts->argv, .conf = &opts->alloc};
     w = cs_recfile_detached ? cs_recfile_reopen(cs_recfile_detached, out.fd, &err)
                             : cs_recfile_create(out.fd, &params, &err);
     if (w) cs_recfile_detached = NULL;

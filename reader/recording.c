@@ -194,6 +194,15 @@ static int cs_rec_header(cs_recording_t *rec, char *why, size_t why_len) {
   for (size_t at = 0; argc < h->argc && argc < 63 && at < sizeof h->argv && h->argv[at]; at += strlen(h->argv + at) + 1)
     rec->argv[argc++] = h->argv + at;
   rec->argv[argc] = NULL;
+  /* any values are safe to size blocks by (the rounding takes any divisions) */
+  cs_alloc_conf_init(&rec->conf);
+  rec->conf_known = (h->conf_flags & CS_RECFILE_CONF_KNOWN) != 0;
+  if (rec->conf_known) {
+    rec->conf.split_large = (h->conf_flags & CS_RECFILE_CONF_SPLIT_LARGE) != 0;
+    rec->conf.ipc_small = (h->conf_flags & CS_RECFILE_CONF_IPC_SMALL) != 0;
+    rec->conf.max_split_size = h->conf_max_split_size > SIZE_MAX ? SIZE_MAX : (size_t)h->conf_max_split_size;
+    memcpy(rec->conf.roundup_power2_divisions, h->conf_roundup, sizeof rec->conf.roundup_power2_divisions);
+  }
   return 0;
 }
 

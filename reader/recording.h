@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cs_alloc_conf.h"
 #include "record/ring_entry.h"
 
 typedef struct cs_rec_ring_s {
@@ -51,6 +52,9 @@ typedef struct cs_recording_s {
   const char *argv[64];     /* NULL-terminated */
   uint64_t max_entries;
   bool tsc;
+  bool conf_known;          /* the allocator's settings that size blocks were recorded: */
+  cs_alloc_conf_t conf;     /* max_split_size, roundup_power2_divisions, split_large, ipc_small
+                               (the other fields: defaults) */
   cs_rec_ring_t *rings;
   size_t ring_count;
   cs_rec_stack_t *stacks;   /* by id - 1 */

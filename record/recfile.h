@@ -48,6 +48,14 @@ enum {
   CS_RECFILE_TICKS_MONOTONIC = 0, /* ticks are CLOCK_MONOTONIC nanoseconds */
   CS_RECFILE_TICKS_TSC = 1,       /* ticks are the time-stamp counter: rate from the two anchors */
 };
+/* conf_flags: the settings were recorded; and two of them. conf_roundup has one value per
+ * power-of-two interval (common/cs_alloc_conf.h's CS_ROUNDUP_INTERVALS). */
+enum {
+  CS_RECFILE_CONF_KNOWN = 1,
+  CS_RECFILE_CONF_SPLIT_LARGE = 2,
+  CS_RECFILE_CONF_IPC_SMALL = 4,
+  CS_RECFILE_ROUNDUP = 16,
+};
 /* The stack log's size at most: past it, new stacks have no frames in a recovery. */
 #define CS_RECFILE_STACK_BYTES_MAX ((uint64_t)64 << 20)
 #define CS_RECFILE_RING_MAGIC UINT32_C(0x474e4952) /* "RING" */
@@ -104,6 +112,13 @@ typedef struct cs_recfile_header_s {
   uint32_t calib_slot;        /* 0 or 1; published */
   char exe[CS_RECFILE_PATH];  /* /proc/self/exe */
   char argv[CS_RECFILE_ARGV]; /* NUL-separated */
+  /* The allocator's settings that decide how large a block is for the bytes asked (the rounding
+   * of allocator/size_class.h and its split rule), so that `cudasnap recover` draws each block at
+   * the size the allocator gave it, as a dump does. conf_flags is 0 in files from before these
+   * fields (the header page was zeros there): blocks are then drawn at the bytes asked. */
+  uint32_t conf_flags;        /* CS_RECFILE_CONF_* */
+  uint32_t conf_roundup[CS_RECFILE_ROUNDUP]; /* roundup_power2_divisions */
+  uint64_t conf_max_split_size; /* bytes; UINT64_MAX: unlimited */
 } cs_recfile_header_t;
 _Static_assert(sizeof(cs_recfile_header_t) <= CS_RECFILE_PAGE, "the header is one page");
 

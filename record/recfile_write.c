@@ -66,6 +66,17 @@ static void cs_recfile_read_identity(cs_recfile_header_t *h, bool argv) {
   h->argc = argc;
 }
 
+_Static_assert(CS_RECFILE_ROUNDUP == CS_ROUNDUP_INTERVALS, "the header holds every interval's divisions");
+
+/* The settings recover draws the blocks' sizes by (record/recfile.h). */
+static void cs_recfile_write_conf(cs_recfile_header_t *h, const cs_alloc_conf_t *conf) {
+  if (conf == NULL) return;
+  h->conf_flags = CS_RECFILE_CONF_KNOWN | (conf->split_large ? CS_RECFILE_CONF_SPLIT_LARGE : 0) |
+                  (conf->ipc_small ? CS_RECFILE_CONF_IPC_SMALL : 0);
+  memcpy(h->conf_roundup, conf->roundup_power2_divisions, sizeof h->conf_roundup);
+  h->conf_max_split_size = conf->max_split_size == SIZE_MAX ? UINT64_MAX : (uint64_t)conf->max_split_size;
+}
+
 /* cs_recfile_create, with the mapping at `at` when not NULL (MAP_FIXED: cs_recfile_reopen). */
 static cs_recfile_writer_t *cs_recfile_map(int fd, const cs_recfile_params_t *params, void *at, size_t at_bytes,
                                            int *err) {
@@ -140,6 +151,7 @@ static cs_recfile_writer_t *cs_recfile_map(int fd, const cs_recfile_params_t *pa
   h->ring_bytes = ring_bytes;
   h->ring_max = CS_RECFILE_MAX_RINGS;
   cs_recfile_read_identity(h, params->argv);
+  cs_recfile_write_conf(h, params->conf);
   /* the magic last: a file without it was never whole, and the tool says so */
   atomic_thread_fence(memory_order_release);
   memcpy(h->magic, CS_RECFILE_MAGIC, sizeof h->magic);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cs_alloc_conf.h"
 #include "record/ring.h"
 
 typedef struct cs_recfile_writer_s cs_recfile_writer_t;
@@ -24,6 +25,7 @@ typedef struct cs_recfile_params_s {
   uint32_t stack_depth;  /* PCs per stack at most */
   size_t max_stacks;     /* the intern table's bound */
   bool argv;             /* keep the command line in the header (CUDASNAP_ARGV), else argc 0 */
+  const cs_alloc_conf_t *conf; /* the allocator's settings, for the blocks' sizes; NULL: none */
 } cs_recfile_params_t;
 
 /* Lay the file out in `fd` (an empty file the caller names; the writer keeps a duplicate of fd)
