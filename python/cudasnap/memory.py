@@ -11,24 +11,27 @@ import os
 from ._library import CudasnapError, Stat, function
 
 
+_C_INT_MAX = 2 ** 31 - 1  # the C API's device is an int: ctypes would wrap a larger ordinal silently
+
+
 def _device_index(device):
     """A device as torch.cuda takes one -> the C API's argument: None, "cuda" or a torch.device
     without an index -> -1 (the calling thread's current device); an int, "cuda:N" or a
-    torch.device("cuda", N) -> N."""
+    torch.device("cuda", N) -> N, refused (ValueError) below 0 or above C's int."""
     wrong = "cudasnap: device must be None, an ordinal, 'cuda', 'cuda:N' or a torch.device, not %r" % (device,)
     if device is None:
         return -1
     if isinstance(device, bool):
         raise ValueError(wrong)
     if isinstance(device, int):
-        if device < 0:
+        if device < 0 or device > _C_INT_MAX:
             raise ValueError("cudasnap: invalid device ordinal %d" % device)
         return device
     if isinstance(device, str):
         kind, sep, number = device.strip().partition(":")
-        if kind != "cuda" or (sep and not number.isdigit()):
+        if kind != "cuda" or (sep and not (number.isascii() and number.isdigit())):
             raise ValueError(wrong)
-        return int(number) if sep else -1
+        return _device_index(int(number)) if sep else -1
     if hasattr(device, "type") and hasattr(device, "index"):  # torch.device and its likes
         if device.type != "cuda":
             raise ValueError(wrong)
@@ -36,9 +39,35 @@ def _device_index(device):
     raise ValueError(wrong)
 
 
+_device_count_known = None
+
+
+def _device_count():
+    """The number of devices the program's CUDA driver sees (cuDeviceGetCount, which honours
+    CUDA_VISIBLE_DEVICES), or None while it cannot say: the driver is asked only where the process
+    has loaded it already (RTLD_NOLOAD: never loaded here) and once the program initialized it."""
+    global _device_count_known
+    if _device_count_known is None:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY).cuDeviceGetCount
+        except (OSError, AttributeError):
+            return None
+        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]
+        count = ctypes.c_int()
+        if fn(ctypes.byref(count)) != 0:  # CUDA_ERROR_NOT_INITIALIZED before the program's cuInit
+            return None
+        _device_count_known = count.value  # fixed for the process's life
+    return _device_count_known
+
+
 def _checked_device(device):
-    """The C argument for `device`, refused (ValueError) where the library refuses it."""
+    """The C argument for `device`, refused (ValueError) beyond the devices the program sees (as
+    torch.cuda refuses it), and where the library refuses it (its device limit)."""
     index = _device_index(device)
+    count = _device_count() if index >= 0 else None
+    if count is not None and index >= count:
+        raise ValueError("cudasnap: invalid device ordinal %d: the program sees %d CUDA device%s"
+                         % (index, count, "" if count == 1 else "s"))
     if function("cudasnap_memory_stats")(index, None, 0) < 0:
         raise ValueError("cudasnap: invalid device %r (cudasnap profiles ordinals below its device limit)" % (device,))
     return index
@@ -147,9 +176,12 @@ def dump_snapshot(path=None):
     The extension picks the format (.pickle or .pkl: pickle, else JSON) unless CUDASNAP_FORMAT is
     set; an existing file is never replaced ("-1" is added to the name instead); path None names
     it from CUDASNAP_OUTPUT. Raises CudasnapError when no file was written (nothing allocated
-    yet, or the file could not be written: the reason is also on stderr)."""
-    fn = function("cudasnap_dump_snapshot")
+    yet, or the file could not be written: the reason is also on stderr), and ValueError for a
+    path holding a NUL byte, as open() does."""
     name = None if path is None else os.fsencode(path)
+    if name is not None and b"\0" in name:  # C would cut the name there, and write another file
+        raise ValueError("cudasnap: dump_snapshot: embedded null byte in path %r" % (path,))
+    fn = function("cudasnap_dump_snapshot")
     buf = ctypes.create_string_buffer(4096)
     length = fn(name, buf, len(buf))
     if length < 0:

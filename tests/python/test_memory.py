@@ -232,6 +232,31 @@ def test_dump_snapshot_returns_the_path_written(run_python):
     assert "no snapshot written to no/such/folder/x.json" in r["failed"]
 
 
+def test_dump_snapshot_refuses_a_nul_in_the_path(run_python):
+    """A NUL would cut the name where C reads it (issue 46: 'a.json\\0.pickle' wrote a.json): refused
+    with ValueError, as Python's own open() refuses it, and nothing is written."""
+    r = run_python("""
+        import os, cudasnap, driver
+        keep = driver.alloc(1 << 20)
+        refused = {}
+        for path in ("a.json\\0.pickle", b"b.json\\0.pickle", "\\0"):
+            try:
+                cudasnap.dump_snapshot(path)
+                refused[repr(path)] = None
+            except ValueError as err:
+                refused[repr(path)] = str(err)
+        try:
+            open("a.json\\0.pickle", "w")
+        except ValueError as err:
+            python_says = type(err).__name__
+        driver.report(refused=refused, python_says=python_says, files=sorted(os.listdir(".")))
+    """).result
+    assert r["python_says"] == "ValueError"
+    for path, message in r["refused"].items():
+        assert message and message.startswith("cudasnap: dump_snapshot: embedded null byte in path"), (path, message)
+    assert r["files"] == ["program.py"], r["files"]
+
+
 def test_dump_snapshot_c_api_reports_a_long_name_cut_short(run_python):
     r = run_python("""
         import ctypes, cudasnap, driver
