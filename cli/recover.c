@@ -118,8 +118,8 @@ static cs_val_t cs_recover_frames(cs_recover_t *r, uint32_t stack_id) {
 }
 
 /* A block: size, the bytes it spans; requested, the bytes asked (0 for a free block). */
-static void cs_recover_add_block(cs_recover_t *r, cs_val_t blocks, uint64_t addr, uint64_t size, uint64_t requested,
-                                 const char *state, uint32_t stack_id) {
+static void cs_recover_add_block(cs_recover_t *r, cs_val_t blocks, uint64_t addr, uint64_t size,
+                                 uint64_t requested, const char *state, uint32_t stack_id) {
   cs_val_t b = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
   cs_r_set(r, b, "address", cs_r_int(r, (int64_t)addr));
   cs_r_set(r, b, "size", cs_r_int(r, (int64_t)size));
@@ -165,7 +165,8 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
                          b->pending ? "active_pending_free" : "active_allocated", b->stack_id);
     at = b->addr + b->extent;
   }
-  if (at < seg->addr + seg->size) cs_recover_add_block(r, blocks, at, seg->addr + seg->size - at, 0, "inactive", 0);
+  if (at < seg->addr + seg->size)
+    cs_recover_add_block(r, blocks, at, seg->addr + seg->size - at, 0, "inactive", 0);
   cs_r_set(r, s, "blocks", cs_r_close(r, blocks));
   return cs_r_close(r, s);
 }

@@ -1,5 +1,6 @@
 /* `cudasnap report FILE [-o OUT.html]`: one self-contained HTML page per snapshot, readable
- * offline in any current browser; a job's page for several files or a folder (report/report_data.h computes, report/report_page.h writes). */
+ * offline in any current browser; a job's page for several files or a folder
+ * (report/report_data.h computes, report/report_page.h writes). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -252,7 +253,7 @@ static int cs_report_operands(char **operands, int n, const char *out) {
     cs_cli_error(cs_report_name, "--output '' is not accepted: a file name");
     return CS_CLI_USAGE;
   }
-  if ((out == NULL || out[0] == '\0') && !one_dir) {
+  if (out == NULL && !one_dir) {
     cs_cli_error(cs_report_name, "several FILEs make one page for the job: give it a name with -o OUT.html");
     return CS_CLI_USAGE;
   }
@@ -260,7 +261,7 @@ static int cs_report_operands(char **operands, int n, const char *out) {
   size_t count = 0;
   int rc = cs_report_expand(operands, n, &files, &count);
   char *default_out = NULL;
-  if (rc == CS_CLI_OK && (out == NULL || out[0] == '\0')) {
+  if (rc == CS_CLI_OK && out == NULL) {
     size_t len = strlen(operands[0]) + sizeof "/job.html";
     default_out = malloc(len);
     if (default_out == NULL) {

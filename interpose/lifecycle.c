@@ -10,6 +10,7 @@
 
 #include "common/cs_log.h"
 #include "interpose/contexts.h"
+#include "interpose/cudart_api.h"
 #include "interpose/dlclose.h"
 #include "interpose/driver_watch.h"
 #include "interpose/snap.h"
@@ -142,13 +143,14 @@ static void cs_lifecycle_note_run(void) {
   pthread_atfork(NULL, cs_lifecycle_note_fork, NULL);
 }
 
-/* The runtime's errors a program without a usable driver gets (cuda_runtime_api.h's values). */
+/* The names of the runtime's errors a program without a usable driver gets (no call to the
+ * runtime's cudaGetErrorName at exit). */
 static const char *cs_lifecycle_error_name(int error) {
   switch (error) {
-  case 3: return "cudaErrorInitializationError";
-  case 34: return "cudaErrorStubLibrary";
-  case 35: return "cudaErrorInsufficientDriver";
-  case 100: return "cudaErrorNoDevice";
+  case cudaErrorInitializationError: return "cudaErrorInitializationError";
+  case cudaErrorStubLibrary: return "cudaErrorStubLibrary";
+  case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+  case cudaErrorNoDevice: return "cudaErrorNoDevice";
   default: return NULL;
   }
 }
@@ -161,7 +163,7 @@ static void cs_lifecycle_failure_why(int error, char *why, size_t len) {
   if (driver == NULL)
     snprintf(why, len, "no CUDA driver found: libcuda.so.1 could not be loaded (LD_LIBRARY_PATH, the driver's "
                        "installation)");
-  else if (error == 100)
+  else if (error == cudaErrorNoDevice)
     snprintf(why, len, "the driver sees no CUDA device");
   else
     snprintf(why, len, "the driver was loaded but the runtime could not use it");

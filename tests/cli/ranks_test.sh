@@ -50,7 +50,8 @@ echo "ok table"
 # *.json, *.pickle, *.pkl in name order): the same page as those files named one by one; to
 # DIR/job.html unless -o says where. A folder without snapshots: one line, exit 1.
 "$cudasnap" report -o "$dir/dir.html" "$dir/job" >"$dir/out" 2>"$dir/err" || fail "report -o DIR: $(cat "$dir/err")"
-grep -qx "wrote $dir/dir.html: [0-9]* bytes" "$dir/out" && [[ ! -s $dir/err ]] || fail "report -o DIR: $(cat "$dir/out" "$dir/err")"
+grep -qx "wrote $dir/dir.html: [0-9]* bytes" "$dir/out" && [[ ! -s $dir/err ]] ||
+  fail "report -o DIR: $(cat "$dir/out" "$dir/err")"
 mapfile -t listed < <("$python" -c '
 import os, sys
 d = sys.argv[1]

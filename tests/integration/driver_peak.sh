@@ -60,7 +60,8 @@ print(p["answer_seen_bytes"], p["seen_bytes"] - p["answer_seen_bytes"])' "$dir/s
   read -r then gap <<<"$below"
   gap_text=$(awk -v b="$gap" 'BEGIN { printf "%.1f MiB", b / 1048576 }')
   grep -qx "    no answer at the peak itself (the driver is asked at most once per 100 ms)" "$dir/summary" &&
-    grep -qE "^    the driver's last answer before the peak, at .*, when the cache \+ memory passed through held $then B \([0-9.]+ [KM]iB\), $gap_text below the peak \(figures of that moment, not of the peak\):$" "$dir/summary" ||
+    grep -qE "^    the driver's last answer before the peak, at .*, when the cache \+ memory passed through held $then B \
+\([0-9.]+ [KM]iB\), $gap_text below the peak \(figures of that moment, not of the peak\):$" "$dir/summary" ||
     fail "summary does not say which moment the answer is of ($then B, $gap_text below): $(cat "$dir/summary")"
 fi
 exit 0
