@@ -44,8 +44,8 @@ void cs_live_site_fit(const char *site, size_t width, char *out, size_t len) {
   } else if (base + 3 <= width) { /* at least a character of the function, its '~' and a space */
     size_t keep = cs_live_site_head(site, width - base - 2);
     snprintf(out, len, "%.*s~ %s", (int)keep, site, file);
-  } else if (width > 1) {
-    const char *tail = file + base - (width - 1);
+  } else if (width > 1) { /* the function dropped, file:line's end kept */
+    const char *tail = width - 1 >= base ? file : file + base - (width - 1);
     while (cs_live_site_continuation(*tail)) tail++;
     snprintf(out, len, "~%s", tail);
   } else {
