@@ -351,6 +351,12 @@ void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out) {
   cs_lock_release(&a->lock);
 }
 
+void cs_allocator_cache_figures(cs_allocator_t *a, cs_cache_figures_t *out) {
+  cs_lock_acquire(&a->lock);
+  cs_release_cache_figures(a, out);
+  cs_lock_release(&a->lock);
+}
+
 void cs_allocator_reset_peak_stats(cs_allocator_t *a) {
   cs_lock_acquire(&a->lock);
   cs_stats_reset_peak(&a->stats);

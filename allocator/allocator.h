@@ -44,6 +44,17 @@ typedef enum cs_trace_action_e {
   CS_TRACE_OOM = 5,            /* an allocation failed; device_free holds the free bytes */
 } cs_trace_action_t;
 
+/* The cache at an out-of-memory answer (CS_TRACE_OOM), what that answer is built from later,
+ * when the blocks of the moment are gone (docs/snapshots.md, "The out-of-memory answer"). */
+typedef struct cs_cache_figures_s {
+  uint64_t reserved;     /* bytes of the segments */
+  uint64_t allocated;    /* bytes of the blocks that are not free (handed out, or freed and waiting
+                            for the device): active_bytes */
+  uint64_t largest_free; /* the largest free block */
+  uint64_t small_free;   /* free bytes of the small pool (2 MiB segments shared by requests of at
+                            most 1 MiB) */
+} cs_cache_figures_t;
+
 typedef struct cs_trace_event_s {
   cs_trace_action_t action;
   uintptr_t addr;     /* block or segment address; 0 for OOM */
@@ -51,9 +62,11 @@ typedef struct cs_trace_event_s {
                          the request for OOM */
   uintptr_t stream;
   size_t device_free; /* OOM only */
+  size_t device_total; /* OOM only: the device's total bytes (0: the driver did not say) */
   uint32_t stack_id;  /* the allocation's stack (block and segment events), else the caller's */
   bool completes_now; /* FREE_COMPLETED only: in the very call that requested the free (sync and
                          stream modes, record-only), so at the request's moment */
+  cs_cache_figures_t cache; /* OOM only: the cache as it answered */
 } cs_trace_event_t;
 
 /* Receives every trace event in state order. Called with the allocator's lock held: it must be
@@ -124,6 +137,10 @@ void cs_allocator_postfork(cs_allocator_t *a, bool child);
 /* Copies and resets of the statistics (memory_stats, reset_peak_memory_stats,
  * reset_accumulated_memory_stats). */
 void cs_allocator_get_stats(cs_allocator_t *a, cs_stats_t *out);
+
+/* The cache's figures now (an OOM's, for an answer the program got past the cache). Takes the
+ * lock; O(free blocks). */
+void cs_allocator_cache_figures(cs_allocator_t *a, cs_cache_figures_t *out);
 void cs_allocator_reset_peak_stats(cs_allocator_t *a);
 void cs_allocator_reset_accumulated_stats(cs_allocator_t *a);
 

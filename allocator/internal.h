@@ -151,5 +151,7 @@ int cs_release_cached(cs_allocator_t *a);
 bool cs_release_available(cs_allocator_t *a, const cs_request_t *r);
 void cs_release_garbage(cs_allocator_t *a);
 int cs_release_report_oom(cs_allocator_t *a, size_t requested, uintptr_t stream, uint32_t stack_id);
+/* The cache's figures for an OOM's answer. pre: lock held. */
+void cs_release_cache_figures(cs_allocator_t *a, cs_cache_figures_t *out);
 
 #endif

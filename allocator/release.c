@@ -110,6 +110,19 @@ void cs_release_garbage(cs_allocator_t *a) {
   }
 }
 
+void cs_release_cache_figures(cs_allocator_t *a, cs_cache_figures_t *out) {
+  *out = (cs_cache_figures_t){.reserved = (uint64_t)a->stats.reserved_bytes[CS_STAT_ALL].current,
+                              .allocated = (uint64_t)a->stats.active_bytes[CS_STAT_ALL].current};
+  cs_pool_t *pools[] = {&a->small, &a->large};
+  for (size_t p = 0; p < sizeof pools / sizeof *pools; p++) {
+    for (cs_block_t *b = cs_pool_first(pools[p]); b; b = cs_pool_next(b)) {
+      uint64_t size = cs_block_size(b);
+      if (size > out->largest_free) out->largest_free = size;
+      if (pools[p]->small) out->small_free += size;
+    }
+  }
+}
+
 /* Count and report an allocation that cannot be satisfied; returns -CS_ENOMEM. */
 int cs_release_report_oom(cs_allocator_t *a, size_t requested, uintptr_t stream, uint32_t stack_id) {
   size_t free_bytes = 0, total = 0;
@@ -117,7 +130,8 @@ int cs_release_report_oom(cs_allocator_t *a, size_t requested, uintptr_t stream,
   a->stats.num_ooms++;
   if (a->observer.on_event) {
     cs_trace_event_t ev = {.action = CS_TRACE_OOM, .size = requested, .stream = stream,
-                           .device_free = free_bytes, .stack_id = stack_id};
+                           .device_free = free_bytes, .device_total = total, .stack_id = stack_id};
+    cs_release_cache_figures(a, &ev.cache);
     a->observer.on_event(a->observer.ctx, &ev);
   }
   return -CS_ENOMEM;

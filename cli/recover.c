@@ -171,10 +171,29 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
   return cs_r_close(r, s);
 }
 
+/* A trace entry's `cudasnap` dict, as a dump writes it: the kind of memory passed through, an
+ * oom's cache and device (notes: its oom_state and oom_device events). */
+static cs_val_t cs_recover_event_cudasnap(cs_recover_t *r, int kind, const cs_ring_entry_t *const notes[2]) {
+  cs_val_t d = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+  if (kind >= 0) cs_r_set(r, d, "kind", cs_r_str(r, cs_foreign_kind_name((cs_foreign_kind_t)kind)));
+  if (notes[0]) {
+    const cs_oom_state_t c = cs_oom_state_unpack(notes[0]->addr, notes[0]->size);
+    cs_val_t cache = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
+    cs_r_set(r, cache, "reserved", cs_r_int(r, (int64_t)c.reserved));
+    cs_r_set(r, cache, "allocated", cs_r_int(r, (int64_t)c.allocated));
+    cs_r_set(r, cache, "largest_free_block", cs_r_int(r, (int64_t)c.largest_free));
+    cs_r_set(r, cache, "small_pool_free", cs_r_int(r, (int64_t)c.small_free));
+    cs_r_set(r, d, "cache", cs_r_close(r, cache));
+  }
+  if (notes[1]) cs_r_set(r, d, "device_total", cs_r_int(r, (int64_t)notes[1]->addr));
+  return cs_r_close(r, d);
+}
+
 /* One trace entry, with what a dump writes (snapshot/snapshot.c): no frames on a free_completed
  * right after its own free_requested (the viewer merges the two and keeps the first's frames),
  * and no compile_context or user_metadata. prev: the entry before it in the device's trace. */
-static cs_val_t cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, const cs_ring_entry_t *prev) {
+static cs_val_t cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, const cs_ring_entry_t *prev, int kind,
+                                 const cs_ring_entry_t *const notes[2]) {
   const cs_action_t action = cs_ring_entry_action(e);
   const bool merged_free = action == CS_ACTION_FREE_COMPLETED && prev &&
                            cs_ring_entry_action(prev) == CS_ACTION_FREE_REQUESTED && prev->addr == e->addr;
@@ -185,6 +204,7 @@ static cs_val_t cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, cons
   cs_r_set(r, t, "stream", cs_r_int(r, (int64_t)e->stream));
   cs_r_set(r, t, "time_us", cs_r_int(r, (int64_t)cs_ring_entry_epoch_us(e)));
   if (e->stack_id && !merged_free) cs_r_set(r, t, "frames", cs_recover_frames(r, e->stack_id));
+  if (kind >= 0 || notes[0] || notes[1]) cs_r_set(r, t, "cudasnap", cs_recover_event_cudasnap(r, kind, notes));
   return cs_r_close(r, t);
 }
 
@@ -234,8 +254,12 @@ static cs_val_t cs_recover_snapshot(cs_recover_t *r, const char *recording, cons
     cs_val_t trace = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
     const cs_ring_entry_t *prev = NULL;
     for (size_t i = 0; i < s->event_count && !r->failed; i++) {
-      if (cs_ring_entry_device(&s->events[i]) != d) continue;
-      cs_r_append(r, trace, cs_recover_event(r, &s->events[i], prev));
+      const cs_action_t action = cs_ring_entry_action(&s->events[i]);
+      if (cs_ring_entry_device(&s->events[i]) != d || action == CS_ACTION_OOM_STATE || action == CS_ACTION_OOM_DEVICE)
+        continue;
+      const cs_ring_entry_t *notes[2] = {NULL, NULL};
+      if (action == CS_ACTION_OOM) cs_ring_oom_notes(s->events, s->event_count, i, &notes[0], &notes[1]);
+      cs_r_append(r, trace, cs_recover_event(r, &s->events[i], prev, s->kinds[i], notes));
       prev = &s->events[i];
     }
     cs_r_append(r, traces, cs_r_close(r, trace));
@@ -259,6 +283,7 @@ static cs_val_t cs_recover_snapshot(cs_recover_t *r, const char *recording, cons
            cs_r_int(r, s->event_count ? (int64_t)cs_ring_entry_epoch_us(&s->events[s->event_count - 1]) : 0));
   cs_r_set(r, meta, "stacks", cs_r_str(r, r->rec->stack_count ? "native" : "none"));
   cs_r_set(r, meta, "dropped_events", cs_r_int(r, (int64_t)c->dropped));
+  cs_r_set(r, meta, "trace_kinds", CS_VAL_TRUE); /* version 1 has the cache's events only */
   cs_r_set(r, meta, "lost_events", cs_r_int(r, (int64_t)c->lost));
   cs_r_set(r, meta, "damaged_events", cs_r_int(r, (int64_t)c->damaged));
   cs_r_set(r, meta, "recording", cs_r_str(r, recording));

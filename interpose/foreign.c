@@ -422,7 +422,7 @@ bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack) {
 }
 
 void cs_foreign_oom(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream, size_t device_free,
-                    uint32_t stack) {
+                    size_t device_total, uint32_t stack, const cs_cache_figures_t *cache) {
   bool host = kind == CS_FOREIGN_HOST || kind == CS_FOREIGN_HOST_REGISTERED;
   bool on_device = !host && device >= 0 && device < CS_FOREIGN_MAX_DEVICES;
   pthread_mutex_lock(&cs_foreign_lock);
@@ -436,6 +436,16 @@ void cs_foreign_oom(cs_foreign_kind_t kind, int device, size_t size, uintptr_t s
     cs_foreign_kind_t drawn = kind < (cs_foreign_kind_t)CS_FOREIGN_DRAWN_KINDS ? kind : CS_FOREIGN_VMM_MAPPING;
     uint32_t tagged = cs_recfile_kind_stack(drawn, stack);
     cs_ring_push(&cs_foreign_ring, CS_ACTION_OOM, device, device_free, size, stream, tagged);
+    cs_oom_state_t state;
+    uint64_t addr, bytes;
+    if (cache) state = (cs_oom_state_t){.reserved = cache->reserved, .allocated = cache->allocated,
+                                        .largest_free = cache->largest_free, .small_free = cache->small_free};
+    if (cache && cs_oom_state_pack(&state, &addr, &bytes))
+      cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_OOM_STATE, device, addr, bytes, 0,
+                             cs_recfile_kind_stack(drawn, 0));
+    if (device_total > 0)
+      cs_ring_push_same_time(&cs_foreign_ring, CS_ACTION_OOM_DEVICE, device, device_total, 0, 0,
+                             cs_recfile_kind_stack(drawn, 0));
   }
   pthread_mutex_unlock(&cs_foreign_lock);
 }
@@ -549,9 +559,7 @@ static void cs_foreign_snapshot_locked(cs_snap_state_t *s, bool with_history) {
   }
   s->has_passthrough = cs_foreign_ring_ready || cs_foreign_pool_count > 0;
   if (!with_history) return;
-  size_t first = s->entry_count;
-  cs_snap_state_add_history(s, &cs_foreign_ring);
-  for (size_t i = first; i < s->entry_count; i++) s->entries[i].stack_id &= CS_RECFILE_STACK_MASK; /* no kind */
+  cs_snap_state_add_history(s, &cs_foreign_ring); /* kinds kept in stack ids: cs_snap_entry_kind */
 }
 
 void cs_foreign_snapshot(cs_snap_state_t *s, bool with_history) {

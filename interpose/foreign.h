@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocator/allocator.h"
 #include "common/cs_options.h"
 #include "memviz/passthrough.h"
 
@@ -65,9 +66,11 @@ bool cs_foreign_remove(cs_foreign_kind_t kind, uintptr_t key, uint32_t stack);
 /* The driver answered out of memory to the program for memory of `kind` on device (-1: none
  * known), asked for size bytes on stream, with device_free bytes free: counted in
  * passthrough_ooms.<kind> (the host row for host kinds) and, on a device, in its num_ooms, with an
- * `oom` entry in the history. */
+ * `oom` entry in the history, and the device's cache as it was then (cache: NULL when not known)
+ * and its total bytes (0: not known) in oom_state and oom_device entries after it
+ * (record/ring_entry.h). */
 void cs_foreign_oom(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream, size_t device_free,
-                    uint32_t stack);
+                    size_t device_total, uint32_t stack, const cs_cache_figures_t *cache);
 
 /* Whether addr lies in a drawn entry with a device address (not an array), and that entry's
  * device: NVTX heaps may be registered over such memory. A walk of the table: for rare calls. */

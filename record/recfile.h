@@ -37,7 +37,8 @@
 
 #define CS_RECFILE_MAGIC "CSNAPREC"
 enum {
-  CS_RECFILE_VERSION = 2,         /* 2: the pass-through ring, kinds in stack ids; 1 had the cache's only */
+  CS_RECFILE_VERSION = 3,         /* 3: oom_state entries after oom entries (record/ring_entry.h); 2: the
+                                     pass-through ring, kinds in stack ids; 1 had the cache's only */
   CS_RECFILE_PAGE = 4096,
   CS_RECFILE_MAX_RINGS = 65,      /* rings in the file (64 contexts and the pass-through ring's, or 65
                                      contexts); later ones keep theirs in memory */

@@ -64,10 +64,18 @@ static size_t cs_pool_after_last_touch(const cs_snap_state_t *s, int device, uin
   for (size_t i = s->entry_count; i-- > 0;) {
     const cs_ring_entry_t *e = &s->entries[i];
     cs_action_t a = cs_ring_entry_action(e);
-    if (cs_ring_entry_device(e) != device || a == CS_ACTION_OOM || a == CS_ACTION_SNAPSHOT) continue;
+    if (cs_ring_entry_device(e) != device || a == CS_ACTION_OOM || a == CS_ACTION_OOM_STATE ||
+        a == CS_ACTION_OOM_DEVICE || a == CS_ACTION_SNAPSHOT)
+      continue;
     if (e->addr < hi && e->addr + (e->size ? e->size : 1) > lo) return i + 1;
   }
   return 0;
+}
+
+/* A synthetic event's stack id: with the segment's kind when that is memory passed through, as the
+ * pass-through history's own entries (cs_snap_entry_kind). */
+static uint32_t cs_pool_stack(const cs_snap_segment_t *seg, uint32_t stack) {
+  return seg->kind >= 0 ? cs_recfile_kind_stack(seg->kind, stack) : stack;
 }
 
 /* One allocated block [addr, addr + blk->size) holding heaps [first, last): its pieces and events. */
@@ -81,10 +89,9 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
   uintptr_t end = addr + blk->size, requested_end = addr + blk->requested;
   uint64_t first_us = cs_pools_epoch_us(pools->heaps[first].ticks);
   /* the block as the program allocated it ends where the first heap is registered */
-  cs_pool_event(b, CS_ACTION_FREE_REQUESTED, seg->device, addr, blk->requested, stream, blk->stack_id, first_us,
-                min_index, NULL);
-  cs_pool_event(b, CS_ACTION_FREE_COMPLETED, seg->device, addr, blk->requested, stream, blk->stack_id, first_us,
-                min_index, NULL);
+  uint32_t own = cs_pool_stack(seg, blk->stack_id);
+  cs_pool_event(b, CS_ACTION_FREE_REQUESTED, seg->device, addr, blk->requested, stream, own, first_us, min_index, NULL);
+  cs_pool_event(b, CS_ACTION_FREE_COMPLETED, seg->device, addr, blk->requested, stream, own, first_us, min_index, NULL);
   uintptr_t at = addr;
   for (size_t h = first; h < last; h++) {
     const cs_pool_heap_t *heap = &pools->heaps[h];
@@ -92,7 +99,7 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
     if (heap->base > at) { /* the block's own bytes before the heap */
       size_t n = heap->base - at;
       cs_pool_block(b, (cs_snap_block_t){.size = n, .requested = n, .state = CS_BLOCK_ALLOCATED, .stack_id = blk->stack_id});
-      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, blk->stack_id, heap_us, min_index, NULL);
+      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, own, heap_us, min_index, NULL);
     }
     at = heap->base;
     for (size_t r = heap->first_region; r < heap->first_region + heap->region_count; r++) {
@@ -103,7 +110,7 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
       cs_pool_block(b, (cs_snap_block_t){.size = reg->size, .requested = reg->size, .state = CS_BLOCK_ALLOCATED,
                                          .stack_id = reg->stack_id, .user_metadata = name});
       /* the name on the alloc too: the timelines' hover text reads the trace, not the blocks */
-      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, reg->addr, reg->size, stream, reg->stack_id,
+      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, reg->addr, reg->size, stream, cs_pool_stack(seg, reg->stack_id),
                     cs_pools_epoch_us(reg->ticks), min_index, name);
       at = reg->addr + reg->size;
     }
@@ -115,7 +122,7 @@ static void cs_pool_split(cs_pool_build_t *b, const cs_snap_state_t *s, const cs
     if (at < requested_end) {
       size_t n = requested_end - at;
       cs_pool_block(b, (cs_snap_block_t){.size = n, .requested = n, .state = CS_BLOCK_ALLOCATED, .stack_id = blk->stack_id});
-      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, blk->stack_id, first_us, min_index, NULL);
+      cs_pool_event(b, CS_ACTION_ALLOC, seg->device, at, n, stream, own, first_us, min_index, NULL);
       at = requested_end;
     }
     if (at < end) cs_pool_block(b, (cs_snap_block_t){.size = end - at, .state = CS_BLOCK_FREE});

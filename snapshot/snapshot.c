@@ -238,22 +238,39 @@ static cs_action_t cs_snap_event_action(const cs_trace_event_t *event, uint64_t 
   return actions[event->action];
 }
 
+/* An OOM's cache figures as its oom_state entry's addr and size (record/ring_entry.h); false when
+ * they do not fit one. */
+static bool cs_snap_oom_state(const cs_trace_event_t *event, uint64_t *addr, uint64_t *size) {
+  const cs_cache_figures_t *c = &event->cache;
+  cs_oom_state_t state = {.reserved = c->reserved, .allocated = c->allocated, .largest_free = c->largest_free,
+                          .small_free = c->small_free};
+  return event->action == CS_TRACE_OOM && cs_oom_state_pack(&state, addr, size);
+}
+
 void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
-  uint64_t addr;
+  uint64_t addr, size;
   cs_action_t action = cs_snap_event_action(event, &addr);
   if (event->completes_now) /* right after its free_requested, in the same call and moment */
     cs_ring_push_same_time(ring, action, device, addr, event->size, event->stream, event->stack_id);
   else
     cs_ring_push(ring, action, device, addr, event->size, event->stream, event->stack_id);
+  if (cs_snap_oom_state(event, &addr, &size))
+    cs_ring_push_same_time(ring, CS_ACTION_OOM_STATE, device, addr, size, 0, 0);
+  if (event->action == CS_TRACE_OOM && event->device_total > 0)
+    cs_ring_push_same_time(ring, CS_ACTION_OOM_DEVICE, device, event->device_total, 0, 0, 0);
 }
 
 void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t *event) {
-  uint64_t addr;
+  uint64_t addr, size;
   cs_action_t action = cs_snap_event_action(event, &addr);
   if (event->completes_now)
     cs_thread_log_push_same_time(log, action, device, addr, event->size, event->stream, event->stack_id);
   else
     cs_thread_log_push(log, action, device, addr, event->size, event->stream, event->stack_id);
+  if (cs_snap_oom_state(event, &addr, &size))
+    cs_thread_log_push_same_time(log, CS_ACTION_OOM_STATE, device, addr, size, 0, 0);
+  if (event->action == CS_TRACE_OOM && event->device_total > 0)
+    cs_thread_log_push_same_time(log, CS_ACTION_OOM_DEVICE, device, event->device_total, 0, 0, 0);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -366,6 +383,26 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
   cs_emit_dict_end(e);
 }
 
+/* A trace entry's own `cudasnap` dict (docs/memory-kinds.md, docs/snapshots.md): the kind of
+ * memory passed through it is of, and an oom's cache and device as it answered (notes: its
+ * oom_state and oom_device entries, record/ring_entry.h). */
+static void cs_snap_write_entry_cudasnap(cs_emitter_t *e, int kind, const cs_ring_entry_t *const notes[2]) {
+  cs_emit_dict_begin(e);
+  if (kind >= 0) cs_emit_kv_str(e, "kind", cs_foreign_kind_name((cs_foreign_kind_t)kind));
+  if (notes[0]) {
+    cs_oom_state_t c = cs_oom_state_unpack(notes[0]->addr, notes[0]->size);
+    cs_emit_key(e, "cache");
+    cs_emit_dict_begin(e);
+    cs_emit_kv_int(e, "reserved", (int64_t)c.reserved);
+    cs_emit_kv_int(e, "allocated", (int64_t)c.allocated);
+    cs_emit_kv_int(e, "largest_free_block", (int64_t)c.largest_free);
+    cs_emit_kv_int(e, "small_pool_free", (int64_t)c.small_free);
+    cs_emit_dict_end(e);
+  }
+  if (notes[1]) cs_emit_kv_int(e, "device_total", (int64_t)notes[1]->addr);
+  cs_emit_dict_end(e);
+}
+
 /* One trace entry. prev: the entry written just before it in the same device's trace, or NULL.
  * What the viewer never reads from such an entry is left out, which matters most for JSON, where
  * every frame list is written out in full:
@@ -377,11 +414,13 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
  *     out: the viewer shows nothing for "" or for no key at all. user_metadata is written where
  *     cudasnap has one: an NVTX region's name, on the region's alloc. */
 static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entry, const cs_ring_entry_t *prev,
-                                const char *user_metadata) {
+                                const char *user_metadata, const cs_ring_entry_t *const notes[2]) {
   cs_emitter_t *e = w->e;
   cs_action_t action = cs_ring_entry_action(entry);
   bool merged_free = action == CS_ACTION_FREE_COMPLETED && prev != NULL &&
                      cs_ring_entry_action(prev) == CS_ACTION_FREE_REQUESTED && prev->addr == entry->addr;
+  uint32_t stack = cs_snap_entry_stack(entry);
+  int kind = cs_snap_entry_kind(entry);
   cs_emit_dict_begin(e);
   cs_emit_kv_str(e, "action", cs_action_name(action));
   cs_emit_kv_int(e, action == CS_ACTION_OOM ? "device_free" : "addr", (int64_t)entry->addr);
@@ -390,11 +429,15 @@ static void cs_snap_write_entry(cs_snap_writer_t *w, const cs_ring_entry_t *entr
   cs_emit_kv_int(e, "time_us", (int64_t)cs_ring_entry_epoch_us(entry));
   uint32_t thread = cs_snap_entry_thread(entry);
   if (thread) cs_emit_kv_int(e, "thread", thread); /* cudasnap's: the viewer ignores it */
-  if (entry->stack_id && !merged_free) {
+  if (stack && !merged_free) {
     cs_emit_key(e, "frames");
-    cs_snap_write_frames(w, entry->stack_id);
+    cs_snap_write_frames(w, stack);
   }
   if (user_metadata) cs_emit_kv_str(e, "user_metadata", user_metadata);
+  if (kind >= 0 || notes[0] || notes[1]) {
+    cs_emit_key(e, "cudasnap");
+    cs_snap_write_entry_cudasnap(e, kind, notes);
+  }
   cs_emit_dict_end(e);
 }
 
@@ -421,6 +464,7 @@ static void cs_snap_write_settings(cs_snap_writer_t *w, const cs_snapshot_meta_t
   }
   cs_emit_dict_end(e);
   cs_emit_kv_bool(e, "split_large", conf->split_large);
+  cs_emit_kv_bool(e, "ipc_small", conf->ipc_small);
   cs_emit_kv_str(e, "free_mode", free_modes[conf->free_mode]);
   cs_emit_kv_bool(e, "cache", conf->cache);
   cs_emit_kv_int(e, "trace_alloc_max_entries", (int64_t)meta->options->max_entries);
@@ -458,6 +502,7 @@ static void cs_snap_write_cudasnap(cs_snap_writer_t *w, const cs_snapshot_meta_t
     cs_emit_list_end(e);
   }
   cs_emit_kv_int(e, "dropped_events", (int64_t)s->dropped);
+  cs_emit_kv_bool(e, "trace_kinds", true); /* entries of memory passed through name their kind */
   cs_emit_key(e, "pools");
   cs_snap_write_pools(e, meta->pools);
   if (meta->best_effort) cs_emit_kv_str(e, "best_effort", meta->best_effort);
@@ -647,9 +692,13 @@ int cs_snapshot_write(const cs_snap_state_t *s, const cs_intern_t *intern, cs_sy
     size_t note = 0;
     for (size_t i = 0; i < s->entry_count; i++) {
       while (note < s->entry_note_count && s->entry_notes[note].index < i) note++;
-      if (cs_ring_entry_device(&s->entries[i]) == d) {
+      cs_action_t action = cs_ring_entry_action(&s->entries[i]);
+      bool own = action == CS_ACTION_OOM_STATE || action == CS_ACTION_OOM_DEVICE; /* cudasnap's, not an event */
+      if (cs_ring_entry_device(&s->entries[i]) == d && !own) {
         bool noted = note < s->entry_note_count && s->entry_notes[note].index == i;
-        cs_snap_write_entry(&w, &s->entries[i], prev, noted ? s->entry_notes[note].user_metadata : NULL);
+        const cs_ring_entry_t *notes[2] = {NULL, NULL};
+        if (action == CS_ACTION_OOM) cs_ring_oom_notes(s->entries, s->entry_count, i, &notes[0], &notes[1]);
+        cs_snap_write_entry(&w, &s->entries[i], prev, noted ? s->entry_notes[note].user_metadata : NULL, notes);
         prev = &s->entries[i];
       }
       cs_snap_progress(meta, ++done, total);

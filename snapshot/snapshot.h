@@ -19,6 +19,7 @@
 #include "record/intern.h"
 #include "record/phases.h"
 #include "record/pools.h"
+#include "record/recfile.h"
 #include "record/ring.h"
 #include "record/thread_id.h"
 #include "record/thread_log.h"
@@ -147,6 +148,12 @@ typedef struct cs_snap_state_s {
   int device_count;           /* device_traces has this many lists */
   int error;                  /* -CS_EHOSTMEM when a copy could not grow */
 } cs_snap_state_t;
+
+/* A history entry's stack id, and the kind of memory passed through that it is of (-1: the
+ * cache's): the pass-through history's entries keep their kind in their stack ids' top bits, as
+ * the recording file's do (record/recfile.h). */
+static inline uint32_t cs_snap_entry_stack(const cs_ring_entry_t *e) { return e->stack_id & CS_RECFILE_STACK_MASK; }
+static inline int cs_snap_entry_kind(const cs_ring_entry_t *e) { return cs_recfile_stack_kind(e->stack_id); }
 
 /* Empty state for device_count devices. */
 int cs_snap_state_init(cs_snap_state_t *s, int device_count);

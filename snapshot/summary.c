@@ -34,7 +34,7 @@ static int cs_sum_start(const cs_snap_state_t *s, int device, cs_addr_map_t *liv
     cs_action_t a = cs_ring_entry_action(e);
     if (cs_ring_entry_device(e) != device || !cs_sum_block_event(a) || cs_addr_map_get(&seen, e->addr)) continue;
     rc = cs_addr_map_put(&seen, e->addr, 0, 0);
-    if (rc == 0 && a != CS_ACTION_ALLOC) rc = cs_addr_map_put(live, e->addr, e->size, e->stack_id);
+    if (rc == 0 && a != CS_ACTION_ALLOC) rc = cs_addr_map_put(live, e->addr, e->size, cs_snap_entry_stack(e));
   }
   for (size_t g = 0; rc == 0 && g < s->segment_count; g++) {
     const cs_snap_segment_t *seg = &s->segments[g];
@@ -60,7 +60,7 @@ static int cs_sum_replay(const cs_snap_state_t *s, int device, cs_addr_map_t *li
     if (cs_ring_entry_device(e) != device) continue;
     k++;
     cs_action_t a = cs_ring_entry_action(e);
-    if (a == CS_ACTION_ALLOC && cs_addr_map_put(live, e->addr, e->size, e->stack_id) != 0) return -1;
+    if (a == CS_ACTION_ALLOC && cs_addr_map_put(live, e->addr, e->size, cs_snap_entry_stack(e)) != 0) return -1;
     if (a == CS_ACTION_FREE_COMPLETED) cs_addr_map_remove(live, e->addr);
     if (live->bytes > peak->bytes) *peak = (cs_sum_peak_t){.bytes = live->bytes, .after = k,
                                                            .time_us = cs_ring_entry_epoch_us(e),
