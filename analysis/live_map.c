@@ -53,16 +53,18 @@ static int cs_live_map_grow(cs_live_map_t *m) {
   return 0;
 }
 
-int cs_live_map_put(cs_live_map_t *m, int64_t addr, uint64_t bytes, cs_val_t frames) {
+int cs_live_map_put(cs_live_map_t *m, int64_t addr, uint64_t bytes, cs_val_t frames, const char *kind) {
   if (2 * (m->count + 1) > m->nslots && cs_live_map_grow(m) != 0) return -1;
   cs_live_t *slot = &m->slots[cs_live_slot(m, addr)];
   if (slot->used) {
     m->bytes -= slot->bytes;
+    if (slot->kind != NULL) m->passthrough_bytes -= slot->bytes;
   } else {
     m->count++;
   }
-  *slot = (cs_live_t){.addr = addr, .bytes = bytes, .frames = frames, .used = true};
+  *slot = (cs_live_t){.addr = addr, .bytes = bytes, .frames = frames, .kind = kind, .used = true};
   m->bytes += bytes;
+  if (kind != NULL) m->passthrough_bytes += bytes;
   return 0;
 }
 
@@ -78,6 +80,7 @@ bool cs_live_map_remove(cs_live_map_t *m, int64_t addr) {
   size_t hole = cs_live_slot(m, addr);
   if (!m->slots[hole].used) return false;
   m->bytes -= m->slots[hole].bytes;
+  if (m->slots[hole].kind != NULL) m->passthrough_bytes -= m->slots[hole].bytes;
   m->count--;
   /* Backward shift: move later entries of the probe run into the hole when their home position
    * does not lie (cyclically) between the hole and themselves. */

@@ -13,7 +13,8 @@
 typedef struct cs_live_s {
   int64_t addr;
   uint64_t bytes;
-  cs_val_t frames; /* the allocation's stack; CS_VAL_ABSENT when none was recorded */
+  cs_val_t frames;  /* the allocation's stack; CS_VAL_ABSENT when none was recorded */
+  const char *kind; /* the kind of memory passed through it is (analysis/kinds.h); NULL: the cache's */
   bool used;
 } cs_live_t;
 
@@ -22,6 +23,7 @@ typedef struct cs_live_map_s {
   size_t nslots;  /* a power of two, kept above twice count */
   size_t count;
   uint64_t bytes; /* the sum over the live blocks */
+  uint64_t passthrough_bytes; /* of which memory passed through (kind not NULL) */
 } cs_live_map_t;
 
 void cs_live_map_init(cs_live_map_t *m);
@@ -31,9 +33,9 @@ void cs_live_map_free(cs_live_map_t *m);
  * memory (*dst is then empty). */
 int cs_live_map_copy(cs_live_map_t *dst, const cs_live_map_t *src);
 
-/* Make addr live with `bytes` (replacing what was live there). Returns 0, or -1 without host
- * memory. */
-int cs_live_map_put(cs_live_map_t *m, int64_t addr, uint64_t bytes, cs_val_t frames);
+/* Make addr live with `bytes` of `kind` (replacing what was live there). Returns 0, or -1 without
+ * host memory. */
+int cs_live_map_put(cs_live_map_t *m, int64_t addr, uint64_t bytes, cs_val_t frames, const char *kind);
 
 /* addr is no longer live; false when it was not. */
 bool cs_live_map_remove(cs_live_map_t *m, int64_t addr);

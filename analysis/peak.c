@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kinds.h"
 #include "analysis/live_map.h"
 #include "analysis/snapview.h"
 
@@ -19,7 +20,8 @@ typedef struct cs_peak_event_s {
   cs_peak_kind_t kind;
   int64_t addr;
   uint64_t size;
-  cs_val_t frames; /* a list; CS_VAL_ABSENT when none */
+  cs_val_t frames;    /* a list; CS_VAL_ABSENT when none */
+  const char *memory; /* the kind of memory passed through (analysis/kinds.h); NULL: the cache's */
 } cs_peak_event_t;
 
 /* An entry without an integer addr and a non-negative integer size changes nothing. */
@@ -36,6 +38,7 @@ static cs_peak_event_t cs_peak_event(const cs_doc_t *doc, cs_val_t entry) {
   ev.size = (uint64_t)size;
   cs_val_t frames = cs_doc_get_key(doc, entry, CS_KEY_FRAMES);
   ev.frames = cs_val_is_array(frames) ? frames : CS_VAL_ABSENT;
+  if (ev.kind != CS_PEAK_OTHER) ev.memory = cs_kinds_entry_own(doc, entry);
   return ev;
 }
 
@@ -112,13 +115,19 @@ static int cs_peak_start(const cs_doc_t *doc, int device, cs_val_t trace, cs_liv
     }
     /* Freed before any alloc: live from before the trace. The stack is the free's (with
      * PyTorch's context="alloc", and in cudasnap's traces, that is the allocating one). */
-    if (first && ev.kind != CS_PEAK_ALLOC && cs_live_map_put(live, ev.addr, ev.size, ev.frames) != 0) rc = -1;
+    if (first && ev.kind != CS_PEAK_ALLOC && cs_live_map_put(live, ev.addr, ev.size, ev.frames, ev.memory) != 0)
+      rc = -1;
   }
+  /* a block's kind is its segment's where the trace names kinds (elsewhere its entries' kinds are
+   * not known, and all is counted as the cache's) */
+  bool kinds = cs_kinds_in_trace(doc);
   cs_view_device_blocks_t it;
   cs_view_block_t b;
   for (cs_view_device_blocks_begin(&it, doc, device); rc == 0 && cs_view_device_blocks_next(&it, &b);) {
     if (b.state == CS_VIEW_INACTIVE || cs_addr_set_has(&seen, b.addr)) continue;
-    if (cs_live_map_put(live, b.addr, (uint64_t)b.requested, b.frames) != 0) rc = -1;
+    const char *kind = kinds ? cs_kinds_segment(doc, b.segment) : cs_kind_cache;
+    if (cs_live_map_put(live, b.addr, (uint64_t)b.requested, b.frames, kind == cs_kind_cache ? NULL : kind) != 0)
+      rc = -1;
   }
   free(seen.slots);
   return rc;
@@ -143,7 +152,7 @@ int cs_peak_apply(const cs_doc_t *doc, cs_val_t entry, cs_live_map_t *live, cs_p
     cs_live_map_remove(live, ev.addr);
     return 0;
   }
-  if (cs_live_map_put(live, ev.addr, ev.size, ev.frames) != 0) return -1;
+  if (cs_live_map_put(live, ev.addr, ev.size, ev.frames, ev.memory) != 0) return -1;
   change->began = true;
   change->began_block = *cs_live_map_get(live, ev.addr);
   return 0;
@@ -153,11 +162,12 @@ int cs_peak_apply(const cs_doc_t *doc, cs_val_t entry, cs_live_map_t *live, cs_p
 static int cs_peak_replay(const cs_doc_t *doc, cs_val_t trace, size_t limit, cs_live_map_t *live, cs_peak_t *peak) {
   size_t n = cs_doc_len(doc, trace);
   const cs_val_t *entries = cs_doc_items(doc, trace);
-  *peak = (cs_peak_t){.bytes = live->bytes, .after = 0, .events = n};
+  *peak = (cs_peak_t){.bytes = live->bytes, .passthrough = live->passthrough_bytes, .after = 0, .events = n};
   for (size_t i = 0; i < n && i < limit; i++) {
     if (cs_peak_apply(doc, entries[i], live, NULL) != 0) return -1;
     if (live->bytes > peak->bytes) {
       peak->bytes = live->bytes;
+      peak->passthrough = live->passthrough_bytes;
       peak->after = i + 1;
     }
   }
@@ -211,18 +221,36 @@ int cs_peak_find(const cs_doc_t *doc, int device, cs_peak_t *peak, cs_sites_t *s
   return rc;
 }
 
-int cs_peak_walk(const cs_doc_t *doc, int device, cs_peak_each_fn each, void *ctx, uint64_t *start_bytes) {
+int cs_peak_walk_live(const cs_doc_t *doc, int device, cs_peak_each_live_fn each, void *ctx) {
   cs_live_map_t live;
   cs_live_map_init(&live);
   int rc = cs_peak_initial(doc, device, &live);
-  *start_bytes = live.bytes;
+  if (rc == 0) each(ctx, doc, CS_VAL_ABSENT, &live);
   cs_val_t trace = cs_view_trace(doc, device);
   size_t n = cs_doc_len(doc, trace);
   const cs_val_t *entries = cs_doc_items(doc, trace);
   for (size_t i = 0; rc == 0 && i < n; i++) {
     rc = cs_peak_apply(doc, entries[i], &live, NULL);
-    if (rc == 0) each(ctx, doc, entries[i], live.bytes);
+    if (rc == 0) each(ctx, doc, entries[i], &live);
   }
   cs_live_map_free(&live);
   return rc;
+}
+
+typedef struct cs_peak_bytes_walk_s {
+  cs_peak_each_fn each;
+  void *ctx;
+  uint64_t *start_bytes;
+} cs_peak_bytes_walk_t;
+
+static void cs_peak_bytes_each(void *ctx, const cs_doc_t *doc, cs_val_t entry, const cs_live_map_t *live) {
+  cs_peak_bytes_walk_t *w = ctx;
+  if (cs_val_absent(entry)) *w->start_bytes = live->bytes;
+  else w->each(w->ctx, doc, entry, live->bytes);
+}
+
+int cs_peak_walk(const cs_doc_t *doc, int device, cs_peak_each_fn each, void *ctx, uint64_t *start_bytes) {
+  *start_bytes = 0;
+  cs_peak_bytes_walk_t w = {.each = each, .ctx = ctx, .start_bytes = start_bytes};
+  return cs_peak_walk_live(doc, device, cs_peak_bytes_each, &w);
 }

@@ -17,7 +17,8 @@
 #include "model/doc.h"
 
 typedef struct cs_peak_s {
-  uint64_t bytes; /* live at the peak */
+  uint64_t bytes; /* live at the peak: the cache's blocks and memory passed through */
+  uint64_t passthrough; /* of which memory passed through (the kinds the trace names: analysis/kinds.h) */
   size_t after;   /* trace entries applied when the peak was first reached; 0 = at the start */
   size_t events;  /* entries in the device's trace */
 } cs_peak_t;
@@ -55,5 +56,10 @@ int cs_peak_live_at(const cs_doc_t *doc, int device, size_t after, cs_sites_t *s
  * *start_bytes gets the bytes live before the first. Returns 0, or -1 without host memory. */
 typedef void (*cs_peak_each_fn)(void *ctx, const cs_doc_t *doc, cs_val_t entry, uint64_t live_bytes);
 int cs_peak_walk(const cs_doc_t *doc, int device, cs_peak_each_fn each, void *ctx, uint64_t *start_bytes);
+
+/* The same with the live blocks themselves (and so the bytes passed through among them): `each` is
+ * told the blocks live before the first entry (entry CS_VAL_ABSENT), then after each entry. */
+typedef void (*cs_peak_each_live_fn)(void *ctx, const cs_doc_t *doc, cs_val_t entry, const cs_live_map_t *live);
+int cs_peak_walk_live(const cs_doc_t *doc, int device, cs_peak_each_live_fn each, void *ctx);
 
 #endif

@@ -74,6 +74,7 @@ static cs_view_state_t cs_view_state(const char *state) {
 void cs_view_blocks_begin(cs_view_blocks_t *it, const cs_doc_t *doc, cs_val_t segment) {
   cs_val_t blocks = cs_doc_get_key(doc, segment, CS_KEY_BLOCKS);
   it->doc = doc;
+  it->segment = segment;
   it->next = 0;
   it->count = cs_val_is_array(blocks) ? cs_doc_len(doc, blocks) : 0;
   it->blocks = it->count > 0 ? cs_doc_items(doc, blocks) : NULL;
@@ -86,8 +87,8 @@ bool cs_view_blocks_next(cs_view_blocks_t *it, cs_view_block_t *out) {
     cs_val_t block = it->blocks[it->next++];
     int64_t size;
     if (!cs_view_int_key(doc, block, CS_KEY_SIZE, &size) || size < 0) continue;
-    *out = (cs_view_block_t){.item = block, .addr = it->addr, .size = size, .requested = size,
-                             .state = cs_view_state(cs_view_str_key(doc, block, CS_KEY_STATE))};
+    *out = (cs_view_block_t){.item = block, .segment = it->segment, .addr = it->addr, .size = size,
+                             .requested = size, .state = cs_view_state(cs_view_str_key(doc, block, CS_KEY_STATE))};
     int64_t requested;
     if (cs_view_int_key(doc, block, CS_KEY_REQUESTED_SIZE, &requested) && requested >= 0) out->requested = requested;
     cs_val_t frames = cs_doc_get_key(doc, block, CS_KEY_FRAMES);
@@ -105,7 +106,8 @@ void cs_view_device_blocks_begin(cs_view_device_blocks_t *it, const cs_doc_t *do
   it->segments = it->nsegments > 0 ? cs_doc_items(doc, segments) : NULL;
   it->next_segment = 0;
   it->device = device;
-  it->blocks = (cs_view_blocks_t){.doc = doc, .blocks = NULL, .next = 0, .count = 0, .addr = 0};
+  it->blocks = (cs_view_blocks_t){.doc = doc, .segment = CS_VAL_ABSENT, .blocks = NULL, .next = 0, .count = 0,
+                                  .addr = 0};
 }
 
 bool cs_view_device_blocks_next(cs_view_device_blocks_t *it, cs_view_block_t *out) {

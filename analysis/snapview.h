@@ -51,6 +51,7 @@ typedef enum cs_view_state_e {
 /* One block of a segment, as the viewer sees it. */
 typedef struct cs_view_block_s {
   cs_val_t item;
+  cs_val_t segment;      /* the segment it is in */
   int64_t addr;          /* segment address + the sizes before it (the viewer ignores `address`) */
   int64_t size;
   int64_t requested;     /* requested_size, or size for legacy blocks without it (or a bad one) */
@@ -62,6 +63,7 @@ typedef struct cs_view_block_s {
  * Blocks whose size is not a non-negative integer are skipped (the viewer draws NaN geometry). */
 typedef struct cs_view_blocks_s {
   const cs_doc_t *doc;
+  cs_val_t segment;
   const cs_val_t *blocks;
   size_t next, count;
   int64_t addr;

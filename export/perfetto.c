@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/device_blocks.h"
+#include "analysis/kinds.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
@@ -14,7 +15,6 @@
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
 #include "common/cs_saturate.h"
-#include "export/kinds.h"
 #include "memviz/emit.h"
 
 struct cs_perfetto_s {
@@ -252,7 +252,7 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     cs_emit_key(e, "stream");
     cs_emit_int(e, v);
   }
-  char text[1024];
+  char text[4096];
   cs_site_t site = cs_site_of(d->doc, cs_doc_get_key(d->doc, entry, CS_KEY_FRAMES));
   cs_site_format(&site, text, sizeof text);
   cs_emit_kv_str(e, "site", text);
@@ -262,10 +262,13 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
     cs_oom_headline(o, text, sizeof text);
     cs_emit_kv_str(e, "message", text);
     if (o->total_known) cs_emit_kv_int(e, "driver_total", (int64_t)o->driver_total);
-    cs_emit_kv_int(e, "cache_reserved", (int64_t)o->reserved_then);
-    cs_emit_kv_int(e, "cache_free", (int64_t)o->cached_free);
-    cs_emit_kv_int(e, "largest_free_block", (int64_t)o->largest_free);
-    cs_oom_verdict_text(o, text, sizeof text);
+    cs_emit_kv_int(e, "cache_reserved", (int64_t)o->reserved);
+    if (o->blocks_known) {
+      cs_emit_kv_int(e, "cache_free", (int64_t)o->cached_free);
+      cs_emit_kv_int(e, "largest_free_block", (int64_t)o->largest_free);
+    }
+    if (o->passthrough > 0) cs_emit_kv_int(e, "passthrough", (int64_t)o->passthrough);
+    cs_oom_verdict_text(o, CS_OOM_SITES_INLINE, text, sizeof text);
     cs_emit_kv_str(e, "verdict", text);
     if (o->verdict == CS_OOM_EXHAUSTED || o->verdict == CS_OOM_UNDECIDED) {
       /* the sites that hold most, "SIZE SITE; ..." (an argument is a string or a number) */

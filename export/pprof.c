@@ -14,7 +14,7 @@
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
 #include "analysis/val_map.h"
-#include "export/kinds.h"
+#include "analysis/kinds.h"
 #include "export/proto.h"
 #include "memviz/site_rule.h"
 

@@ -114,12 +114,17 @@ summary = open(sys.argv[2]).read()
 m = re.search(r"^out of memory on device (\d+), stream (\d+): (.*)$", summary, re.M)
 assert m, "no OOM answer in summary"
 verdict = re.search(r"^  verdict: (.*)$", summary, re.M).group(1)
+# summary lists the sites it announces on lines of their own; the event says them in the sentence
+holders = re.findall(r"^    (\S+ \S+) in (\d+ blocks?): (.*)$", summary, re.M)
+if verdict.endswith(":"):
+    verdict += "".join("%s %s in %s by %s" % (";" if i else "", h[0], h[1], h[2]) for i, h in enumerate(holders))
 site = re.search(r"^  asked by (.*)$", summary, re.M).group(1)
 ooms = [e for e in events if e.get("name") == "OOM"]
 assert ooms, "no OOM event"
 args = ooms[-1]["args"]
 assert args.get("message") == m.group(3), (args, m.group(3))
-assert args.get("verdict") == verdict and args.get("site") == site, args
+assert args.get("verdict") == verdict and args.get("site") == site, (args, verdict)
+assert not verdict.endswith(":"), verdict
 assert args.get("device") == int(m.group(1)) and args.get("stream") == int(m.group(2)), args
 assert all(k in args for k in ("size", "device_free", "driver_total", "cache_reserved", "cache_free", "largest_free_block")), args
 names = [e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]

@@ -7,6 +7,9 @@
 # counted are num_ooms and the `oom` entries of the exit snapshot, and the OOM snapshots account
 # for each of them; every snapshot is clean for `cudasnap check` and never holds two live
 # allocations at one address (live_check.py).
+# Issue 46: the out-of-memory answer about each OOM is the same in its OOM snapshot, the exit
+# snapshot and `cudasnap recover` of a recording (a second, shorter run with CUDASNAP_RECORD), and
+# every verdict is whole, in summary, the report's data and Perfetto (oom_same.py, oom_answers).
 set -u
 bin=$1 lib=$2 tool=$3 requests=${4:-300}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +26,7 @@ ooms=$(sed -n 's/^ooms //p' "$dir/out")
 served=$(sed -n 's/^requests //p' "$dir/out")
 [[ $served == $((4 * requests)) ]] || fail "served $served requests of $((4 * requests))"
 ((ooms > 0)) || fail "the KV cache never ran out of memory: nothing was tested"
-files=("$dir"/snap-*.json)
+files=("$dir"/snap-*.json) oom_files=("$dir"/snap-*-oom.json) exits=("$dir"/snap-*-exit.json)
 for f in "${files[@]}"; do
   "$tool" check "$f" >"$dir/check" 2>&1 || fail "cudasnap check $(basename "$f"): $(head -c 3000 "$dir/check")"
   python3 "$here/live_check.py" "$f" >"$dir/live" 2>&1 || fail "live_check.py $(basename "$f"): $(head -c 3000 "$dir/live")"
@@ -72,4 +75,18 @@ if [[ $nvtx == yes ]]; then
     "$dir/summary" || fail "summary's peak: $(grep -A5 '^peak' "$dir/summary")"
   echo "server: each worker's phases its own"
 fi
+
+python3 "$here/oom_same.py" "$tool" --answers "$bin/oom_answers" --later "${exits[0]}" "${oom_files[@]}" ||
+  fail "the OOM snapshots and the exit snapshot do not give the same answers"
+
+# the same with the history in a recording file (the ring's path), and its recovery
+rm -f "$dir"/snap-*.json
+(cd "$dir" && env LD_PRELOAD="$lib" CS_IT_EXPECT_PRELOAD=1 CUDASNAP_DUMP_ON=oom,exit CUDASNAP_MAX_ENTRIES=2000000 \
+  CUDASNAP_RECORD="$dir/rec" CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" "$bin/it_server" $(((requests + 1) / 2)) \
+  >"$dir/out" 2>"$dir/err") || fail "it_server (recorded) exited $?: $(head -c 3000 "$dir/err")"
+"$tool" recover -o "$dir/recovered.json" "$dir/rec" >"$dir/recover" 2>&1 ||
+  fail "cudasnap recover: $(head -c 3000 "$dir/recover")"
+oom_files=("$dir"/snap-*-oom.json) exits=("$dir"/snap-*-exit.json)
+python3 "$here/oom_same.py" "$tool" --answers "$bin/oom_answers" --later "${exits[0]}" --recovered "$dir/recovered.json" \
+  "${oom_files[@]}" || fail "the recorded run's snapshots and its recovery do not give the same answers"
 exit 0

@@ -1,5 +1,5 @@
-/* Kinds of memory by address (contract in export/kinds.h). */
-#include "export/kinds.h"
+/* Kinds of memory by address (contract in analysis/kinds.h). */
+#include "analysis/kinds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,12 @@
 #include "analysis/snapview.h"
 
 const char cs_kind_cache[] = "cache";
-static const char cs_kind_unknown[] = "unknown";
+const char cs_kind_unknown[] = "unknown";
+
+bool cs_kinds_in_trace(const cs_doc_t *doc) {
+  cs_val_t cudasnap = cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP);
+  return cs_doc_get(doc, cudasnap, "trace_kinds") == CS_VAL_TRUE;
+}
 
 const char *cs_kinds_segment(const cs_doc_t *doc, cs_val_t segment) {
   cs_val_t cudasnap = cs_doc_get_key(doc, segment, CS_KEY_CUDASNAP);
@@ -22,7 +27,8 @@ static int cs_kinds_cmp(const void *x, const void *y) {
 
 int cs_kinds_init(cs_kinds_t *k, const cs_doc_t *doc, int device) {
   bool cudasnap = cs_val_is_dict(cs_doc_get_key(doc, cs_doc_root(doc), CS_KEY_CUDASNAP));
-  *k = (cs_kinds_t){.uncovered = cudasnap ? cs_kind_unknown : cs_kind_cache};
+  *k = (cs_kinds_t){.doc = doc, .uncovered = cudasnap ? cs_kind_unknown : cs_kind_cache,
+                    .trace_kinds = cs_kinds_in_trace(doc)};
   cs_val_t segments = cs_view_segments(doc);
   size_t n = cs_val_is_array(segments) ? cs_doc_len(doc, segments) : 0;
   if (n == 0) return 0;
@@ -63,4 +69,16 @@ const cs_kind_range_t *cs_kinds_find(const cs_kinds_t *k, int64_t addr) {
 const char *cs_kinds_of(const cs_kinds_t *k, int64_t addr) {
   const cs_kind_range_t *r = cs_kinds_find(k, addr);
   return r != NULL ? r->kind : k->uncovered;
+}
+
+const char *cs_kinds_entry_own(const cs_doc_t *doc, cs_val_t entry) {
+  cs_val_t cudasnap = cs_doc_get_key(doc, entry, CS_KEY_CUDASNAP);
+  const char *kind = cs_val_is_dict(cudasnap) ? cs_view_str(doc, cudasnap, "kind") : NULL;
+  return kind == NULL || strcmp(kind, "cached") == 0 ? NULL : kind; /* interned: one pointer a kind */
+}
+
+const char *cs_kinds_of_entry(const cs_kinds_t *k, cs_val_t entry, int64_t addr) {
+  if (!k->trace_kinds) return cs_kinds_of(k, addr);
+  const char *kind = cs_kinds_entry_own(k->doc, entry);
+  return kind != NULL ? kind : cs_kind_cache;
 }
