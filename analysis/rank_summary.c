@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kinds.h"
 #include "analysis/lower_bound.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
@@ -59,24 +60,27 @@ static void cs_rank_who(const cs_doc_t *doc, cs_rank_summary_t *s, bool *failed)
 
 /* The reserved bytes' high point over the trace: the segments at the snapshot, unwound through
  * the trace's segment events to its start, then replayed forward. */
-static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oom) {
-  int64_t end = 0;
-  cs_val_t segments = cs_view_segments(doc);
-  for (size_t i = 0; i < cs_doc_len(doc, segments); i++) {
-    cs_val_t seg = cs_doc_at(doc, segments, i);
-    int64_t size;
-    if (cs_view_segment_device(doc, seg) == device && cs_view_int_key(doc, seg, CS_KEY_TOTAL_SIZE, &size))
-      end = cs_add_sat_i64(end, size);
+static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oom, bool *failed) {
+  /* reserved: the cache's segments, never memory passed through (analysis/kinds.h) */
+  cs_kinds_t kinds;
+  if (cs_kinds_init(&kinds, doc, device) != 0) {
+    *failed = true;
+    return 0;
   }
+  int64_t end = 0;
+  for (size_t i = 0; i < kinds.count; i++)
+    if (kinds.ranges[i].kind == cs_kind_cache) end = cs_add_sat_i64(end, kinds.ranges[i].end - kinds.ranges[i].addr);
   cs_val_t trace = cs_view_trace(doc, device);
   size_t n = cs_doc_len(doc, trace);
   int64_t net = 0, low = 0, now = 0;
   for (size_t i = 0; i < n; i++) {
     cs_val_t entry = cs_doc_at(doc, trace, i);
     const char *action = cs_view_str_key(doc, entry, CS_KEY_ACTION);
-    int64_t size = 0;
+    int64_t size = 0, addr = 0;
     if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size)) continue;
     int sign = cs_view_segment_sign(action);
+    if (sign && !cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr)) sign = 0;
+    if (sign && !cs_kinds_reserved(cs_kinds_of_entry(&kinds, entry, addr))) sign = 0;
     if (sign > 0) now = cs_add_sat_i64(now, size);
     else if (sign < 0) now = cs_sub_sat_i64(now, size);
     else if (strcmp(action, "oom") == 0) *oom = true;
@@ -87,6 +91,7 @@ static uint64_t cs_rank_trace_reserved(const cs_doc_t *doc, int device, bool *oo
   int64_t start = cs_sub_sat_i64(end, now);
   if (cs_add_sat_i64(start, low) < 0) start = cs_sub_sat_i64(0, low); /* a trace cut short: never below nothing */
   int64_t peak = cs_add_sat_i64(start, net);
+  cs_kinds_free(&kinds);
   return peak > end ? (uint64_t)peak : (uint64_t)end;
 }
 
@@ -120,24 +125,27 @@ int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *s) {
   cs_sites_t best;
   cs_sites_init(&best);
   cs_peak_t best_peak = {0};
+  uint64_t best_bytes = 0;
   for (int d = 0; d < devices && !failed; d++) {
     cs_stats_t stats;
     bool has_stats = cs_snapstats_from_cudasnap(doc, d, &stats) >= 0;
     if (has_stats && stats.num_ooms > 0) s->oom = true;
     bool trace_oom = false;
-    uint64_t trace_reserved = cs_rank_trace_reserved(doc, d, &trace_oom);
+    uint64_t trace_reserved = cs_rank_trace_reserved(doc, d, &trace_oom, &failed);
     if (trace_oom) s->oom = true;
     cs_sites_t at_peak;
     cs_sites_init(&at_peak);
     cs_peak_t peak;
     if (cs_peak_find(doc, d, &peak, &at_peak) != 0) {
       failed = true;
-    } else if (d == 0 || peak.bytes > s->peak_allocated) {
+    } else if (d == 0 || peak.bytes > best_bytes) {
       cs_sites_free(&best);
       best = at_peak;
       best_peak = peak;
+      best_bytes = peak.bytes;
       s->device = d;
-      s->peak_allocated = peak.bytes;
+      s->peak_allocated = peak.bytes - peak.passthrough;
+      s->peak_passthrough = peak.passthrough;
       s->peak_reserved = has_stats ? (uint64_t)stats.reserved_bytes[CS_STAT_ALL].peak : trace_reserved;
       continue;
     }
@@ -159,7 +167,7 @@ int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *s) {
 /* ---- from the head ----------------------------------------------------------------------------- */
 
 /* The head's version this reads: a later one may mean other things by the same keys. */
-enum { CS_RANK_HEAD_VERSION = 1 };
+enum { CS_RANK_HEAD_VERSION = 2 };
 
 int cs_rank_summary_of_head(const cs_doc_t *doc, cs_rank_summary_t *s) {
   cs_rank_summary_init(s);
@@ -183,12 +191,14 @@ int cs_rank_summary_of_head(const cs_doc_t *doc, cs_rank_summary_t *s) {
   s->oom = cs_val_is_true(cs_doc_get(doc, head, "oom"));
   int64_t oom_bytes = 0;
   if (cs_view_int(doc, head, "oom_bytes", &oom_bytes) && oom_bytes > 0) s->oom_bytes = (uint64_t)oom_bytes;
-  int64_t device = 0, peak = 0, reserved = 0;
+  int64_t device = 0, peak = 0, passthrough = 0, reserved = 0;
   cs_view_int(doc, head, "device", &device);
   cs_view_int(doc, head, "peak_allocated", &peak);
+  cs_view_int(doc, head, "peak_passthrough", &passthrough);
   cs_view_int(doc, head, "peak_reserved", &reserved);
   s->device = (int)device;
   s->peak_allocated = peak > 0 ? (uint64_t)peak : 0;
+  s->peak_passthrough = passthrough > 0 ? (uint64_t)passthrough : 0;
   s->peak_reserved = reserved > 0 ? (uint64_t)reserved : 0;
   s->phase = cs_rank_strdup(cs_view_str(doc, head, "phase"), &failed);
   cs_val_t sites = cs_doc_get(doc, head, "sites");

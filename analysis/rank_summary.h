@@ -30,7 +30,9 @@ typedef struct cs_rank_summary_s {
   char *trigger;                        /* NULL: unknown */
   int64_t time_us, dump_number;         /* -1: unknown; which snapshot of a process is the latest */
   int device;                           /* the device of the peak */
-  uint64_t peak_allocated;              /* requested bytes live at the trace's peak (analysis/peak.h) */
+  uint64_t peak_allocated;              /* requested bytes of the cache's blocks live at the trace's peak
+                                           (analysis/peak.h: of the cache's and memory passed through) */
+  uint64_t peak_passthrough;            /* bytes of memory passed through live then */
   uint64_t peak_reserved;               /* memory_stats' peak, else the trace's segments' peak */
   char *phase;                          /* "OUTER > INNER" open at the peak; NULL: none or unknown */
   bool oom;                             /* trigger oom, num_ooms > 0, or an oom trace entry */
@@ -40,6 +42,11 @@ typedef struct cs_rank_summary_s {
   cs_rank_site_t sites[CS_RANK_SITES];  /* at the peak, most bytes first */
   size_t nsites;
 } cs_rank_summary_t;
+
+/* The peak's live bytes: the cache's and memory passed through (what rows are sorted by). */
+static inline uint64_t cs_rank_summary_peak(const cs_rank_summary_t *s) {
+  return s->peak_allocated + s->peak_passthrough;
+}
 
 /* Summarize doc (a model that passed cs_load_snapshot). The device whose peak is highest speaks
  * for the process. Returns 0, or -1 without host memory (*out is then freed). */

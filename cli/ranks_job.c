@@ -55,7 +55,8 @@ int cs_ranks_job_add(cs_ranks_job_t *job, cs_rank_summary_t *s, const char *path
 
 static int cs_ranks_cmp(const void *x, const void *y) {
   const cs_ranks_row_t *a = x, *b = y;
-  if (a->s.peak_allocated != b->s.peak_allocated) return a->s.peak_allocated > b->s.peak_allocated ? -1 : 1;
+  uint64_t pa = cs_rank_summary_peak(&a->s), pb = cs_rank_summary_peak(&b->s);
+  if (pa != pb) return pa > pb ? -1 : 1;
   if (a->s.rank != b->s.rank) return a->s.rank < b->s.rank ? -1 : 1;
   return strcmp(a->file, b->file);
 }

@@ -14,10 +14,10 @@
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
-enum { CS_RANKS_COLS = 9, CS_RANKS_CELL = 64 };
+enum { CS_RANKS_COLS = 10, CS_RANKS_CELL = 64 };
 
-static const char *const cs_ranks_heads[CS_RANKS_COLS] = {"RANK", "HOST", "PID", "TRIGGER", "PEAK_ALLOC",
-                                                          "PEAK_RESERVED", "PHASE", "OOM", "TOP_SITE"};
+static const char *const cs_ranks_heads[CS_RANKS_COLS] = {
+    "RANK", "HOST", "PID", "TRIGGER", "PEAK_ALLOC", "PEAK_RESERVED", "PASSTHROUGH", "PHASE", "OOM", "TOP_SITE"};
 
 static void cs_ranks_int_cell(int64_t v, char *cell) {
   if (v < 0) snprintf(cell, CS_RANKS_CELL, "?");
@@ -33,9 +33,10 @@ static void cs_ranks_cells(const cs_ranks_row_t *row, char cells[CS_RANKS_COLS -
   snprintf(cells[3], CS_RANKS_CELL, "%s", s->trigger ? s->trigger : "?");
   cs_format_size(s->peak_allocated, cells[4], CS_RANKS_CELL);
   cs_format_size(s->peak_reserved, cells[5], CS_RANKS_CELL);
-  snprintf(cells[6], CS_RANKS_CELL, "%s", s->phase ? s->phase : "-");
-  if (s->oom && s->oom_bytes) cs_format_size(s->oom_bytes, cells[7], CS_RANKS_CELL); /* the size asked */
-  else snprintf(cells[7], CS_RANKS_CELL, "%s", s->oom ? "yes" : "no");
+  cs_format_size(s->peak_passthrough, cells[6], CS_RANKS_CELL);
+  snprintf(cells[7], CS_RANKS_CELL, "%s", s->phase ? s->phase : "-");
+  if (s->oom && s->oom_bytes) cs_format_size(s->oom_bytes, cells[8], CS_RANKS_CELL); /* the size asked */
+  else snprintf(cells[8], CS_RANKS_CELL, "%s", s->oom ? "yes" : "no");
 }
 
 static const char *cs_ranks_top_site(const cs_rank_summary_t *s) { return s->nsites ? s->sites[0].site : "-"; }
@@ -55,7 +56,7 @@ void cs_ranks_print_table(const cs_ranks_job_t *job, size_t top, size_t sites) {
   for (size_t i = 0; i < rows; i++) {
     cs_ranks_cells(&job->rows[i], cells);
     for (int c = 0; c < CS_RANKS_COLS - 1; c++) {
-      bool number = c == 0 || c == 2 || c == 4 || c == 5; /* right-aligned */
+      bool number = c == 0 || c == 2 || c == 4 || c == 5 || c == 6; /* right-aligned */
       printf(number ? "%*s  " : "%-*s  ", (int)width[c], cells[c]);
     }
     printf("%s\n", cs_ranks_top_site(&job->rows[i].s));
@@ -74,11 +75,12 @@ void cs_ranks_print_table(const cs_ranks_job_t *job, size_t top, size_t sites) {
   char hi_rank[CS_RANKS_CELL], med_rank[CS_RANKS_CELL], hi_bytes[64], med_bytes[64];
   cs_ranks_int_cell(hi->s.rank, hi_rank);
   cs_ranks_int_cell(med->s.rank, med_rank);
-  cs_format_size(hi->s.peak_allocated, hi_bytes, sizeof hi_bytes);
-  cs_format_size(med->s.peak_allocated, med_bytes, sizeof med_bytes);
-  if (med->s.peak_allocated > 0)
-    printf("\nspread: highest / median peak = %.2fx (rank %s %s / rank %s %s)\n",
-           (double)hi->s.peak_allocated / (double)med->s.peak_allocated, hi_rank, hi_bytes, med_rank, med_bytes);
+  uint64_t hi_peak = cs_rank_summary_peak(&hi->s), med_peak = cs_rank_summary_peak(&med->s);
+  cs_format_size(hi_peak, hi_bytes, sizeof hi_bytes);
+  cs_format_size(med_peak, med_bytes, sizeof med_bytes);
+  if (med_peak > 0)
+    printf("\nspread: highest / median peak = %.2fx (rank %s %s / rank %s %s)\n", (double)hi_peak / (double)med_peak,
+           hi_rank, hi_bytes, med_rank, med_bytes);
   else
     printf("\nspread: highest / median peak = - (rank %s %s / rank %s 0 B)\n", hi_rank, hi_bytes, med_rank);
   cs_ranks_diff_t diff[2 * CS_RANK_SITES];
@@ -121,6 +123,7 @@ static void cs_ranks_json_row(cs_emitter_t *e, const cs_ranks_row_t *row) {
   cs_ranks_json_str(e, "trigger", s->trigger);
   cs_ranks_json_int(e, "peak_allocated", (int64_t)s->peak_allocated);
   cs_ranks_json_int(e, "peak_reserved", (int64_t)s->peak_reserved);
+  cs_ranks_json_int(e, "peak_passthrough", (int64_t)s->peak_passthrough);
   cs_ranks_json_str(e, "phase", s->phase);
   cs_emit_key(e, "oom");
   cs_emit_bool(e, s->oom);
@@ -143,7 +146,8 @@ static void cs_ranks_json_job(cs_emitter_t *e, const cs_ranks_job_t *job, size_t
   const cs_ranks_row_t *hi = job->count ? &job->rows[0] : NULL;
   const cs_ranks_row_t *med = job->count ? &job->rows[cs_ranks_median(job)] : NULL;
   cs_emit_key(e, "spread");
-  if (hi && med->s.peak_allocated > 0) cs_emit_float(e, (double)hi->s.peak_allocated / (double)med->s.peak_allocated);
+  if (hi && cs_rank_summary_peak(&med->s) > 0)
+    cs_emit_float(e, (double)cs_rank_summary_peak(&hi->s) / (double)cs_rank_summary_peak(&med->s));
   else cs_emit_none(e);
   cs_ranks_json_int(e, "highest_rank", hi ? hi->s.rank : -1);
   cs_ranks_json_int(e, "median_rank", med ? med->s.rank : -1);

@@ -180,10 +180,16 @@ static int cs_summary_peak(const cs_doc_t *doc, int device, const cs_summary_opt
   int rc = cs_peak_find(doc, device, &peak, &at_peak);
   if (rc == 0) {
     cs_sites_sort(&at_peak);
-    char bytes[64];
+    char bytes[64], split[160] = "";
     cs_format_bytes(peak.bytes, bytes, sizeof bytes);
-    printf("top allocation sites at the trace's peak (%s live after event %zu of %zu):\n", bytes, peak.after,
-           peak.events);
+    if (peak.passthrough > 0) { /* allocated: the cache's blocks; memory passed through, its own figure */
+      char cache[64], passed[64];
+      cs_format_bytes(peak.bytes - peak.passthrough, cache, sizeof cache);
+      cs_format_bytes(peak.passthrough, passed, sizeof passed);
+      snprintf(split, sizeof split, ": %s allocated in the cache, %s passed through it", cache, passed);
+    }
+    printf("top allocation sites at the trace's peak (%s live after event %zu of %zu%s):\n", bytes, peak.after,
+           peak.events, split);
     cs_summary_sites(doc, &at_peak, o);
     rc = cs_phases_summary(doc, device, &peak, o->top);
   }

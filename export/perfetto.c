@@ -50,7 +50,7 @@ typedef struct cs_pf_device_s {
   int64_t t0, t1, width; /* time span and bucket width */
   size_t index;       /* of the next entry */
   size_t ooms;
-  uint64_t start_bytes; /* set by cs_peak_walk before the first entry */
+  uint64_t start_bytes; /* the cache's live bytes before the first entry (cs_pf_each) */
   cs_pf_track_t tracks[CS_PF_MAX_TRACKS];
   int ntracks;
 } cs_pf_device_t;
@@ -197,8 +197,9 @@ static void cs_pf_initial(cs_pf_device_t *d, cs_val_t trace, size_t n) {
     if (t >= 0) d->tracks[t].value = cs_add_sat_i64(d->tracks[t].value, b.requested);
   }
   for (size_t i = 0; i < d->kinds.count; i++)
-    d->tracks[CS_PF_RESERVED].value =
-        cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, d->kinds.ranges[i].end - d->kinds.ranges[i].addr);
+    if (d->kinds.ranges[i].kind == cs_kind_cache)
+      d->tracks[CS_PF_RESERVED].value =
+          cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, d->kinds.ranges[i].end - d->kinds.ranges[i].addr);
   d->t0 = INT64_MAX;
   d->t1 = INT64_MIN;
   d->timed = n > 0;
@@ -215,11 +216,11 @@ static void cs_pf_initial(cs_pf_device_t *d, cs_val_t trace, size_t n) {
     if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr) ||
         !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) || size < 0)
       continue;
-    d->tracks[CS_PF_RESERVED].value =
-        cs_sub_sat_i64(d->tracks[CS_PF_RESERVED].value, cs_view_segment_sign(action) * size);
-    int sign = cs_pf_block_sign(action);
-    const char *kind = sign ? cs_kinds_of(&d->kinds, addr) : cs_kind_cache;
-    int k = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
+    int seg = cs_view_segment_sign(action), sign = cs_pf_block_sign(action);
+    const char *kind = seg || sign ? cs_kinds_of_entry(&d->kinds, entry, addr) : cs_kind_cache;
+    if (seg && cs_kinds_reserved(kind))
+      d->tracks[CS_PF_RESERVED].value = cs_sub_sat_i64(d->tracks[CS_PF_RESERVED].value, seg * size);
+    int k = kind == cs_kind_cache || !sign ? -1 : cs_pf_kind_track(d, kind);
     if (k >= 0) d->tracks[k].value = cs_sub_sat_i64(d->tracks[k].value, sign * size);
   }
   if (n == 0) d->t0 = d->t1 = 0;
@@ -294,8 +295,14 @@ static void cs_pf_oom(cs_pf_device_t *d, cs_val_t entry, int64_t ts) {
   cs_emit_dict_end(e);
 }
 
-static void cs_pf_each(void *ctx, const cs_doc_t *doc, cs_val_t entry, uint64_t live_bytes) {
+static void cs_pf_each(void *ctx, const cs_doc_t *doc, cs_val_t entry, const cs_live_map_t *live) {
   cs_pf_device_t *d = ctx;
+  /* allocated: the cache's live blocks (memory passed through has its kinds' tracks) */
+  uint64_t live_bytes = live->bytes - live->passthrough_bytes;
+  if (cs_val_absent(entry)) {
+    d->start_bytes = live_bytes;
+    return;
+  }
   size_t i = d->index++;
   int64_t ts = cs_pf_time(d, entry, i), addr, size;
   if (i == 0) {
@@ -307,9 +314,10 @@ static void cs_pf_each(void *ctx, const cs_doc_t *doc, cs_val_t entry, uint64_t 
   if (action != NULL && cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr) &&
       cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) && size >= 0) {
     int seg = cs_view_segment_sign(action), block = cs_pf_block_sign(action);
-    if (seg) cs_pf_sample(d, CS_PF_RESERVED, ts, cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, seg * size));
-    const char *kind = block ? cs_kinds_of(&d->kinds, addr) : cs_kind_cache;
-    int k = kind == cs_kind_cache ? -1 : cs_pf_kind_track(d, kind);
+    const char *kind = seg || block ? cs_kinds_of_entry(&d->kinds, entry, addr) : cs_kind_cache;
+    if (seg && cs_kinds_reserved(kind))
+      cs_pf_sample(d, CS_PF_RESERVED, ts, cs_add_sat_i64(d->tracks[CS_PF_RESERVED].value, seg * size));
+    int k = kind == cs_kind_cache || !block ? -1 : cs_pf_kind_track(d, kind);
     if (k >= 0) cs_pf_sample(d, k, ts, cs_add_sat_i64(d->tracks[k].value, block * size));
   }
   cs_pf_sample(d, CS_PF_ALLOCATED, ts, (int64_t)live_bytes);
@@ -324,7 +332,7 @@ static int cs_pf_device(cs_perfetto_t *pf, const cs_doc_t *doc, int pid, int dev
   cs_val_t trace = cs_view_trace(doc, device);
   size_t n = cs_val_is_array(trace) ? cs_doc_len(doc, trace) : 0;
   if (rc == 0) cs_pf_initial(d, trace, n);
-  if (rc == 0 && n > 0) rc = cs_peak_walk(doc, device, cs_pf_each, d, &d->start_bytes);
+  if (rc == 0 && n > 0) rc = cs_peak_walk_live(doc, device, cs_pf_each, d);
   if (rc == 0) {
     int64_t end = n > 0 ? d->t1 : snapshot_us;
     if (d->timed && snapshot_us > end) end = snapshot_us;

@@ -6,10 +6,12 @@
  * process_name event: host and pid of the profiled program, and the file), on wall-clock
  * microseconds (the trace's time_us; a trace without times is placed at its event index). Per
  * device with a trace:
- *   - counter tracks (C): "device D allocated" (the forward replay's live requested bytes,
- *     analysis/peak.h, so its maximum is `cudasnap summary`'s peak), "device D reserved"
- *     (segments: the final state's bytes, taken back through the trace's segment events), and
- *     "device D KIND" for each kind of memory passed through (export/kinds.h);
+ *   - counter tracks (C), with the words of docs/tool.md ("Reserved, allocated, passed through,
+ *     live"): "device D allocated" (the forward replay's live requested bytes of the cache's
+ *     blocks, analysis/peak.h: with the kind tracks, the replay's live bytes, whose highest point
+ *     is `cudasnap summary`'s peak), "device D reserved" (the cache's segments: the final state's bytes, taken back
+ *     through the trace's segment events; never memory passed through), and "device D KIND" for
+ *     each kind of memory passed through (analysis/kinds.h);
  *   - torch.profiler's memory events: `[memory]` instant events with "Total Allocated",
  *     "Total Reserved", "Bytes" (the change), "Device Id", "Device Type" (1, CUDA), one per point
  *     of the allocated track, for HTA's memory timeline and TensorBoard's memory view;

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kinds.h"
 #include "analysis/live_map.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
 #include "analysis/val_map.h"
-#include "analysis/kinds.h"
 #include "export/proto.h"
 #include "memviz/site_rule.h"
 

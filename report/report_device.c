@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/device_blocks.h"
+#include "analysis/kinds.h"
 #include "analysis/peak.h"
 #include "analysis/phases.h"
 #include "analysis/reconcile.h"
@@ -238,6 +239,9 @@ static int cs_rd_segments(cs_emitter_t *e, const cs_doc_t *doc, int device, cs_r
     cs_emit_list_begin(e);
     rc = cs_rd_segment_blocks(e, segment, merge, r);
     cs_emit_list_end(e);
+    /* memory passed through: its kind, last; never the cache's reserved bytes (analysis/kinds.h) */
+    const char *kind = cs_kinds_segment(doc, segment);
+    if (kind != cs_kind_cache) cs_emit_str(e, kind);
     cs_emit_list_end(e);
   }
   cs_emit_list_end(e);

@@ -122,7 +122,8 @@ static int cs_job_by_process(cs_job_row_t *rows, int n) {
 
 static int cs_job_cmp(const void *x, const void *y) {
   const cs_job_row_t *a = x, *b = y;
-  if (a->s.peak_allocated != b->s.peak_allocated) return a->s.peak_allocated > b->s.peak_allocated ? -1 : 1;
+  uint64_t pa = cs_rank_summary_peak(&a->s), pb = cs_rank_summary_peak(&b->s);
+  if (pa != pb) return pa > pb ? -1 : 1;
   if (a->s.rank != b->s.rank) return a->s.rank < b->s.rank ? -1 : 1;
   return strcmp(a->file, b->file);
 }
@@ -147,6 +148,7 @@ static void cs_job_write_row(cs_emitter_t *e, const cs_job_row_t *r) {
   cs_job_kv_str(e, "trigger", r->s.trigger);
   cs_job_kv_int(e, "peak_allocated", (int64_t)r->s.peak_allocated);
   cs_job_kv_int(e, "peak_reserved", (int64_t)r->s.peak_reserved);
+  cs_job_kv_int(e, "peak_passthrough", (int64_t)r->s.peak_passthrough);
   cs_job_kv_str(e, "phase", r->s.phase);
   cs_emit_key(e, "oom");
   cs_emit_bool(e, r->s.oom);

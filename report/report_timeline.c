@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kinds.h"
 #include "analysis/live_map.h"
 #include "analysis/peak.h"
 #include "analysis/snapview.h"
@@ -24,6 +25,7 @@ typedef struct cs_tl_builder_s {
   cs_report_point_t lo, hi, rmax;
   cs_report_point_t first;  /* the trace's state 0 */
   uint64_t lo_bytes, hi_bytes;
+  cs_kinds_t kinds;         /* of the device's memory: reserved bytes are the cache's */
 } cs_tl_builder_t;
 
 static int cs_tl_grow(void **items, size_t *cap, size_t want, size_t size) {
@@ -138,29 +140,27 @@ static int cs_tl_sample(cs_tl_builder_t *b) {
  * Reserved bytes and markers
  * ---------------------------------------------------------------------------------------------- */
 
-/* How much an entry changes reserved bytes: + segment_alloc/segment_map, - segment_free/unmap. */
-static int64_t cs_tl_reserved_change(const cs_doc_t *doc, cs_val_t entry) {
+/* How much an entry changes the cache's reserved bytes: + segment_alloc/segment_map, -
+ * segment_free/unmap; nothing for memory passed through (analysis/kinds.h). */
+static int64_t cs_tl_reserved_change(const cs_kinds_t *kinds, const cs_doc_t *doc, cs_val_t entry) {
   const char *action = cs_view_str_key(doc, entry, CS_KEY_ACTION);
-  int64_t size;
+  int64_t size, addr;
   if (action == NULL || !cs_view_int_key(doc, entry, CS_KEY_SIZE, &size) || size < 0) return 0;
-  return cs_view_segment_sign(action) * size;
+  int sign = cs_view_segment_sign(action);
+  if (sign == 0 || !cs_view_int_key(doc, entry, CS_KEY_ADDR, &addr) ||
+      !cs_kinds_reserved(cs_kinds_of_entry(kinds, entry, addr)))
+    return 0;
+  return sign * size;
 }
 
-/* Reserved bytes before the first entry: the segments at the snapshot, the trace undone. */
-static int64_t cs_tl_reserved_start(const cs_doc_t *doc, int device, cs_val_t trace) {
+/* Reserved bytes before the first entry: the cache's segments at the snapshot, the trace undone. */
+static int64_t cs_tl_reserved_start(const cs_kinds_t *kinds, const cs_doc_t *doc, cs_val_t trace) {
   int64_t reserved = 0;
-  cs_val_t segments = cs_view_segments(doc);
-  size_t nsegments = cs_doc_len(doc, segments);
-  const cs_val_t *segment = cs_doc_items(doc, segments);
-  for (size_t i = 0; i < nsegments; i++) {
-    int64_t total;
-    if (cs_view_segment_device(doc, segment[i]) == device &&
-        cs_view_int_key(doc, segment[i], CS_KEY_TOTAL_SIZE, &total) && total > 0)
-      reserved += total;
-  }
+  for (size_t i = 0; i < kinds->count; i++)
+    if (kinds->ranges[i].kind == cs_kind_cache) reserved += kinds->ranges[i].end - kinds->ranges[i].addr;
   size_t n = cs_doc_len(doc, trace);
   const cs_val_t *entries = cs_doc_items(doc, trace);
-  for (size_t i = 0; i < n; i++) reserved -= cs_tl_reserved_change(doc, entries[i]);
+  for (size_t i = 0; i < n; i++) reserved -= cs_tl_reserved_change(kinds, doc, entries[i]);
   return reserved;
 }
 
@@ -228,14 +228,14 @@ static int cs_tl_walk(cs_tl_builder_t *b, const cs_doc_t *doc, int device, cs_li
   }
   b->now.state = 0;
   b->now.time_us = n > 0 ? cs_tl_time(doc, entries[0]) : -1;
-  b->now.reserved = cs_tl_reserved_start(doc, device, trace);
+  b->now.reserved = cs_tl_reserved_start(&b->kinds, doc, trace);
   t->reserved_peak = b->now.reserved;
   b->first = b->now;
   if (cs_tl_sample(b) != 0) return -1;
   for (size_t i = 0; i < n; i++) {
     b->now.state++;
     b->now.time_us = cs_tl_time(doc, entries[i]);
-    b->now.reserved += cs_tl_reserved_change(doc, entries[i]);
+    b->now.reserved += cs_tl_reserved_change(&b->kinds, doc, entries[i]);
     if (cs_tl_apply(b, doc, entries[i], live) != 0) return -1;
     if (cs_tl_marker(b, doc, entries[i], b->now.state, b->now.time_us) != 0) return -1;
     if (cs_tl_sample(b) != 0) return -1;
@@ -255,7 +255,9 @@ int cs_report_timeline(const cs_doc_t *doc, int device, const cs_sites_t *top, c
   b.top = top;
   cs_live_map_t live;
   cs_live_map_init(&live);
-  int rc = cs_tl_walk(&b, doc, device, &live);
+  int rc = cs_kinds_init(&b.kinds, doc, device);
+  if (rc == 0) rc = cs_tl_walk(&b, doc, device, &live);
+  cs_kinds_free(&b.kinds);
   cs_live_map_free(&live);
   free(b.band_of);
   return rc;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/recfile.h"
+
 void cs_addr_map_init(cs_addr_map_t *m) { memset(m, 0, sizeof *m); }
 
 void cs_addr_map_free(cs_addr_map_t *m) {
@@ -56,33 +58,47 @@ static int cs_addr_map_grow(cs_addr_map_t *m) {
   return 0;
 }
 
+static bool cs_addr_map_passthrough(const cs_addr_block_t *b) { return cs_recfile_stack_kind(b->stack_id) >= 0; }
+
+/* Count b in the sums (sign 1) or take it off them (-1). */
+static void cs_addr_map_count(cs_addr_map_t *m, const cs_addr_block_t *b, int sign) {
+  uint64_t *passthrough = cs_addr_map_passthrough(b) ? &m->passthrough_bytes : NULL;
+  if (sign > 0) {
+    m->bytes += b->bytes;
+    if (passthrough) *passthrough += b->bytes;
+  } else {
+    m->bytes -= b->bytes;
+    if (passthrough) *passthrough -= b->bytes;
+  }
+}
+
 int cs_addr_map_put(cs_addr_map_t *m, uint64_t addr, uint64_t bytes, uint32_t stack_id) {
   cs_addr_block_t *b;
   if (addr == 0) {
     b = &m->zero;
-    if (m->has_zero) m->bytes -= b->bytes;
+    if (m->has_zero) cs_addr_map_count(m, b, -1);
     m->has_zero = true;
   } else {
     if (2 * (m->count + 1) > m->nslots && cs_addr_map_grow(m) != 0) return -1;
     b = &m->slots[cs_addr_map_slot(m, addr)];
-    if (b->addr != 0) m->bytes -= b->bytes;
+    if (b->addr != 0) cs_addr_map_count(m, b, -1);
     else m->count++;
   }
   *b = (cs_addr_block_t){.addr = addr, .bytes = bytes, .stack_id = stack_id};
-  m->bytes += bytes;
+  cs_addr_map_count(m, b, 1);
   return 0;
 }
 
 void cs_addr_map_remove(cs_addr_map_t *m, uint64_t addr) {
   if (addr == 0) {
-    if (m->has_zero) m->bytes -= m->zero.bytes;
+    if (m->has_zero) cs_addr_map_count(m, &m->zero, -1);
     m->has_zero = false;
     return;
   }
   if (m->nslots == 0) return;
   size_t mask = m->nslots - 1, hole = cs_addr_map_slot(m, addr);
   if (m->slots[hole].addr == 0) return;
-  m->bytes -= m->slots[hole].bytes;
+  cs_addr_map_count(m, &m->slots[hole], -1);
   m->count--;
   /* Backward shift: move up each later entry of the run whose home does not lie between the hole
    * and it, so that every lookup still finds its entry without passing an empty slot. */

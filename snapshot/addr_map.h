@@ -1,4 +1,5 @@
-/* A map from block address to the block live there (its requested bytes and stack), for the
+/* A map from block address to the block live there (its requested bytes and stack id, which for
+ * memory passed through carries its kind: record/recfile.h, snapshot.h's cs_snap_entry_kind), for the
  * replay of a history inside the writer (snapshot/summary.h). Open addressing with linear probing
  * and backward-shift deletion, so that removals leave no tombstones to slow a long replay down;
  * it grows by doubling and never shrinks. Address 0 is kept apart (0 marks an empty slot). */
@@ -22,6 +23,7 @@ typedef struct cs_addr_map_s {
   bool has_zero;
   cs_addr_block_t zero;
   uint64_t bytes; /* the sum of the blocks' bytes */
+  uint64_t passthrough_bytes; /* of which blocks of memory passed through (a kind in the stack id) */
 } cs_addr_map_t;
 
 void cs_addr_map_init(cs_addr_map_t *m);

@@ -12,6 +12,7 @@
 /* The highest point of one device's history. */
 typedef struct cs_sum_peak_s {
   uint64_t bytes;
+  uint64_t passthrough; /* of which memory passed through */
   size_t after;     /* the device's entries applied when it was first reached; 0: at the start */
   uint64_t time_us; /* of the entry that reached it */
   uint32_t thread;  /* that made it (0: not known) */
@@ -34,7 +35,7 @@ static int cs_sum_start(const cs_snap_state_t *s, int device, cs_addr_map_t *liv
     cs_action_t a = cs_ring_entry_action(e);
     if (cs_ring_entry_device(e) != device || !cs_sum_block_event(a) || cs_addr_map_get(&seen, e->addr)) continue;
     rc = cs_addr_map_put(&seen, e->addr, 0, 0);
-    if (rc == 0 && a != CS_ACTION_ALLOC) rc = cs_addr_map_put(live, e->addr, e->size, cs_snap_entry_stack(e));
+    if (rc == 0 && a != CS_ACTION_ALLOC) rc = cs_addr_map_put(live, e->addr, e->size, e->stack_id);
   }
   for (size_t g = 0; rc == 0 && g < s->segment_count; g++) {
     const cs_snap_segment_t *seg = &s->segments[g];
@@ -42,8 +43,10 @@ static int cs_sum_start(const cs_snap_state_t *s, int device, cs_addr_map_t *liv
     uint64_t addr = seg->addr;
     for (size_t i = seg->first_block; rc == 0 && i < seg->first_block + seg->block_count; i++) {
       const cs_snap_block_t *b = &s->blocks[i];
+      /* memory passed through keeps its kind in the stack id, as its history's entries do */
+      uint32_t stack = seg->kind >= 0 ? cs_recfile_kind_stack(seg->kind, b->stack_id) : b->stack_id;
       if (b->state != CS_BLOCK_FREE && !cs_addr_map_get(&seen, addr))
-        rc = cs_addr_map_put(live, addr, b->requested, b->stack_id);
+        rc = cs_addr_map_put(live, addr, b->requested, stack);
       addr += b->size;
     }
   }
@@ -53,18 +56,18 @@ static int cs_sum_start(const cs_snap_state_t *s, int device, cs_addr_map_t *liv
 
 /* Apply the device's first `limit` entries to live; *peak gets the highest point on the way. */
 static int cs_sum_replay(const cs_snap_state_t *s, int device, cs_addr_map_t *live, size_t limit, cs_sum_peak_t *peak) {
-  *peak = (cs_sum_peak_t){.bytes = live->bytes, .after = 0, .time_us = 0};
+  *peak = (cs_sum_peak_t){.bytes = live->bytes, .passthrough = live->passthrough_bytes, .after = 0, .time_us = 0};
   size_t k = 0;
   for (size_t i = 0; i < s->entry_count && k < limit; i++) {
     const cs_ring_entry_t *e = &s->entries[i];
     if (cs_ring_entry_device(e) != device) continue;
     k++;
     cs_action_t a = cs_ring_entry_action(e);
-    if (a == CS_ACTION_ALLOC && cs_addr_map_put(live, e->addr, e->size, cs_snap_entry_stack(e)) != 0) return -1;
+    if (a == CS_ACTION_ALLOC && cs_addr_map_put(live, e->addr, e->size, e->stack_id) != 0) return -1;
     if (a == CS_ACTION_FREE_COMPLETED) cs_addr_map_remove(live, e->addr);
-    if (live->bytes > peak->bytes) *peak = (cs_sum_peak_t){.bytes = live->bytes, .after = k,
-                                                           .time_us = cs_ring_entry_epoch_us(e),
-                                                           .thread = cs_snap_entry_thread(e)};
+    if (live->bytes > peak->bytes)
+      *peak = (cs_sum_peak_t){.bytes = live->bytes, .passthrough = live->passthrough_bytes, .after = k,
+                              .time_us = cs_ring_entry_epoch_us(e), .thread = cs_snap_entry_thread(e)};
   }
   return 0;
 }
@@ -86,7 +89,8 @@ typedef struct cs_sum_sites_s {
 
 static void cs_sum_collect(void *ctx, const cs_addr_block_t *b) {
   cs_sum_sites_t *t = ctx;
-  t->items[t->count++] = (cs_sum_site_t){.stack_id = b->stack_id, .bytes = b->bytes, .blocks = 1};
+  uint32_t stack = b->stack_id & CS_RECFILE_STACK_MASK; /* without the kind: the frames are the stack's */
+  t->items[t->count++] = (cs_sum_site_t){.stack_id = stack, .bytes = b->bytes, .blocks = 1};
 }
 
 static int cs_sum_by_stack(const void *x, const void *y) {
@@ -301,7 +305,9 @@ void cs_snap_write_summary(cs_emitter_t *e, const cs_snap_state_t *s, const cs_i
     uint64_t oom_bytes = cs_sum_oom_bytes(s);
     if (oom_bytes > 0) cs_emit_kv_int(e, "oom_bytes", (int64_t)oom_bytes);
     cs_emit_kv_int(e, "device", device);
-    cs_emit_kv_int(e, "peak_allocated", (int64_t)best.bytes);
+    /* allocated: the cache's blocks; memory passed through, its own figure (docs/ranks.md) */
+    cs_emit_kv_int(e, "peak_allocated", (int64_t)(best.bytes - best.passthrough));
+    cs_emit_kv_int(e, "peak_passthrough", (int64_t)best.passthrough);
     cs_emit_kv_int(e, "peak_reserved", s->device_count > 0 ? s->stats[device].reserved_bytes[CS_STAT_ALL].peak : 0);
     if (phase[0]) cs_emit_kv_str(e, "phase", phase);
     cs_emit_key(e, "sites");

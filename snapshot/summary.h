@@ -16,7 +16,8 @@
 
 /* The key, and the sites kept (as analysis/rank_summary.h keeps them). */
 #define CS_SNAP_SUMMARY_KEY "cudasnap_summary"
-enum { CS_SNAP_SUMMARY_SITES = 32, CS_SNAP_SUMMARY_VERSION = 1 };
+/* Version 2: peak_allocated is the cache's, peak_passthrough the memory passed through then. */
+enum { CS_SNAP_SUMMARY_SITES = 32, CS_SNAP_SUMMARY_VERSION = 2 };
 
 /* Write the summary dict (the key is the caller's). Without host memory for the replay, the
  * dict says so ("complete": false) and a reader falls back to the whole file. */

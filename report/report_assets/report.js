@@ -451,7 +451,7 @@
     if (dev.has_time && tl.time[i] >= 0) head += ' \u00b7 +' + seconds(tl.time[i] - tl.time[0]) + ' (' + clock(tl.time[i]) + ')';
     var kids = [
       el('div', {class: 'row head', text: head}),
-      el('div', {class: 'row', text: 'allocated ' + bytes(this.allocated[i]) + ' \u00b7 reserved ' + bytes(tl.reserved[i])})
+      el('div', {class: 'row', text: 'live ' + bytes(this.allocated[i]) + ' \u00b7 reserved ' + bytes(tl.reserved[i])})
     ];
     if (band >= 0) {
       var bandBytes = tl.bands[band][i], colors = this.colors();
@@ -501,8 +501,9 @@
     byEntry.addEventListener('click', function () { set('entries'); });
     byTime.addEventListener('click', function () { set('time'); });
     head.appendChild(el('div', {class: 'switch', title: 'x axis'}, [byEntry, byTime]));
-    sec.appendChild(el('p', {class: 'hint', text: 'Allocated bytes (requested sizes) after each trace entry, ' +
-      'split by the top allocation sites at the peak (the steadiest at the bottom); the dashed line is reserved bytes (the segments). ' +
+    sec.appendChild(el('p', {class: 'hint', text: 'Live bytes (requested sizes: the cache\u2019s blocks and memory passed through ' +
+      'it) after each trace entry, split by the top allocation sites at the peak (the steadiest at the bottom); the dashed line is ' +
+      'reserved bytes (the cache\u2019s segments). ' +
       'Hover for the time, the bytes and the site under the pointer with its stack.' +
       (dev.timeline.state.length < dev.events + 1 ? ' ' + count(dev.events) + ' entries drawn as ' +
         count(dev.timeline.state.length) + ' points, each stretch keeping its highest and lowest.' : '')}));
@@ -600,7 +601,7 @@
     var bandOf = {};
     dev.bands.forEach(function (si, k) { bandOf[si] = k; });
     var segs = dev.segments.map(function (s) {
-      var flat = s[4], seg = {addr: s[0], total: s[1], pool: s[2], stream: s[3], flat: flat,
+      var flat = s[4], seg = {addr: s[0], total: s[1], pool: s[2], stream: s[3], flat: flat, kind: s[5] || null,
                               allocated: 0, pending: 0, free: 0, largestFree: 0, blocks: 0};
       for (var j = 0; j < flat.length; j += 5) {
         var size = flat[j], state = flat[j + 2];
@@ -612,8 +613,12 @@
       return seg;
     });
     segs.sort(function (a, b) { return b.total - a.total || (a.addr < b.addr ? -1 : 1); });
-    var reserved = 0, free = 0, pending = 0, largest = 0;
-    segs.forEach(function (s) { reserved += s.total; free += s.free; pending += s.pending; largest = Math.max(largest, s.largestFree); });
+    /* reserved: the cache's segments; memory passed through is counted apart */
+    var reserved = 0, free = 0, pending = 0, largest = 0, passed = 0, cacheSegs = 0;
+    segs.forEach(function (s) {
+      if (s.kind) { passed += s.total; return; }
+      reserved += s.total; cacheSegs++; free += s.free; pending += s.pending; largest = Math.max(largest, s.largestFree);
+    });
     if (!segs.length) {
       sec.appendChild(el('p', {class: 'empty', text: 'No segment on this device at the snapshot: all its memory was returned to the driver.'}));
       return {node: sec};
@@ -621,10 +626,12 @@
     var inside = dev.inside.rounding + dev.inside.gaps;
     sec.appendChild(el('p', {class: 'callout'}, [
       el('b', {text: bytes(inside) + ' free inside segments'}),
-      ' (' + percent(inside, reserved) + ' of ' + bytes(reserved) + ' reserved in ' + plural(segs.length, 'segment') +
+      ' (' + percent(inside, reserved) + ' of ' + bytes(reserved) + ' reserved in ' + plural(cacheSegs, 'segment') +
       '): ' + bytes(dev.inside.gaps) + ' in free blocks, the largest ' + bytes(largest) + '; ' +
       bytes(dev.inside.rounding) + ' of rounding inside allocated blocks.' +
-      (pending ? ' ' + bytes(pending) + ' pending free (waiting on other streams).' : '')]));
+      (pending ? ' ' + bytes(pending) + ' pending free (waiting on other streams).' : '') +
+      (passed ? ' Memory passed through the cache: ' + bytes(passed) + ' in ' + plural(segs.length - cacheSegs, 'segment') +
+        ' of its own kinds, drawn here too.' : '')]));
     sec.appendChild(el('div', {class: 'legend', style: 'margin-bottom:6px'}, [
       el('span', {}, [swatch(PALETTE[0]), 'allocated (coloured by site, as above)']),
       el('span', {}, [el('span', {class: 'swatch', style: 'background:repeating-linear-gradient(135deg,' + PENDING + ' 0 2px,#fff3d6 2px 4px)'}),
@@ -850,8 +857,9 @@
     } else {
       topCard = card('top', 'Top site at the peak', 'none', 'nothing was allocated');
     }
-    var segCount = dev.segments.length, reservedNow = 0;
-    dev.segments.forEach(function (s) { reservedNow += s[1]; });
+    /* reserved: the cache's segments; a segment of memory passed through names its kind (s[5]) */
+    var segCount = 0, reservedNow = 0;
+    dev.segments.forEach(function (s) { if (!s[5]) { reservedNow += s[1]; segCount++; } });
     var reserved = card('reserved', dev.events ? 'Reserved, at most' : 'Reserved', bytes(Math.max(dev.reserved_peak.bytes, reservedNow)),
       bytes(reservedNow) + ' at the snapshot in ' + plural(segCount, 'segment'));
     var inside = dev.inside.rounding + dev.inside.gaps;
@@ -951,14 +959,18 @@
     var job = JOB.job, rows = job.ranks;
     var head = el('header', {}, [el('h1', {text: 'cudasnap report'}), el('span', {class: 'file', text: JOB.title}),
       el('span', {class: 'sub', text: 'the processes of a job, highest peak first; a row opens its own report'})]);
-    var cols = ['Rank', 'Host', 'PID', 'Trigger', 'Peak allocated', 'Peak reserved', 'Phase at the peak', 'OOM', 'Top site at the peak'];
+    /* allocated and reserved: the cache's; memory passed through, its own column (docs/report.md) */
+    var cols = ['Rank', 'Host', 'PID', 'Trigger', 'Peak allocated', 'Peak reserved', 'Passed through', 'Phase at the peak', 'OOM',
+      'Top site at the peak'];
+    var peakOf = function (r) { return r.peak_allocated + (r.peak_passthrough || 0); };
     var table = el('table', {class: 'job-table', id: 'job-ranks'}, [el('thead', {}, [el('tr', {}, cols.map(function (c) {
       return el('th', {text: c});
     }))]), el('tbody', {}, rows.map(function (r, i) {
       return el('tr', {class: 'job-row' + (r.oom ? ' oom' : ''), 'data-rank': rankText(r), onclick: function () { openDetail(i); }}, [
         el('td', {text: rankText(r)}), el('td', {text: r.host || '?'}), el('td', {text: r.pid === null ? '?' : String(r.pid)}),
         el('td', {text: r.trigger || '?'}), el('td', {class: 'num', text: bytes(r.peak_allocated), title: exact(r.peak_allocated)}),
-        el('td', {class: 'num', text: bytes(r.peak_reserved), title: exact(r.peak_reserved)}), el('td', {text: r.phase || '-'}),
+        el('td', {class: 'num', text: bytes(r.peak_reserved), title: exact(r.peak_reserved)}),
+        el('td', {class: 'num', text: bytes(r.peak_passthrough || 0), title: exact(r.peak_passthrough || 0)}), el('td', {text: r.phase || '-'}),
         el('td', {class: r.oom ? 'oom-mark' : '', text: r.oom ? (r.oom_bytes ? 'OOM: ' + bytes(r.oom_bytes) : 'OOM') : 'no',
           title: r.oom_bytes ? 'the last OOM tried to allocate ' + exact(r.oom_bytes) : ''}),
         el('td', {class: 'site', text: r.top_site || '-', title: r.top_site || ''})]);
@@ -967,15 +979,15 @@
     if (rows.length > 1) {
       var med = rows[Math.floor(rows.length / 2)];
       parts.push(el('p', {class: 'spread', id: 'job-spread', text: 'spread: highest / median peak = ' +
-        (med.peak_allocated ? (rows[0].peak_allocated / med.peak_allocated).toFixed(2) + 'x' : '-') + ' (rank ' + rankText(rows[0]) + ' ' +
-        bytes(rows[0].peak_allocated) + ' / rank ' + rankText(med) + ' ' + bytes(med.peak_allocated) + ')'}));
+        (peakOf(med) ? (peakOf(rows[0]) / peakOf(med)).toFixed(2) + 'x' : '-') + ' (rank ' + rankText(rows[0]) + ' ' +
+        bytes(peakOf(rows[0])) + ' / rank ' + rankText(med) + ' ' + bytes(peakOf(med)) + ')'}));
     }
     var axis = job.t0 === null ? 'no times in these snapshots' : clock(job.t0) + ' \u2192 ' + clock(job.t1) + ' (' + seconds(job.t1 - job.t0) +
-      '), allocated bytes, 0 to ' + bytes(job.ymax);
+      '), live bytes (allocated and passed through), 0 to ' + bytes(job.ymax);
     parts.push(el('section', {}, [el('h2', {text: 'Memory over time'}), el('p', {class: 'sub', text: axis}),
       el('div', {class: 'multiples', id: 'job-multiples'}, rows.map(function (r, i) {
         return el('div', {class: 'multiple', onclick: function () { openDetail(i); }}, [
-          el('div', {class: 'multiple-label', text: 'rank ' + rankText(r) + ' \u00b7 ' + bytes(r.peak_allocated) + (r.oom ? ' \u00b7 OOM' : '')}),
+          el('div', {class: 'multiple-label', text: 'rank ' + rankText(r) + ' \u00b7 ' + bytes(peakOf(r)) + (r.oom ? ' \u00b7 OOM' : '')}),
           curveNode(r, job)]);
       }))]));
     parts.push(el('footer', {text: 'Written by cudasnap report from ' + rows.length + ' snapshots. Self-contained: this page loads ' +

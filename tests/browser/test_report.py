@@ -106,7 +106,7 @@ def check_page(page, expect, out_dir, name, is_cudasnap):
         while y > top and top_name not in tip:
             page.move_mouse(x, y)
             tip = page.evaluate("(function(){var t=document.getElementById('tip'); return t.style.display==='block' ? t.innerText : '';})()")
-            check("allocated" in tip and "after entry" in tip, "hovering the timeline at (%d, %d) shows no tooltip: %r" % (x, y, tip[:300]))
+            check("live" in tip and "after entry" in tip, "hovering the timeline at (%d, %d) shows no tooltip: %r" % (x, y, tip[:300]))
             y -= 3
         check(top_name in tip, "no band at the peak names the top site %r" % top_name)
         if is_cudasnap:

@@ -1,7 +1,9 @@
 /* The out-of-memory answer (analysis/oom.h, issue 46): about the state at the OOM, the same in the
  * OOM's own snapshot and in a later one; memory passed through never the cache's reserved bytes;
  * every verdict a whole sentence; only settings cudasnap honours, each one that would have made
- * room. Snapshots are written here as cudasnap writes them (JSON). */
+ * room. And the words that go with it (issue 46 items 5 and 6): a rank's peak allocated bytes are
+ * the cache's, beside the memory passed through; Perfetto draws a cache allocation whose segment
+ * is gone as the cache's. Snapshots are written here as cudasnap writes them (JSON). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,9 @@
 #include <cmocka.h>
 
 #include "analysis/oom.h"
+#include "analysis/rank_summary.h"
+#include "export/perfetto.h"
+#include "memviz/sink.h"
 #include "reader/reader.h"
 
 #define MIB "1048576"
@@ -184,10 +189,47 @@ static void test_fragmented_settings(void **state) {
   assert_non_null(strstr(v, "no setting of cudasnap's would have made room"));
 }
 
+/* ranks: the peak's allocated bytes are the cache's (at most its reserved peak), the memory passed
+ * through beside them. */
+static void test_rank_peak_split(void **state) {
+  (void)state;
+  cs_doc_t *doc = cs_doc_of(cs_at_exit);
+  cs_rank_summary_t s;
+  assert_int_equal(cs_rank_summary_of(doc, &s), 0);
+  assert_true(s.peak_allocated == 4 * 1048576u && s.peak_passthrough == 2 * 1048576u);
+  assert_true(s.peak_reserved == 4 * 1048576u);
+  assert_true(s.peak_allocated <= s.peak_reserved);
+  cs_rank_summary_free(&s);
+  cs_doc_free(doc);
+}
+
+/* Perfetto: the cache's block whose segment is gone is the cache's (no `unknown` track), the
+ * buffer passed through is on its kind's track, and reserved is the cache's segments alone. */
+static void test_perfetto_kinds(void **state) {
+  (void)state;
+  cs_doc_t *doc = cs_doc_of(cs_at_exit);
+  cs_mem_sink_t mem;
+  cs_mem_sink_init(&mem);
+  cs_perfetto_t *pf = cs_perfetto_begin(cs_mem_sink(&mem));
+  assert_non_null(pf);
+  assert_int_equal(cs_perfetto_add(pf, doc, "exit.json", 0), 0);
+  assert_int_equal(cs_perfetto_finish(pf), 0);
+  char *out = strndup(mem.data, mem.len);
+  assert_null(strstr(out, "device 0 unknown"));
+  assert_non_null(strstr(out, "\"device 0 async\""));
+  /* reserved is the cache's 4 MiB at most, never 6 with the memory passed through */
+  assert_non_null(strstr(out, "\"name\":\"device 0 reserved\""));
+  assert_null(strstr(out, "\"bytes\":6291456"));
+  free(out);
+  cs_mem_sink_free(&mem);
+  cs_doc_free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_answer_later), cmocka_unit_test(test_later_without_figures),
       cmocka_unit_test(test_no_sites_is_whole), cmocka_unit_test(test_fragmented_settings),
+      cmocka_unit_test(test_rank_peak_split),   cmocka_unit_test(test_perfetto_kinds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
