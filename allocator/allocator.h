@@ -55,18 +55,23 @@ typedef struct cs_cache_figures_s {
                             most 1 MiB) */
 } cs_cache_figures_t;
 
+/* What an OOM event carries besides the answer (CS_TRACE_OOM only). */
+typedef struct cs_oom_note_s {
+  cs_cache_figures_t cache; /* the cache as it answered */
+  size_t device_total;      /* the device's total bytes (0: the driver did not say) */
+} cs_oom_note_t;
+
 typedef struct cs_trace_event_s {
   cs_trace_action_t action;
-  uintptr_t addr;     /* block or segment address; 0 for OOM */
+  uintptr_t addr;     /* block or segment address; for OOM, the address of its cs_oom_note_t (0:
+                         none), so that the events built on the hot path stay the size they were */
   size_t size;        /* requested bytes for block events, segment bytes for segment events,
                          the request for OOM */
   uintptr_t stream;
   size_t device_free; /* OOM only */
-  size_t device_total; /* OOM only: the device's total bytes (0: the driver did not say) */
   uint32_t stack_id;  /* the allocation's stack (block and segment events), else the caller's */
   bool completes_now; /* FREE_COMPLETED only: in the very call that requested the free (sync and
                          stream modes, record-only), so at the request's moment */
-  cs_cache_figures_t cache; /* OOM only: the cache as it answered */
 } cs_trace_event_t;
 
 /* Receives every trace event in state order. Called with the allocator's lock held: it must be

@@ -129,9 +129,10 @@ int cs_release_report_oom(cs_allocator_t *a, size_t requested, uintptr_t stream,
   (void)a->backend.ops->mem_info(a->backend.self, &free_bytes, &total);
   a->stats.num_ooms++;
   if (a->observer.on_event) {
+    cs_oom_note_t note = {.device_total = total};
+    cs_release_cache_figures(a, &note.cache);
     cs_trace_event_t ev = {.action = CS_TRACE_OOM, .size = requested, .stream = stream,
-                           .device_free = free_bytes, .device_total = total, .stack_id = stack_id};
-    cs_release_cache_figures(a, &ev.cache);
+                           .device_free = free_bytes, .stack_id = stack_id, .addr = (uintptr_t)&note};
     a->observer.on_event(a->observer.ctx, &ev);
   }
   return -CS_ENOMEM;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_compiler.h"
 #include "common/cs_error.h"
 #include "common/cs_populate.h"
 #include "memviz/allocator_frames.h"
@@ -240,11 +241,11 @@ static cs_action_t cs_snap_event_action(const cs_trace_event_t *event, uint64_t 
 
 /* An OOM's cache figures as its oom_state entry's addr and size (record/ring_entry.h); false when
  * they do not fit one. */
-static bool cs_snap_oom_state(const cs_trace_event_t *event, uint64_t *addr, uint64_t *size) {
-  const cs_cache_figures_t *c = &event->cache;
+static bool cs_snap_oom_state(const cs_oom_note_t *note, uint64_t *addr, uint64_t *size) {
+  const cs_cache_figures_t *c = &note->cache;
   cs_oom_state_t state = {.reserved = c->reserved, .allocated = c->allocated, .largest_free = c->largest_free,
                           .small_free = c->small_free};
-  return event->action == CS_TRACE_OOM && cs_oom_state_pack(&state, addr, size);
+  return cs_oom_state_pack(&state, addr, size);
 }
 
 void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
@@ -254,10 +255,12 @@ void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *e
     cs_ring_push_same_time(ring, action, device, addr, event->size, event->stream, event->stack_id);
   else
     cs_ring_push(ring, action, device, addr, event->size, event->stream, event->stack_id);
-  if (cs_snap_oom_state(event, &addr, &size))
+  if (CS_LIKELY(action != CS_ACTION_OOM || event->addr == 0)) return;
+  const cs_oom_note_t *note = (const cs_oom_note_t *)event->addr;
+  if (cs_snap_oom_state(note, &addr, &size))
     cs_ring_push_same_time(ring, CS_ACTION_OOM_STATE, device, addr, size, 0, 0);
-  if (event->action == CS_TRACE_OOM && event->device_total > 0)
-    cs_ring_push_same_time(ring, CS_ACTION_OOM_DEVICE, device, event->device_total, 0, 0, 0);
+  if (note->device_total > 0)
+    cs_ring_push_same_time(ring, CS_ACTION_OOM_DEVICE, device, note->device_total, 0, 0, 0);
 }
 
 void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t *event) {
@@ -267,10 +270,12 @@ void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t 
     cs_thread_log_push_same_time(log, action, device, addr, event->size, event->stream, event->stack_id);
   else
     cs_thread_log_push(log, action, device, addr, event->size, event->stream, event->stack_id);
-  if (cs_snap_oom_state(event, &addr, &size))
+  if (CS_LIKELY(action != CS_ACTION_OOM || event->addr == 0)) return;
+  const cs_oom_note_t *note = (const cs_oom_note_t *)event->addr;
+  if (cs_snap_oom_state(note, &addr, &size))
     cs_thread_log_push_same_time(log, CS_ACTION_OOM_STATE, device, addr, size, 0, 0);
-  if (event->action == CS_TRACE_OOM && event->device_total > 0)
-    cs_thread_log_push_same_time(log, CS_ACTION_OOM_DEVICE, device, event->device_total, 0, 0, 0);
+  if (note->device_total > 0)
+    cs_thread_log_push_same_time(log, CS_ACTION_OOM_DEVICE, device, note->device_total, 0, 0, 0);
 }
 
 /* ------------------------------------------------------------------------------------------------
