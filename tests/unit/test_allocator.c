@@ -13,12 +13,18 @@ enum { REC_MAX = 64 };
 typedef struct recorder_s {
   cs_trace_event_t events[REC_MAX];
   size_t count;
+  cs_oom_note_t oom; /* the last OOM's note (its event's addr points at it during the call only) */
+  size_t ooms_noted;
 } recorder_t;
 
 static void record_event(void *ctx, const cs_trace_event_t *ev) {
   recorder_t *r = ctx;
   if (r->count < REC_MAX) r->events[r->count] = *ev;
   r->count++;
+  if (ev->action == CS_TRACE_OOM && ev->addr != 0) {
+    r->oom = *(const cs_oom_note_t *)ev->addr;
+    r->ooms_noted++;
+  }
 }
 
 /* ---- small pool ---- */
@@ -267,8 +273,39 @@ static void test_oom_releases_cache_and_retries(void **state) {
   assert_int_equal(last->size, 3 * MiB);
   assert_int_equal(last->device_free, 0);
   assert_int_equal(last->stack_id, 7);
+  /* the cache as it answered (issue 46): b's and c's segments, both blocks handed out, nothing free */
+  assert_int_equal(rec.ooms_noted, 1);
+  assert_int_equal(rec.oom.cache.reserved, 10 * MiB);
+  assert_int_equal(rec.oom.cache.allocated, (uint64_t)st.active_bytes[CS_STAT_ALL].current);
+  assert_int_equal(rec.oom.cache.largest_free, 0);
+  assert_int_equal(rec.oom.cache.small_free, 0);
+  assert_int_equal(rec.oom.device_total, 10 * MiB);
   assert_int_equal(cs_allocator_free(f->a, b), 0);
   assert_int_equal(cs_allocator_free(f->a, c), 0);
+  fixture_free(f);
+}
+
+/* The cache's figures an OOM carries (issue 46): free bytes between small blocks, the largest. */
+static void test_oom_note_small_fragments(void **state) {
+  (void)state;
+  alloc_fixture_t *f = fixture_new(6 * MiB);
+  recorder_t rec = {0};
+  cs_allocator_observer_t obs = {.on_event = record_event, .ctx = &rec};
+  fixture_start(f, &obs);
+  uintptr_t p[4];
+  for (int i = 0; i < 4; i++) p[i] = must_alloc(f->a, 512 * 1024); /* one 2 MiB small segment */
+  assert_int_equal(cs_allocator_free(f->a, p[0]), 0);
+  assert_int_equal(cs_allocator_free(f->a, p[2]), 0);
+  uintptr_t big = 0;
+  assert_int_equal(cs_allocator_malloc(f->a, 5 * MiB, 0, 9, &big), -CS_ENOMEM); /* 4 MiB left on the device */
+  assert_int_equal(rec.ooms_noted, 1);
+  assert_int_equal(rec.oom.cache.reserved, 2 * MiB);
+  assert_int_equal(rec.oom.cache.allocated, 1 * MiB);
+  assert_int_equal(rec.oom.cache.small_free, 1 * MiB);
+  assert_int_equal(rec.oom.cache.largest_free, 512 * 1024);
+  assert_int_equal(rec.oom.device_total, 6 * MiB);
+  assert_int_equal(cs_allocator_free(f->a, p[1]), 0);
+  assert_int_equal(cs_allocator_free(f->a, p[3]), 0);
   fixture_free(f);
 }
 
@@ -646,6 +683,7 @@ int main(void) {
       cmocka_unit_test(test_drop_all_after_context_is_gone),
       cmocka_unit_test(test_failed_segment_release_stays_cached),
       cmocka_unit_test(test_record_only_passes_everything_through),
+      cmocka_unit_test(test_oom_note_small_fragments),
       cmocka_unit_test(test_trace_events_in_state_order),
       cmocka_unit_test(test_random_default_policy),
       cmocka_unit_test(test_random_split_large_with_max_split),
