@@ -7,6 +7,7 @@
 
 #include "analysis/oom.h"
 #include "common/cs_format.h"
+#include "common/cs_text.h"
 
 /* Appends to a fixed buffer; cut short where it is full. */
 typedef struct cs_oom_buf_s {
@@ -38,11 +39,18 @@ void cs_oom_headline(const cs_oom_t *o, char *buf, size_t len) {
   else snprintf(buf, len, "Tried to allocate %s; %s free", asked, free_text);
 }
 
+/* A kind's name as the file has it, safe for a terminal (common/cs_text.h): a file is any text. */
+static const char *cs_oom_kind_name(const char *kind, char *buf, size_t len) {
+  cs_text_safe(buf, len, kind, strlen(kind));
+  return buf;
+}
+
 /* "async 6.44 MiB, device 1.00 MiB": the memory passed through live at the OOM, by kind. */
 static void cs_oom_kinds(cs_oom_buf_t *b, const cs_oom_t *o) {
-  char s[32];
+  char s[32], name[64];
   for (size_t i = 0; i < o->nkinds; i++)
-    cs_oom_put(b, "%s%s %s", i ? ", " : "", o->kinds[i].kind, cs_oom_size(o->kinds[i].bytes, s, sizeof s));
+    cs_oom_put(b, "%s%s %s", i ? ", " : "", cs_oom_kind_name(o->kinds[i].kind, name, sizeof name),
+               cs_oom_size(o->kinds[i].bytes, s, sizeof s));
 }
 
 /* The end of a verdict about who held the cache: the sites, or that there were none. */
@@ -147,7 +155,10 @@ void cs_oom_write(FILE *out, const cs_doc_t *doc, const cs_oom_t *o, const char 
   cs_oom_headline(o, text, sizeof text);
   fprintf(out, "%sout of memory on device %d, stream %" PRId64 ": %s\n", indent, o->device, o->stream, text);
   cs_site_format(&o->site, text, sizeof text);
-  if (o->kind) fprintf(out, "%s  asked by %s, for memory passed through the cache (%s)\n", indent, text, o->kind);
+  char kind[64];
+  if (o->kind)
+    fprintf(out, "%s  asked by %s, for memory passed through the cache (%s)\n", indent, text,
+            cs_oom_kind_name(o->kind, kind, sizeof kind));
   else fprintf(out, "%s  asked by %s\n", indent, text);
   cs_val_t frames = o->site.frames;
   bool stack = o->site.name != NULL && !cs_val_absent(frames);

@@ -180,7 +180,7 @@ static int cs_summary_peak(const cs_doc_t *doc, int device, const cs_summary_opt
   int rc = cs_peak_find(doc, device, &peak, &at_peak);
   if (rc == 0) {
     cs_sites_sort(&at_peak);
-    char bytes[64], split[160] = "";
+    char bytes[64], split[192] = "";
     cs_format_bytes(peak.bytes, bytes, sizeof bytes);
     if (peak.passthrough > 0) { /* allocated: the cache's blocks; memory passed through, its own figure */
       char cache[64], passed[64];

@@ -248,34 +248,48 @@ static bool cs_snap_oom_state(const cs_oom_note_t *note, uint64_t *addr, uint64_
   return cs_oom_state_pack(&state, addr, size);
 }
 
-void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
+/* An OOM and, after it in the same history at its time, the cache's and the device's figures
+ * (record/ring_entry.h). Apart from the other events, which end in a tail call to the push. */
+CS_COLD static void cs_snap_record_oom(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
   uint64_t addr, size;
-  cs_action_t action = cs_snap_event_action(event, &addr);
-  if (event->completes_now) /* right after its free_requested, in the same call and moment */
-    cs_ring_push_same_time(ring, action, device, addr, event->size, event->stream, event->stack_id);
-  else
-    cs_ring_push(ring, action, device, addr, event->size, event->stream, event->stack_id);
-  if (CS_LIKELY(action != CS_ACTION_OOM || event->addr == 0)) return;
+  cs_ring_push(ring, CS_ACTION_OOM, device, event->device_free, event->size, event->stream, event->stack_id);
   const cs_oom_note_t *note = (const cs_oom_note_t *)event->addr;
+  if (note == NULL) return;
   if (cs_snap_oom_state(note, &addr, &size))
     cs_ring_push_same_time(ring, CS_ACTION_OOM_STATE, device, addr, size, 0, 0);
   if (note->device_total > 0)
     cs_ring_push_same_time(ring, CS_ACTION_OOM_DEVICE, device, note->device_total, 0, 0, 0);
 }
 
-void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t *event) {
+CS_COLD static void cs_snap_log_oom(cs_thread_log_t *log, int device, const cs_trace_event_t *event) {
   uint64_t addr, size;
-  cs_action_t action = cs_snap_event_action(event, &addr);
-  if (event->completes_now)
-    cs_thread_log_push_same_time(log, action, device, addr, event->size, event->stream, event->stack_id);
-  else
-    cs_thread_log_push(log, action, device, addr, event->size, event->stream, event->stack_id);
-  if (CS_LIKELY(action != CS_ACTION_OOM || event->addr == 0)) return;
+  cs_thread_log_push(log, CS_ACTION_OOM, device, event->device_free, event->size, event->stream, event->stack_id);
   const cs_oom_note_t *note = (const cs_oom_note_t *)event->addr;
+  if (note == NULL) return;
   if (cs_snap_oom_state(note, &addr, &size))
     cs_thread_log_push_same_time(log, CS_ACTION_OOM_STATE, device, addr, size, 0, 0);
   if (note->device_total > 0)
     cs_thread_log_push_same_time(log, CS_ACTION_OOM_DEVICE, device, note->device_total, 0, 0, 0);
+}
+
+void cs_snap_record_event(cs_ring_t *ring, int device, const cs_trace_event_t *event) {
+  uint64_t addr;
+  cs_action_t action = cs_snap_event_action(event, &addr);
+  if (CS_UNLIKELY(action == CS_ACTION_OOM)) cs_snap_record_oom(ring, device, event);
+  else if (event->completes_now) /* right after its free_requested, in the same call and moment */
+    cs_ring_push_same_time(ring, action, device, addr, event->size, event->stream, event->stack_id);
+  else
+    cs_ring_push(ring, action, device, addr, event->size, event->stream, event->stack_id);
+}
+
+void cs_snap_log_event(cs_thread_log_t *log, int device, const cs_trace_event_t *event) {
+  uint64_t addr;
+  cs_action_t action = cs_snap_event_action(event, &addr);
+  if (CS_UNLIKELY(action == CS_ACTION_OOM)) cs_snap_log_oom(log, device, event);
+  else if (event->completes_now)
+    cs_thread_log_push_same_time(log, action, device, addr, event->size, event->stream, event->stack_id);
+  else
+    cs_thread_log_push(log, action, device, addr, event->size, event->stream, event->stack_id);
 }
 
 /* ------------------------------------------------------------------------------------------------
