@@ -43,7 +43,7 @@ const cs_unw_step_api_t *cs_private_unw_step(void);
   X(dwarf_tag)                                                                                     \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_ranges) X(dwelf_elf_gnu_build_id)  \
   X(dwfl_addrmodule) X(dwfl_begin) X(dwfl_build_id_find_debuginfo) X(dwfl_end) X(dwfl_errmsg)      \
-  X(dwfl_lineinfo) X(dwfl_linux_proc_find_elf) X(dwfl_linux_proc_report) X(dwfl_module_addrinfo)   \
+  X(dwfl_lineinfo) X(dwfl_linux_proc_find_elf) X(dwfl_module_addrinfo)                            \
   X(dwfl_module_addrdie) X(dwfl_module_build_id) X(dwfl_module_getdwarf) X(dwfl_module_getelf)    \
   X(dwfl_module_getsrc) X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_info)     \
   X(dwfl_module_nextcu)                                                                            \

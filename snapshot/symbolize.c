@@ -1,7 +1,7 @@
 /* Dump-time symbolization through elfutils libdwfl. See symbolize.h for the contract.
  *
- * One Dwfl session per symbolizer, reporting the modules of /proc/self/maps as they are when the
- * symbolizer is created. Per lookup address: the module (dwfl_addrmodule), the symbol from the
+ * One Dwfl session per symbolizer, reporting the objects the loader has loaded (dl_iterate_phdr)
+ * when the symbolizer is created, each at its load bias. Per lookup address: the module (dwfl_addrmodule), the symbol from the
  * module's symbol table, static functions included, and file:line from DWARF
  * (dwfl_module_getsrc, or the unit's own ranges where a module has no .debug_aranges). Results
  * are cached per lookup address, and every string is copied once into an arena owned by the
@@ -14,6 +14,7 @@
  * holds the address, else the nearest sizeless one below it; at one address a global name beats
  * a weak one beats a local one. */
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -46,7 +47,6 @@ static const cs_dw_api_t *cs_dw;
 #define dwfl_end CS_DW_CALL(dwfl_end)
 #define dwfl_errmsg CS_DW_CALL(dwfl_errmsg)
 #define dwfl_lineinfo CS_DW_CALL(dwfl_lineinfo)
-#define dwfl_linux_proc_report CS_DW_CALL(dwfl_linux_proc_report)
 #define dwfl_module_addrinfo CS_DW_CALL(dwfl_module_addrinfo)
 #define dwfl_module_addrdie CS_DW_CALL(dwfl_module_addrdie)
 #define dwfl_module_build_id CS_DW_CALL(dwfl_module_build_id)
@@ -667,12 +667,53 @@ static void cs_symbolizer_no_map(cs_symbolizer_t *s, const char *why) {
   s->dwfl = NULL;
 }
 
+/* The loaded objects as the loader knows them, each with its load bias. Not /proc/self/maps:
+ * there a file mapped again by the program (libffi maps its own file for the trampolines of
+ * Python's ctypes callbacks) reads as part of the loaded object when it lands next to it, and
+ * libdwfl then takes the object's start from the stray mapping: every frame in it shifted, and
+ * unnamed. */
+typedef struct cs_sym_loaded_s {
+  cs_sym_map_module_t *modules;
+  size_t count, slots;
+  char exe[4096];
+  bool no_memory;
+} cs_sym_loaded_t;
+
+static int cs_sym_note_loaded(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  cs_sym_loaded_t *l = data;
+  /* the program has no name here; the vDSO and the like have no file to read */
+  const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : l->exe;
+  if (path[0] != '/') return 0;
+  if (l->count == l->slots) {
+    const size_t slots = l->slots ? l->slots * 2 : 64;
+    cs_sym_map_module_t *grown = realloc(l->modules, slots * sizeof *grown);
+    if (!grown) {
+      l->no_memory = true;
+      return 1;
+    }
+    l->modules = grown;
+    l->slots = slots;
+  }
+  char *copy = strdup(path); /* the loader's string goes with a dlclose on another thread */
+  if (!copy) {
+    l->no_memory = true;
+    return 1;
+  }
+  l->modules[l->count++] = (cs_sym_map_module_t){.path = copy, .bias = info->dlpi_addr};
+  return 0;
+}
+
 cs_symbolizer_t *cs_symbolizer_create(void) {
-  cs_symbolizer_t *s = cs_symbolizer_new();
-  if (!s || !s->dwfl) return s;
-  const int rc = dwfl_linux_proc_report(s->dwfl, getpid());
-  if (rc != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0)
-    cs_symbolizer_no_map(s, rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
+  cs_sym_loaded_t loaded = {0};
+  const ssize_t n = readlink("/proc/self/exe", loaded.exe, sizeof loaded.exe - 1);
+  loaded.exe[n > 0 ? n : 0] = '\0';
+  /* the loader's lock, briefly: never on the hot path */
+  dl_iterate_phdr(cs_sym_note_loaded, &loaded);
+  cs_symbolizer_t *s = cs_symbolizer_create_for(loaded.modules, loaded.count);
+  if (loaded.no_memory) cs_log_warn("no host memory for the module map: some frames are not named");
+  for (size_t i = 0; i < loaded.count; i++) free((char *)loaded.modules[i].path);
+  free(loaded.modules);
   return s;
 }
 

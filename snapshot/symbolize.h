@@ -17,7 +17,7 @@
 
 typedef struct cs_symbolizer_s cs_symbolizer_t;
 
-/* NULL without host memory. Reads the process's current module map. */
+/* NULL without host memory. Reads the objects the loader has loaded now, each at its load bias. */
 cs_symbolizer_t *cs_symbolizer_create(void);
 void cs_symbolizer_destroy(cs_symbolizer_t *s);
 

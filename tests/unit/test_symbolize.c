@@ -2,6 +2,9 @@
  * (names; lines only where its debug information is installed), of garbage, and of a C++-mangled
  * symbol, which comes back demangled when the process has __cxa_demangle. */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -130,6 +133,40 @@ static void test_captured_stack(void **state) {
   }
   assert_true(found);
   cs_symbolizer_destroy(s);
+}
+
+static int lowest_load_of_program(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t *lo = data;
+  for (size_t i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_addr + info->dlpi_phdr[i].p_vaddr < *lo)
+      *lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+  return 1; /* the first object is the program */
+}
+
+/* A page of a loaded file mapped again just below it, as libffi maps its own file for the
+ * trampolines of Python's ctypes callbacks: in /proc/self/maps the two read as one longer
+ * mapping of the file. The file's code is still named at its load address. */
+static void test_file_mapped_again_below(void **state) {
+  (void)state;
+  uintptr_t lo = UINTPTR_MAX;
+  dl_iterate_phdr(lowest_load_of_program, &lo);
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  lo &= ~(uintptr_t)(page - 1);
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  assert_true(fd >= 0);
+  void *again = mmap((void *)(lo - page), page, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+  close(fd);
+  if (again == MAP_FAILED || (uintptr_t)again != lo - page) skip(); /* something else lives there */
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  int line = 0;
+  uintptr_t pc = static_target(&line);
+  cs_frame_t f = cs_symbolize(s, pc, 0);
+  assert_string_equal(f.name, "static_target");
+  assert_int_equal(f.line, line);
+  cs_symbolizer_destroy(s);
+  munmap(again, page);
 }
 
 static void *libc_symbol(const char *name) {
@@ -270,6 +307,7 @@ int main(void) {
       cmocka_unit_test(test_extern_function),
       cmocka_unit_test(test_captured_stack),
       cmocka_unit_test(test_libc),
+      cmocka_unit_test(test_file_mapped_again_below),
       cmocka_unit_test(test_module_without_symbol),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_many_pcs),
