@@ -67,15 +67,52 @@ void cs_dump_on_oom(void) {
   cs_dump_send('o');
 }
 
+/* Held from taking an OOM copy out of the pending slot to the end of its write. The final snapshot
+ * waits for a write under way: the copy has left the slot, and the process's end would otherwise
+ * cut it off, its OOM snapshot lost (seen once in a dozen runs of an OOM just before exit). The
+ * program's threads never take it: at an OOM they only fill the slot. */
+static pthread_mutex_t cs_dump_oom_write_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic long cs_dump_oom_writer; /* the thread id holding it, 0: none */
+
+enum { CS_DUMP_OOM_WRITE_WAIT_S = 10 }; /* the longest an ending waits for an OOM snapshot's write */
+
+/* false: the lock could not be had in time (or this thread holds it: a fault inside the write). */
+static bool cs_dump_oom_write_begin(bool ending) {
+  const long self = (long)syscall(SYS_gettid);
+  if (atomic_load(&cs_dump_oom_writer) == self) return false;
+  if (!ending) {
+    pthread_mutex_lock(&cs_dump_oom_write_lock);
+  } else {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += CS_DUMP_OOM_WRITE_WAIT_S;
+    if (pthread_mutex_timedlock(&cs_dump_oom_write_lock, &until) != 0) {
+      cs_log_warn("the OOM snapshot being written did not finish in %d s; the last snapshot does not wait for it",
+                  CS_DUMP_OOM_WRITE_WAIT_S);
+      return false;
+    }
+  }
+  atomic_store(&cs_dump_oom_writer, self);
+  return true;
+}
+
+static void cs_dump_oom_write_end(bool began) {
+  if (!began) return;
+  atomic_store(&cs_dump_oom_writer, 0);
+  pthread_mutex_unlock(&cs_dump_oom_write_lock);
+}
+
 /* Write the pending OOM copy if there is one and (unless ending) its interval allows; returns the
  * milliseconds until it may be written (0: written, or nothing pending). ending: the process ends,
  * so a pending OOM is written now, and an allocation that has not succeeded since never will. */
 static uint64_t cs_dump_oom_flush(bool ending) {
+  const bool began = cs_dump_oom_write_begin(ending);
   pthread_mutex_lock(&cs_dump_oom_lock);
   uint64_t now = cs_dump_now_ms();
   if (!cs_dump_oom_pending.state || (!ending && now < cs_dump_oom_next_ms)) {
     uint64_t wait = cs_dump_oom_pending.state ? cs_dump_oom_next_ms - now : 0;
     pthread_mutex_unlock(&cs_dump_oom_lock);
+    cs_dump_oom_write_end(began);
     return wait;
   }
   cs_dump_copy_t copy = cs_dump_oom_pending;
@@ -92,6 +129,7 @@ static uint64_t cs_dump_oom_flush(bool ending) {
   cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .ending = ending};
   (void)cs_dump_run_copy(&copy, &how, &note);
   cs_dump_copy_free(&copy);
+  cs_dump_oom_write_end(began);
   return 0;
 }
 
@@ -291,6 +329,8 @@ void cs_dump_postfork_child(void) {
   cs_live_postfork_child();
   /* the parent's OOM is not the child's to write */
   pthread_mutex_init(&cs_dump_oom_lock, NULL);
+  pthread_mutex_init(&cs_dump_oom_write_lock, NULL); /* the parent's writer is not here */
+  atomic_store(&cs_dump_oom_writer, 0);
   cs_dump_copy_free(&cs_dump_oom_pending);
   cs_dump_oom_folded = 0;
   cs_dump_oom_next_ms = 0;
