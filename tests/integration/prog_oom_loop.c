@@ -6,8 +6,9 @@
  *                    succeeds). Prints "ooms=N" and "us_per_oom=<mean microseconds per round>".
  *
  *   it_oom_loop --signals DIR
- *                    two OOMs at once (the first written at once, the second's snapshot due 10 s
- *                    later), then SIGUSR1 to itself every 300 ms for 16 s, and on until both
+ *                    two OOMs (the second once the first one's snapshot is written, so that
+ *                    its snapshot is due 10 s later and not coalesced with the first), then
+ *                    SIGUSR1 to itself every 300 ms for 16 s, and on until both
  *                    OOM snapshots are there or 60 s have passed; prints "oom_files=<*-oom.json
  *                    files in DIR>" just before it exits: the pending OOM must have been written
  *                    while the signals went on, not postponed by each signal's snapshot (issue
@@ -46,11 +47,14 @@ static int it_count_oom_files(const char *dir) {
 
 static int it_signals_while_oom_pending(const char *dir) {
   (void)it_driver_context();
+  struct timespec step = {.tv_sec = 0, .tv_nsec = 300 * 1000000L};
   for (int i = 0; i < 2; i++) {
     CUdeviceptr p = 0;
     IT_CHECK(cuMemAlloc(&p, (size_t)1 << 30) == CUDA_ERROR_OUT_OF_MEMORY, "1 GiB did not fail with OOM");
+    /* the first OOM's snapshot written before the second OOM: an OOM that comes while the one
+     * before is still waiting for the control thread replaces it (coalesced), as designed */
+    for (int w = 0; i == 0 && w < 30000 / 300 && it_count_oom_files(dir) == 0; w++) nanosleep(&step, NULL);
   }
-  struct timespec step = {.tv_sec = 0, .tv_nsec = 300 * 1000000L};
   for (int i = 0; i < 60000 / 300; i++) {
     IT_CHECK(raise(SIGUSR1) == 0, "raise");
     nanosleep(&step, NULL);
