@@ -8,6 +8,7 @@
 
 #include "analysis/snapview.h"
 #include "common/cs_format.h"
+#include "common/cs_text.h"
 
 typedef struct cs_ann_s {
   const char *name;
@@ -95,8 +96,7 @@ void cs_phase_lane_label(const cs_phase_lane_t *lane, char *buf, size_t len) {
   if (lane->thread == 0) return;
   if (lane->name && lane->name[0]) snprintf(buf, len, "thread %lld (%s)", (long long)lane->thread, lane->name);
   else snprintf(buf, len, "thread %lld", (long long)lane->thread);
-  for (char *c = buf; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  cs_text_label(buf);
 }
 
 int64_t cs_phases_entry_thread(const cs_doc_t *doc, cs_val_t entry) {
@@ -213,6 +213,7 @@ static char *cs_phase_chain(const cs_open_t *open, size_t nopen, size_t lane) {
     if (s[0]) strcat(s, " > ");
     strcat(s, open[i].name);
   }
+  cs_text_label(s); /* phase names from a program: one line of the tool's, whatever they hold */
   return s;
 }
 
@@ -392,7 +393,10 @@ static int cs_phases_print_peak(cs_phase_walk_t *w, const cs_peak_t *peak, const
     if (lane == own || at == next[lane]) continue;
     cs_phase_lane_label(&lanes->items[lane], label, sizeof label);
     printf("  open on %s: ", label[0] ? label : "no thread recorded");
-    for (size_t k = at; k < next[lane]; k++) printf("%s%s", k > at ? " > " : "", grouped[k]->name);
+    for (size_t k = at; k < next[lane]; k++) {
+      if (k > at) fputs(" > ", stdout);
+      cs_text_fput(stdout, grouped[k]->name);
+    }
     printf("\n");
   }
   free(first);
@@ -420,7 +424,9 @@ int cs_phases_summary(const cs_doc_t *doc, int device, const cs_peak_t *peak, ui
     for (size_t i = 0; i < w.ntotals && i < top; i++) {
       char bytes[64];
       cs_format_bytes(w.totals[i].bytes, bytes, sizeof bytes);
-      printf("  %s: %s\n", w.totals[i].name, bytes);
+      fputs("  ", stdout);
+      cs_text_fput(stdout, w.totals[i].name);
+      printf(": %s\n", bytes);
     }
   }
   cs_phase_walk_free(&w);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_text.h"
 #include "memviz/allocator_frames.h"
 #include "memviz/site_rule.h"
 
@@ -173,6 +174,7 @@ void cs_site_format(const cs_site_t *site, char *buf, size_t len) {
   } else {
     snprintf(buf, len, "%s %s:%lld", site->name, site->filename, (long long)site->line);
   }
+  if (len > 0) cs_text_label(buf); /* names from a program: a line of the tool's, whatever they hold */
 }
 
 static int cs_site_strcmp(const char *a, const char *b) {

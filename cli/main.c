@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/safe_stdout.h"
 
 typedef struct cs_cli_command_s {
   const char *name;
@@ -81,7 +82,12 @@ int main(int argc, char **argv) {
     return CS_CLI_OK;
   }
   for (size_t i = 0; i < CS_ARRAY_SIZE(cs_cli_commands); i++) {
-    if (strcmp(name, cs_cli_commands[i].name) == 0) return cs_cli_commands[i].fn(argc - 1, argv + 1);
+    if (strcmp(name, cs_cli_commands[i].name) != 0) continue;
+    /* What a subcommand prints quotes names from programs: stdout is filtered for a terminal
+     * (cli/safe_stdout.h), but for top's screen, which draws its own escape sequences and makes
+     * each of its texts safe itself (live_rows.c). */
+    if (strcmp(name, "top") != 0) cs_safe_stdout_install();
+    return cs_cli_commands[i].fn(argc - 1, argv + 1);
   }
   cs_cli_message("cudasnap: unknown command '%s' (cudasnap --help lists them)", name);
   return CS_CLI_USAGE;

@@ -9,6 +9,7 @@
 #include "analysis/lower_bound.h"
 #include "common/cs_compiler.h"
 #include "common/cs_format.h"
+#include "common/cs_text.h"
 #include "memviz/emit.h"
 #include "memviz/sink.h"
 
@@ -37,6 +38,7 @@ static void cs_ranks_cells(const cs_ranks_row_t *row, char cells[CS_RANKS_COLS -
   snprintf(cells[7], CS_RANKS_CELL, "%s", s->phase ? s->phase : "-");
   if (s->oom && s->oom_bytes) cs_format_size(s->oom_bytes, cells[8], CS_RANKS_CELL); /* the size asked */
   else snprintf(cells[8], CS_RANKS_CELL, "%s", s->oom ? "yes" : "no");
+  for (int c = 0; c < CS_RANKS_COLS - 1; c++) cs_text_label(cells[c]); /* host, phase: a program's */
 }
 
 static const char *cs_ranks_top_site(const cs_rank_summary_t *s) { return s->nsites ? s->sites[0].site : "-"; }
@@ -59,7 +61,8 @@ void cs_ranks_print_table(const cs_ranks_job_t *job, size_t top, size_t sites) {
       bool number = c == 0 || c == 2 || c == 4 || c == 5 || c == 6; /* right-aligned */
       printf(number ? "%*s  " : "%-*s  ", (int)width[c], cells[c]);
     }
-    printf("%s\n", cs_ranks_top_site(&job->rows[i].s));
+    cs_text_fput(stdout, cs_ranks_top_site(&job->rows[i].s));
+    putchar('\n');
   }
   if (rows < job->count) printf("(%zu more row%s: --top)\n", job->count - rows, cs_plural(job->count - rows));
   for (size_t i = 0; i < job->count; i++) {
@@ -93,7 +96,9 @@ void cs_ranks_print_table(const cs_ranks_job_t *job, size_t top, size_t sites) {
     cs_format_size(more ? diff[i].highest - diff[i].median : diff[i].median - diff[i].highest, d, sizeof d);
     cs_format_size(diff[i].highest, a, sizeof a);
     cs_format_size(diff[i].median, b, sizeof b);
-    printf("  %c%s  %s  (%s vs %s)\n", more ? '+' : '-', d, diff[i].site, a, b);
+    printf("  %c%s  ", more ? '+' : '-', d);
+    cs_text_fput(stdout, diff[i].site);
+    printf("  (%s vs %s)\n", a, b);
   }
 }
 

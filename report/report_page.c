@@ -28,16 +28,29 @@ static void cs_page_put_text(cs_page_writer_t *w, const char *text) {
   }
 }
 
+/* The page's data inside its script element: JSON whose '<', '>' and '&' are \u escapes, so that
+ * no name can close the element or open a comment or markup, and U+2028/U+2029 too (line ends for
+ * a JavaScript parser older than ES2019). The same JSON to JSON.parse. */
 static void cs_page_put_json(cs_page_writer_t *w, const char *data, size_t len) {
-  for (size_t i = 0; i < len;) {
-    const char *lt = memchr(data + i, '<', len - i);
-    size_t plain = lt != NULL ? (size_t)(lt - (data + i)) : len - i;
-    cs_page_put(w, data + i, plain);
-    i += plain;
-    if (i == len) break;
-    cs_page_put(w, "\\u003c", 6);
-    i++;
+  size_t plain = 0;
+  for (size_t i = 0; i < len; i++) {
+    const unsigned char *c = (const unsigned char *)data + i;
+    const char *e = NULL;
+    size_t skip = 1;
+    if (*c == '<') e = "\\u003c";
+    else if (*c == '>') e = "\\u003e";
+    else if (*c == '&') e = "\\u0026";
+    else if (*c == 0xE2 && i + 2 < len && c[1] == 0x80 && (c[2] == 0xA8 || c[2] == 0xA9)) {
+      e = c[2] == 0xA8 ? "\\u2028" : "\\u2029";
+      skip = 3;
+    }
+    if (e == NULL) continue;
+    cs_page_put(w, data + plain, i - plain);
+    cs_page_put(w, e, 6);
+    i += skip - 1;
+    plain = i + 1;
   }
+  cs_page_put(w, data + plain, len - plain);
 }
 
 int cs_report_page(cs_sink_t sink, const char *title, const char *data, size_t len) {
