@@ -47,7 +47,8 @@ const cs_unw_step_api_t *cs_private_unw_step(void);
   X(dwfl_module_addrdie) X(dwfl_module_build_id) X(dwfl_module_getdwarf) X(dwfl_module_getelf)    \
   X(dwfl_module_getsrc) X(dwfl_module_getsym_info) X(dwfl_module_getsymtab) X(dwfl_module_info)     \
   X(dwfl_module_nextcu)                                                                            \
-  X(dwfl_report_begin) X(dwfl_report_elf) X(dwfl_report_end) X(elf_begin) X(elf_end)                 \
+  X(dwfl_report_begin) X(dwfl_report_elf) X(dwfl_report_end) X(dwfl_report_module) X(elf_begin)      \
+  X(elf_end) X(dwfl_linux_proc_report) X(dwfl_getmodules)                                          \
   X(elf_version)
 
 typedef struct cs_dw_api_s {

@@ -60,6 +60,9 @@ static const cs_dw_api_t *cs_dw;
 #define dwfl_report_begin CS_DW_CALL(dwfl_report_begin)
 #define dwfl_report_elf CS_DW_CALL(dwfl_report_elf)
 #define dwfl_report_end CS_DW_CALL(dwfl_report_end)
+#define dwfl_report_module CS_DW_CALL(dwfl_report_module)
+#define dwfl_linux_proc_report CS_DW_CALL(dwfl_linux_proc_report)
+#define dwfl_getmodules CS_DW_CALL(dwfl_getmodules)
 #define elf_begin CS_DW_CALL(elf_begin)
 #define elf_end CS_DW_CALL(elf_end)
 #define elf_version CS_DW_CALL(elf_version)
@@ -667,53 +670,128 @@ static void cs_symbolizer_no_map(cs_symbolizer_t *s, const char *why) {
   s->dwfl = NULL;
 }
 
-/* The loaded objects as the loader knows them, each with its load bias. Not /proc/self/maps:
- * there a file mapped again by the program (libffi maps its own file for the trampolines of
- * Python's ctypes callbacks) reads as part of the loaded object when it lands next to it, and
- * libdwfl then takes the object's start from the stray mapping: every frame in it shifted, and
- * unnamed. */
-typedef struct cs_sym_loaded_s {
-  cs_sym_map_module_t *modules;
+/* ---- the module map ----
+ *
+ * libdwfl reads it from /proc/self/maps (dwfl_linux_proc_report: each object's file opened at its
+ * first lookup, the vDSO from memory). There a file the program maps again itself (libffi maps
+ * its own file for the trampolines of Python's ctypes callbacks) reads as part of the loaded
+ * object when the mapping lands next to it with nothing but anonymous memory between: libdwfl then
+ * takes the object's start from the stray mapping, and every frame in it comes out shifted and
+ * unnamed. So each module is checked against the span of the object the loader loaded from that
+ * file (dl_iterate_phdr), and reported again within it where it reaches past. */
+
+/* A loaded object: its file and the addresses its PT_LOAD segments span, pages whole. */
+typedef struct cs_sym_span_s {
+  char *path;
+  Dwarf_Addr lo, hi;
+} cs_sym_span_t;
+
+typedef struct cs_sym_spans_s {
+  cs_sym_span_t *spans;
   size_t count, slots;
+  Dwarf_Addr page;
   char exe[4096];
   bool no_memory;
-} cs_sym_loaded_t;
+} cs_sym_spans_t;
 
-static int cs_sym_note_loaded(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  cs_sym_loaded_t *l = data;
-  /* the program has no name here; the vDSO and the like have no file to read */
-  const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : l->exe;
-  if (path[0] != '/') return 0;
+static bool cs_sym_spans_add(cs_sym_spans_t *l, const char *path, Dwarf_Addr lo, Dwarf_Addr hi) {
   if (l->count == l->slots) {
     const size_t slots = l->slots ? l->slots * 2 : 64;
-    cs_sym_map_module_t *grown = realloc(l->modules, slots * sizeof *grown);
-    if (!grown) {
-      l->no_memory = true;
-      return 1;
-    }
-    l->modules = grown;
+    cs_sym_span_t *grown = realloc(l->spans, slots * sizeof *grown);
+    if (!grown) return false;
+    l->spans = grown;
     l->slots = slots;
   }
   char *copy = strdup(path); /* the loader's string goes with a dlclose on another thread */
-  if (!copy) {
+  if (!copy) return false;
+  l->spans[l->count++] = (cs_sym_span_t){.path = copy, .lo = lo, .hi = hi};
+  return true;
+}
+
+static void cs_sym_spans_free(cs_sym_spans_t *l) {
+  for (size_t i = 0; i < l->count; i++) free(l->spans[i].path);
+  free(l->spans);
+}
+
+static int cs_sym_note_loaded(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  cs_sym_spans_t *l = data;
+  /* the program has no name here; the vDSO and the like have no file */
+  const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : l->exe;
+  if (path[0] != '/') return 0;
+  Dwarf_Addr lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    const Dwarf_Addr start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
+    if (start < lo) lo = start;
+    if (end > hi) hi = end;
+  }
+  if (lo >= hi) return 0;
+  if (!cs_sym_spans_add(l, path, lo & ~(l->page - 1), (hi + l->page - 1) & ~(l->page - 1))) {
     l->no_memory = true;
     return 1;
   }
-  l->modules[l->count++] = (cs_sym_map_module_t){.path = copy, .bias = info->dlpi_addr};
   return 0;
 }
 
-cs_symbolizer_t *cs_symbolizer_create(void) {
-  cs_sym_loaded_t loaded = {0};
+/* The modules as libdwfl has them (name, start, end), with each one's start and end kept within
+ * the span of the loaded object of its file; fixed counts the modules moved. */
+typedef struct cs_sym_remap_s {
+  const cs_sym_spans_t *loaded;
+  cs_sym_spans_t modules;
+  size_t fixed;
+} cs_sym_remap_t;
+
+static int cs_sym_remap_one(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg) {
+  (void)userdata;
+  cs_sym_remap_t *r = arg;
+  Dwarf_Addr end = start;
+  (void)dwfl_module_info(mod, NULL, NULL, &end, NULL, NULL, NULL, NULL);
+  for (size_t i = 0; name && i < r->loaded->count; i++) {
+    const cs_sym_span_t *o = &r->loaded->spans[i];
+    if (strcmp(o->path, name) != 0 || end <= o->lo || start >= o->hi) continue;
+    if (start < o->lo || end > o->hi) {
+      start = start < o->lo ? o->lo : start;
+      end = end > o->hi ? o->hi : end;
+      r->fixed++;
+    }
+    break;
+  }
+  if (!cs_sym_spans_add(&r->modules, name ? name : "", start, end)) {
+    r->modules.no_memory = true;
+    return DWARF_CB_ABORT;
+  }
+  return DWARF_CB_OK;
+}
+
+static void cs_sym_keep_to_loaded(cs_symbolizer_t *s) {
+  cs_sym_spans_t loaded = {.page = (Dwarf_Addr)sysconf(_SC_PAGESIZE)};
   const ssize_t n = readlink("/proc/self/exe", loaded.exe, sizeof loaded.exe - 1);
   loaded.exe[n > 0 ? n : 0] = '\0';
-  /* the loader's lock, briefly: never on the hot path */
-  dl_iterate_phdr(cs_sym_note_loaded, &loaded);
-  cs_symbolizer_t *s = cs_symbolizer_create_for(loaded.modules, loaded.count);
-  if (loaded.no_memory) cs_log_warn("no host memory for the module map: some frames are not named");
-  for (size_t i = 0; i < loaded.count; i++) free((char *)loaded.modules[i].path);
-  free(loaded.modules);
+  dl_iterate_phdr(cs_sym_note_loaded, &loaded); /* the loader's lock, briefly */
+  cs_sym_remap_t r = {.loaded = &loaded};
+  if (!loaded.no_memory) (void)dwfl_getmodules(s->dwfl, cs_sym_remap_one, &r, 0);
+  if (r.fixed > 0 && !r.modules.no_memory) {
+    /* reported again: a module reported as it was is kept as it is (the vDSO's image with it) */
+    dwfl_report_begin(s->dwfl);
+    for (size_t i = 0; i < r.modules.count; i++)
+      (void)dwfl_report_module(s->dwfl, r.modules.spans[i].path, r.modules.spans[i].lo, r.modules.spans[i].hi);
+    if (dwfl_report_end(s->dwfl, NULL, NULL) != 0) cs_symbolizer_no_map(s, dwfl_errmsg(-1));
+  }
+  cs_sym_spans_free(&r.modules);
+  cs_sym_spans_free(&loaded);
+}
+
+cs_symbolizer_t *cs_symbolizer_create(void) {
+  cs_symbolizer_t *s = cs_symbolizer_new();
+  if (!s || !s->dwfl) return s;
+  const int rc = dwfl_linux_proc_report(s->dwfl, getpid());
+  if (rc != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
+    cs_symbolizer_no_map(s, rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
+    return s;
+  }
+  cs_sym_keep_to_loaded(s);
   return s;
 }
 
