@@ -1,6 +1,6 @@
 /* cs_backend_t: everything the caching allocator needs from a device, behind one contract.
  *
- * The real implementation (interpose/) forwards to the resolved CUDA driver functions of one
+ * The real implementation (device/backend_cuda.c) forwards to the resolved CUDA driver functions of one
  * context; tests use tests/fakes/fake_backend.c. allocator/ includes no CUDA header: handles are
  * opaque uintptr_t values (a CUdeviceptr, CUstream or CUevent in the real backend).
  *

@@ -7,7 +7,7 @@
 #include "analysis/lower_bound.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
-#include "analysis/phases.h"
+#include "analysis/phase_lanes.h"
 #include "analysis/sites.h"
 #include "analysis/snapstats.h"
 #include "analysis/snapview.h"

@@ -53,7 +53,7 @@ static inline uint64_t cs_rank_summary_peak(const cs_rank_summary_t *s) {
 int cs_rank_summary_of(const cs_doc_t *doc, cs_rank_summary_t *out);
 
 /* The same from a snapshot's head alone (reader/head.h: a doc whose root holds the one pair
- * `cudasnap_summary`, snapshot/summary.h), where the library wrote the numbers from the same
+ * `cudasnap_summary`, snapshot/snap_summary.h), where the library wrote the numbers from the same
  * replay. Returns 0, 1 when the head cannot stand for the file (another version, or the library
  * had no memory for the replay: read the file whole), or -1 without host memory. */
 int cs_rank_summary_of_head(const cs_doc_t *head, cs_rank_summary_t *out);

@@ -9,7 +9,7 @@
  *   bench_snapshot write EVENTS FILE      one JSON snapshot of the same workload, kept in FILE: input
  *                                         for other benchmarks (`cudasnap report` of 100,000 events)
  *
- * The dump is what interpose/snap_write.c does at a trigger: copy the state (cs_snap_state_*) from an
+ * The dump is what process/dump_write.c does at a trigger: copy the state (cs_snap_state_*) from an
  * allocator over the simulated device and a ring of EVENTS entries, then symbolizer + emitter +
  * cs_snapshot_write into a file through an fd sink. The ring is filled by a mixed workload
  * (mostly small tensors, some large ones, 512 live) whose allocations carry stacks interned from a
@@ -126,7 +126,7 @@ static void bench_make_sites(cs_intern_t *intern, const bench_ranges_t *r, bench
   }
 }
 
-/* ---- the recorder: allocator events into the ring, as interpose/record.c does (device 0) ---- */
+/* ---- the recorder: allocator events into the ring, as device/recorder.c does (device 0) ---- */
 
 static void bench_record(void *ctx, const cs_trace_event_t *ev) { cs_snap_record_event(ctx, 0, ev); }
 

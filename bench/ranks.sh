@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cudasnap ranks` at scale (bench/README.md, "Ranks at scale", issue 25): a job of 1,024 files of
-# 100,000 events each, read through their heads (cudasnap_summary, snapshot/summary.h), against
+# 100,000 events each, read through their heads (cudasnap_summary, snapshot/snap_summary.h), against
 # the target of <= 2 s and <= 200 MB RSS.
 #
 #   bench/ranks.sh BUILD_DIR [--quick]

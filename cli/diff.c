@@ -8,7 +8,7 @@
 #include "common/cs_format.h"
 #include "cli/load.h"
 #include "analysis/peak.h"
-#include "analysis/phases.h"
+#include "analysis/phase_lanes.h"
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
 

@@ -73,7 +73,7 @@ static const char cs_ranks_help[] =
 
 static const char cs_ranks_name[] = "ranks";
 
-/* snapshot/summary.h's key (the library's side; the tool does not link the writer) */
+/* snapshot/snap_summary.h's key (the library's side; the tool does not link the writer) */
 #define CS_RANKS_HEAD_KEY "cudasnap_summary"
 
 enum { CS_RANKS_SITES_DEFAULT = 10, CS_RANKS_TOP_MAX = 1000000 };

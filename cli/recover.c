@@ -154,7 +154,8 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
   cs_r_set(r, s, "is_expandable", seg->expandable ? CS_VAL_TRUE : CS_VAL_FALSE);
   cs_r_set(r, s, "frames", seg->stack_id ? cs_recover_frames(r, seg->stack_id) : r->empty);
   cs_val_t kind = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
-  cs_r_set(r, kind, "kind", cs_r_str(r, seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind)));
+  const char *kind_name = seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind);
+  cs_r_set(r, kind, "kind", cs_r_str(r, kind_name));
   cs_r_set(r, s, "cudasnap", cs_r_close(r, kind));
   cs_val_t blocks = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
   uint64_t at = seg->addr;

@@ -10,7 +10,7 @@
 #include "analysis/kinds.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
-#include "analysis/phases.h"
+#include "analysis/phase_lanes.h"
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
 #include "common/cs_format.h"

@@ -18,7 +18,7 @@
  *   - instant events: "OOM" per out-of-memory entry (at most CS_PERFETTO_MAX_OOMS) and one
  *     "snapshot" at the snapshot's time.
  * The phases (external_annotations) are complete slices (X), a track per thread whose phases they
- * are (analysis/phases.h's lanes: the k-th thread with phases on thread k, named "phases: thread T
+ * are (analysis/phase_lanes.h's lanes: the k-th thread with phases on thread k, named "phases: thread T
  * (NAME)"; annotations without a thread, as PyTorch's and older files have, on thread 1,
  * "phases"), each thread's nested: a phase that ends after the phase around it is cut at that
  * phase's end.

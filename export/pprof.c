@@ -11,7 +11,7 @@
 #include "analysis/kinds.h"
 #include "analysis/live_map.h"
 #include "analysis/peak.h"
-#include "analysis/phases.h"
+#include "analysis/phase_lanes.h"
 #include "analysis/sites.h"
 #include "analysis/snapview.h"
 #include "analysis/val_map.h"
@@ -226,7 +226,7 @@ typedef struct cs_pp_device_s {
 } cs_pp_device_t;
 
 /* Each entry's innermost open phase: the latest started of the spans open at it (a span covers
- * the entries [start_state, end_state)) in the entry's own lane: its thread's (analysis/phases.h). */
+ * the entries [start_state, end_state)) in the entry's own lane: its thread's (analysis/phase_lanes.h). */
 static int cs_pp_phases(cs_pprof_t *p, cs_pp_device_t *d) {
   cs_phase_span_t *spans = malloc(CS_PP_MAX_SPANS * sizeof *spans);
   size_t nspans = 0, left_out = 0;

@@ -11,7 +11,7 @@
  * all_frames; a block with no stack gets one location, "(no stack)". A Python frame's function
  * has no system_name, so that pprof does not simplify "<module>" away as a C++ template. Labels: device and stream (numeric, with units "index" and "id", since pprof drops
  * a numeric label of value 0 that has no unit), kind (analysis/kinds.h) and phase (the innermost
- * NVTX / record_function phase open at the allocation on the thread that made it, analysis/phases.h,
+ * NVTX / record_function phase open at the allocation on the thread that made it, analysis/phase_lanes.h,
  * when the snapshot has phases and its trace times). time_nanos is the snapshot's time
  * (cudasnap.time_us, else its trace's last time). */
 #ifndef CS_EXPORT_PPROF_H

@@ -17,7 +17,7 @@
 
 #include "common/cs_compiler.h"
 #include "interpose/dlclose.h"
-#include "interpose/libc_dlsym.h"
+#include "real/libc_dlsym.h"
 #include "record/stack.h"
 
 typedef int (*cs_dlclose_fn)(void *);

@@ -11,9 +11,10 @@
 
 #include "common/cs_log.h"
 #include "interpose/guard.h"
-#include "interpose/libc_dlsym.h"
-#include "interpose/lifecycle.h"
-#include "interpose/real.h"
+#include "interpose/hook_table.h"
+#include "process/lifecycle.h"
+#include "real/libc_dlsym.h"
+#include "real/real.h"
 
 /* Was the lookup made from inside the CUDA driver? The driver's own lookups of hooked names must
  * get the driver's functions, or a driver that resolves its entry points with dlsym would hand
@@ -54,5 +55,5 @@ void *cs_dlsym_redirect(void *handle, const char *name) {
   cs_real_offer(fn, found);
   cs_lifecycle_activate();
   cs_log_debug("redirected %s via dlsym", name);
-  return cs_ptr_from_fn(cs_fn_info[fn].hook);
+  return cs_ptr_from_fn(cs_fn_hook(fn));
 }

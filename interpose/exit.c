@@ -1,6 +1,6 @@
 /* _exit and _Exit: the process ends without exit()'s handlers, as every child of Python's
  * multiprocessing (fork start method) does through os._exit, and many launchers' workers. The
- * final snapshot and leak report are written first (interpose/ending.h), as at exit(). Nothing
+ * final snapshot and leak report are written first (process/ending.h), as at exit(). Nothing
  * happens in a process whose CUDA state is not its own: one that never used CUDA, a fork child that
  * has not used it itself, or a vfork child (which shares its parent's memory, and calls _exit when
  * its exec fails).
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "common/cs_compiler.h"
-#include "interpose/ending.h"
 #include "interpose/exit.h"
-#include "interpose/libc_dlsym.h"
+#include "process/ending.h"
+#include "real/libc_dlsym.h"
 
 typedef void (*cs_exit_fn)(int);
 static _Atomic(cs_exit_fn) cs_exit_next;

@@ -23,4 +23,8 @@ static inline void cs_guard_exit(void) {
   cs_guard_depth--;
 }
 
+/* Is the calling thread inside cudasnap or a CUDA call it hooked? For the signal handler
+ * (process/signals.h), which the constructor tells this way. Async-signal-safe. */
+bool cs_guard_in_call(void);
+
 #endif

@@ -5,15 +5,15 @@
 #define CS_HOOKS_H
 
 #include "common/cs_compiler.h"
-#include "interpose/cuda_api.h"
 #include "interpose/cudart_api.h"
+#include "real/cuda_api.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* cudaGetDriverEntryPoint */
 #define CS_HOOK(name, pfn, base, version, ptds) extern __typeof__(*(pfn)0) name CS_EXPORT;
 #define CS_RUNTIME(name) extern __typeof__(name) name CS_EXPORT;
 #define CS_REAL(name, pfn)
-#include "interpose/hooks.def"
+#include "real/hooks.def"
 #undef CS_HOOK
 #undef CS_RUNTIME
 #undef CS_REAL

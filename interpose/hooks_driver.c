@@ -1,23 +1,25 @@
 /* The driver hooks (interposition.md section 6). Each is short: enter, hand the call to the cache
- * or to the real function, record, return exactly the status the driver or the cache produced.
+ * (device/contexts.h) or to the real function, record, return exactly the status the driver or
+ * the cache produced.
  *
  * Cache path: cuMemAlloc_v2 and cuMemFree_v2. Every other memory API passes through and is
- * recorded in foreign.c. Life-cycle hooks keep the cache consistent with contexts, streams and
- * captures. cudasnap's own driver calls use the real functions, never these hooks. */
+ * recorded in device/passthrough_mem.c. Life-cycle hooks keep the cache consistent with contexts,
+ * streams and captures. cudasnap's own driver calls use the real functions, never these hooks. */
 #include "common/cs_error.h"
 #include "common/cs_log.h"
-#include "interpose/contexts.h"
-#include "interpose/snap.h"
-#include "interpose/foreign.h"
-#include "interpose/graphs.h"
+#include "device/contexts.h"
+#include "device/graphs.h"
+#include "device/mempools.h"
+#include "device/passthrough_mem.h"
+#include "device/passthrough_oom.h"
+#include "device/recorder.h"
+#include "device/streams.h"
 #include "interpose/guard.h"
 #include "interpose/hooks.h"
-#include "interpose/lifecycle.h"
-#include "interpose/passthrough_oom.h"
-#include "interpose/real.h"
-#include "interpose/record.h"
-#include "interpose/runtime.h"
-#include "interpose/streams.h"
+#include "process/dump.h"
+#include "process/lifecycle.h"
+#include "process/runtime.h"
+#include "real/real.h"
 
 /* Call the real variant `name`, or report the driver as not initialized when it cannot be found
  * (a program that calls the driver has it loaded, so this is a broken installation). */
@@ -28,7 +30,7 @@
     (result) = cs_real_fn_(__VA_ARGS__);                                                          \
   } while (0)
 
-/* CS_FORWARD for a call that makes memory past the cache (interpose/passthrough_oom.h): when the
+/* CS_FORWARD for a call that makes memory past the cache (device/passthrough_oom.h): when the
  * driver says out of memory, cudasnap's caches on the device give back their free memory and the
  * call is asked once more; an out-of-memory answer the program then gets is recorded as one of
  * `kind` asking `size` bytes on `stream`. device_expr and size are evaluated only then. */
@@ -37,11 +39,29 @@
     CS_FORWARD(result, name, pfn, __VA_ARGS__);                                                   \
     if (CS_UNLIKELY((result) == CUDA_ERROR_OUT_OF_MEMORY)) {                                      \
       int cs_oom_device_ = (device_expr);                                                         \
-      if (cs_passthrough_oom_release(cs_oom_device_)) CS_FORWARD(result, name, pfn, __VA_ARGS__); \
-      if ((result) == CUDA_ERROR_OUT_OF_MEMORY)                                                   \
-        cs_passthrough_oom_record(kind, cs_oom_device_, (size), (uintptr_t)(stream));             \
+      if (cs_oom_release(cs_oom_device_)) CS_FORWARD(result, name, pfn, __VA_ARGS__);             \
+      if ((result) == CUDA_ERROR_OUT_OF_MEMORY) cs_oom_record(kind, cs_oom_device_, (size), (uintptr_t)(stream)); \
     }                                                                                             \
   } while (0)
+
+/* The give-back of CS_FORWARD_MEMORY, from the program's call only. */
+static CS_COLD bool cs_oom_release(int device) {
+  if (device < 0) return false; /* the guard is not touched: every exit matches an enter */
+  bool released = false;
+  if (cs_guard_enter()) released = cs_passthrough_oom_release(device);
+  cs_guard_exit();
+  return released;
+}
+
+/* The record of CS_FORWARD_MEMORY, from the program's call only; the snapshot is written before
+ * the program sees the error. */
+static CS_COLD void cs_oom_record(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream) {
+  if (cs_guard_enter()) {
+    cs_passthrough_oom_record(kind, device, size, stream);
+    cs_dump_on_oom();
+  }
+  cs_guard_exit();
+}
 
 /* The real variant asked to free what `pending` marked (cs_foreign_free_begin), its answer
  * recorded (cs_foreign_free_end) on every path. */
@@ -49,7 +69,7 @@
   do {                                                                                            \
     pfn cs_real_fn_ = CS_REAL_FN(name, pfn);                                                      \
     (result) = cs_real_fn_ ? cs_real_fn_(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;               \
-    cs_foreign_free_end(pending, (result) == CUDA_SUCCESS);                                       \
+    cs_foreign_free_end(pending, (result) == CUDA_SUCCESS);                                   \
   } while (0)
 
 static int cs_current_device(void) {
@@ -60,8 +80,9 @@ static int cs_current_device(void) {
 }
 
 /* What cuMemFree frees that is not the cache's: whichever kind the address was. */
-static const cs_foreign_kind_t cs_free_kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH, CS_FOREIGN_MANAGED,
-                                                  CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
+static const cs_foreign_kind_t cs_free_kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH,
+                                                      CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC,
+                                                      CS_FOREIGN_GRAPH};
 /* What cuMemFreeAsync frees: a stream-ordered allocation, or a graph's. */
 static const cs_foreign_kind_t cs_free_async_kinds[] = {CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
 
@@ -249,7 +270,7 @@ static bool cs_stream_in_capture(CUstream stream, bool per_thread) {
 }
 
 /* A stream-ordered allocation: memory now, or, during capture, an allocation node whose site is
- * this call (interpose/graphs.c draws it from each launch). */
+ * this call (device/graphs.c draws it from each launch). */
 static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream stream, bool per_thread) {
   if (cs_stream_in_capture(stream, per_thread)) cs_graphs_node_site(dptr, cs_record_stack());
   else cs_foreign_record(CS_FOREIGN_ASYNC, dptr, bytesize, (uintptr_t)stream);
@@ -273,7 +294,7 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
                       stream);                                                                    \
     if (r == CUDA_SUCCESS) {                                                                      \
       cs_async_allocated(*dptr, bytesize, stream, per_thread);                                    \
-      cs_foreign_pool_used((uintptr_t)pool, cs_current_device());                                  \
+      cs_mempools_used((uintptr_t)pool, cs_current_device());                                     \
     }                                                                                             \
     return r;                                                                                     \
   }
@@ -297,8 +318,8 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
   return rc == -CS_EINVAL ? CUDA_ERROR_INVALID_VALUE : cs_status_of(rc);
 }
 
-/* During capture a free node, which frees nothing until a launch (interpose/graphs.c). Otherwise
- * the free is begun before the driver is asked (foreign.h): another thread may be handed the
+/* During capture a free node, which frees nothing until a launch (device/graphs.c). Otherwise
+ * the free is begun before the driver is asked (passthrough_mem.h): another thread may be handed the
  * address as soon as the driver has freed it. */
 #define CS_ASYNC_FREE_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr dptr, CUstream stream) {                                             \
@@ -313,9 +334,9 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
       CS_FORWARD(r, name, pfn, dptr, stream);                                                     \
       return r;                                                                                   \
     }                                                                                             \
-    cs_foreign_pending_t freeing;                                                                 \
+    cs_foreign_pending_t freeing;                                                             \
     cs_foreign_free_begin(&freeing, cs_free_async_kinds, CS_ARRAY_SIZE(cs_free_async_kinds), dptr, \
-                          cs_record_stack());                                                     \
+                              cs_record_stack());                                                 \
     CS_FORWARD_FREE(r, &freeing, name, pfn, dptr, stream);                                        \
     return r;                                                                                     \
   }
@@ -326,7 +347,7 @@ CS_ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz, true)
 CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   CUresult r;
   CS_FORWARD(r, cuMemPoolDestroy, PFN_cuMemPoolDestroy_v11020, pool);
-  if (r == CUDA_SUCCESS) cs_foreign_pool_destroyed((uintptr_t)pool);
+  if (r == CUDA_SUCCESS) cs_mempools_destroyed((uintptr_t)pool);
   return r;
 }
 
@@ -337,12 +358,13 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
   CUresult r;
   /* located on the host (CUDA 12.2 on): pinned host memory, whose lack no device cache can make up */
   bool on_device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-  CS_FORWARD_MEMORY(r, on_device || !prop ? CS_FOREIGN_VMM_HANDLE : CS_FOREIGN_HOST, on_device ? prop->location.id : -1,
-                    size, 0, cuMemCreate, PFN_cuMemCreate_v10020, handle, size, prop, flags);
+  CS_FORWARD_MEMORY(r, on_device || !prop ? CS_FOREIGN_VMM_HANDLE : CS_FOREIGN_HOST,
+                    on_device ? prop->location.id : -1, size, 0, cuMemCreate, PFN_cuMemCreate_v10020, handle, size,
+                    prop, flags);
   if (r == CUDA_SUCCESS)
     cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size,
-                   prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1, 0,
-                   cs_record_stack());
+                       prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1, 0,
+                       cs_record_stack());
   return r;
 }
 
@@ -408,7 +430,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST, -1, bytesize, 0, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize, flags);
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST, -1, bytesize, 0, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize,
+                    flags);
   if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
@@ -430,9 +453,10 @@ CUresult cuMemFreeHost(void *p) {
 
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST_REGISTERED, -1, bytesize, 0, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050,
-                    p, bytesize, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1, 0, cs_record_stack());
+  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST_REGISTERED, -1, bytesize, 0, cuMemHostRegister_v2,
+                    PFN_cuMemHostRegister_v6050, p, bytesize, flags);
+  if (r == CUDA_SUCCESS)
+    cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
@@ -482,7 +506,8 @@ CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
   CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array2d_bytes(desc), 0, cuArrayCreate_v2,
                     PFN_cuArrayCreate_v3020, array, desc);
-  if (r == CUDA_SUCCESS && desc) cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array2d_bytes(desc), 0);
+  if (r == CUDA_SUCCESS && desc)
+    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array2d_bytes(desc), 0);
   return r;
 }
 
@@ -490,7 +515,8 @@ CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
   CUresult r;
   CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array3d_bytes(desc, 1), 0, cuArray3DCreate_v2,
                     PFN_cuArray3DCreate_v3020, array, desc);
-  if (r == CUDA_SUCCESS && desc) cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, 1), 0);
+  if (r == CUDA_SUCCESS && desc)
+    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, 1), 0);
   return r;
 }
 
@@ -520,7 +546,7 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   return r;
 }
 
-/* ---- graph memory nodes (interpose/graphs.c): sites at node creation, memory from launches ---- */
+/* ---- graph memory nodes (device/graphs.c): sites at node creation, memory from launches ---- */
 
 CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                 CUDA_MEM_ALLOC_NODE_PARAMS *params) {
@@ -613,7 +639,7 @@ CUresult cuGraphExecDestroy(CUgraphExec exec) {
 /* ---- IPC ---- */
 
 /* The driver knows an import's size (the exporter's allocation); drawn on the current device. */
-static void cs_foreign_ipc_opened(CUdeviceptr dptr) {
+static void cs_ipc_opened(CUdeviceptr dptr) {
   CUdeviceptr base = 0;
   size_t size = 0;
   PFN_cuMemGetAddressRange_v3020 range = CS_REAL_FN(cuMemGetAddressRange_v2, PFN_cuMemGetAddressRange_v3020);
@@ -624,14 +650,14 @@ static void cs_foreign_ipc_opened(CUdeviceptr dptr) {
 CUresult cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuIpcOpenMemHandle, PFN_cuIpcOpenMemHandle_v4010, dptr, handle, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_ipc_opened(*dptr);
+  if (r == CUDA_SUCCESS) cs_ipc_opened(*dptr);
   return r;
 }
 
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
   CUresult r;
   CS_FORWARD(r, cuIpcOpenMemHandle_v2, PFN_cuIpcOpenMemHandle_v11000, dptr, handle, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_ipc_opened(*dptr);
+  if (r == CUDA_SUCCESS) cs_ipc_opened(*dptr);
   return r;
 }
 

@@ -10,13 +10,13 @@
 #include "interpose/cudart_api.h"
 #include "interpose/guard.h"
 #include "interpose/hooks.h"
-#include "interpose/real.h"
+#include "real/real.h"
 
 CS_TLS int cs_rt_label;
 
 /* The first runtime call that failed, packed as (fn + 1) << 32 | error; 0: none. A program whose
  * runtime finds no driver makes no driver call at all, so this is all cudasnap sees of its CUDA
- * use: `cudasnap run` says at exit that its calls failed, and why (interpose/lifecycle.c). Set on
+ * use: `cudasnap run` says at exit that its calls failed, and why (interpose/preload.c). Set on
  * the failure path only. */
 static _Atomic uint64_t cs_rt_failure;
 

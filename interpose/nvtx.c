@@ -1,5 +1,5 @@
 /* libcudasnap.so as the process's NVTX injection: the program's ranges and marks become phases
- * (record/phases.h), which snapshots write as `external_annotations`.
+ * (phases/phases.h), which snapshots write as `external_annotations`.
  *
  * NVTX v3 is header-only: every library that uses it carries its own copy, which, at its first
  * NVTX call, dlopens the library named by NVTX_INJECTION64_PATH and calls its
@@ -14,9 +14,8 @@
  * the variable, which it and its children inherit, is then all it sees of cudasnap (pinned down by
  * tests/integration/inert_touched.sh). It cannot be set later: NVTX reads it at the first NVTX
  * call, which may come before any CUDA call.
- * The callbacks run on the program's threads, take no lock and call CUDA at most for
- * cuCtxGetCurrent (the annotation's device) once cudasnap is active. Every range is its thread's:
- * a push/pop range the pushing thread's, a start/end range the starting thread's (issue 44); names
+ * The callbacks run on the program's threads, hand each call to phases/ranges.h, take no lock and
+ * call CUDA at most for cuCtxGetCurrent (the annotation's device) once cudasnap is active; names
  * given to threads with nvtxNameOsThread name them in the snapshot. */
 #define NVTX_NO_IMPL
 #define NVTX_AS_SYSTEM_HEADER
@@ -29,17 +28,13 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "common/cs_compiler.h"
 #include "common/cs_log.h"
-#include "interpose/contexts.h"
-#include "interpose/libc_dlsym.h"
-#include "interpose/lifecycle.h"
 #include "interpose/nvtx.h"
 #include "interpose/nvtx_env.h"
-#include "record/phases.h"
-#include "record/pools.h"
-#include "record/thread_id.h"
-#include "record/ticks.h"
+#include "phases/phases.h"
+#include "phases/ranges.h"
+#include "process/lifecycle.h"
+#include "real/libc_dlsym.h"
 
 /* ---- the export-table protocol, as nvtxTypes.h defines it ---- */
 
@@ -78,243 +73,63 @@ typedef struct cs_nvtx_version_info_s {
 /* Set by the constructor: whether NVTX's call is accepted. */
 static bool cs_nvtx_accepting;
 
-/* ---- names ---- */
+/* ---- the callbacks: each hands the call to phases/ranges.h ---- */
 
-/* A domain: its name, interned with "::" (handles point here; never freed). */
-enum { CS_NVTX_MAX_DOMAINS = 256, CS_NVTX_NAME_MAX = 512 };
-struct nvtxDomainRegistration_st {
-  char prefix[128]; /* "domain::" */
-  size_t prefix_len;
-};
-static struct nvtxDomainRegistration_st cs_nvtx_domains[CS_NVTX_MAX_DOMAINS];
-static int cs_nvtx_domain_count;
-static pthread_mutex_t cs_nvtx_domain_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The annotation's device: no CUDA call is made before cudasnap is active. */
+#define CS_NVTX_DEVICE cs_lifecycle_thread_device
 
-/* A wide string as UTF-8 (wchar_t is UTF-32 on Linux), truncated to fit. */
-static size_t cs_nvtx_utf8(const wchar_t *w, char *out, size_t cap) {
-  size_t n = 0;
-  for (; w && *w; w++) {
-    uint32_t c = (uint32_t)*w;
-    char b[4];
-    size_t k;
-    if (c < 0x80) { b[0] = (char)c; k = 1; }
-    else if (c < 0x800) { b[0] = (char)(0xC0 | c >> 6); b[1] = (char)(0x80 | (c & 0x3F)); k = 2; }
-    else if (c < 0x10000) {
-      b[0] = (char)(0xE0 | c >> 12); b[1] = (char)(0x80 | (c >> 6 & 0x3F)); b[2] = (char)(0x80 | (c & 0x3F)); k = 3;
-    } else if (c < 0x110000) {
-      b[0] = (char)(0xF0 | c >> 18); b[1] = (char)(0x80 | (c >> 12 & 0x3F));
-      b[2] = (char)(0x80 | (c >> 6 & 0x3F)); b[3] = (char)(0x80 | (c & 0x3F)); k = 4;
-    } else continue;
-    if (n + k >= cap) break;
-    memcpy(out + n, b, k);
-    n += k;
-  }
-  out[n] = '\0';
-  return n;
+static void cs_nvtx_MarkEx(const nvtxEventAttributes_t *a) {
+  cs_ranges_mark(cs_ranges_name_attr(NULL, a), CS_NVTX_DEVICE);
 }
-
-/* The phase id of a message in a domain (NULL: the default domain, names as they are). */
-static uint32_t cs_nvtx_name(nvtxDomainHandle_t domain, const char *text, size_t len) {
-  if (!domain) return cs_phases_name(text, len);
-  char buf[CS_NVTX_NAME_MAX];
-  size_t p = domain->prefix_len;
-  memcpy(buf, domain->prefix, p);
-  len = strnlen(text, len < sizeof buf - 1 - p ? len : sizeof buf - 1 - p);
-  memcpy(buf + p, text, len);
-  return cs_phases_name(buf, p + len);
-}
-
-/* The last name this thread used, by domain and address: programs push the same literals (and
- * registered strings) over and over. The text is compared too, since a caller's buffer may hold
- * another name next time. */
-static CS_TLS nvtxDomainHandle_t cs_nvtx_last_domain;
-static CS_TLS const char *cs_nvtx_last_text;
-static CS_TLS uint32_t cs_nvtx_last_id;
-
-static bool cs_nvtx_same_name(nvtxDomainHandle_t domain, const char *text, uint32_t id) {
-  const char *name = cs_phases_name_text(id);
-  if (domain) {
-    if (strncmp(name, domain->prefix, domain->prefix_len) != 0) return false;
-    name += domain->prefix_len;
-  }
-  return strcmp(name, text) == 0;
-}
-
-static uint32_t cs_nvtx_name_a(nvtxDomainHandle_t domain, const char *text) {
-  if (!text) text = "";
-  if (text == cs_nvtx_last_text && domain == cs_nvtx_last_domain && cs_nvtx_same_name(domain, text, cs_nvtx_last_id))
-    return cs_nvtx_last_id;
-  uint32_t id = cs_nvtx_name(domain, text, SIZE_MAX);
-  cs_nvtx_last_domain = domain;
-  cs_nvtx_last_text = text;
-  cs_nvtx_last_id = id;
-  return id;
-}
-
-static uint32_t cs_nvtx_name_w(nvtxDomainHandle_t domain, const wchar_t *text) {
-  char buf[CS_NVTX_NAME_MAX];
-  size_t n = cs_nvtx_utf8(text, buf, sizeof buf);
-  return cs_nvtx_name(domain, buf, n);
-}
-
-/* Registered strings: the handle is the phase id of the bare string. */
-static nvtxStringHandle_t cs_nvtx_handle_of(uint32_t id) { return (nvtxStringHandle_t)(uintptr_t)id; }
-
-static uint32_t cs_nvtx_name_attr(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *attr) {
-  size_t need = offsetof(nvtxEventAttributes_t, message) + sizeof attr->message;
-  if (!attr || attr->size < need) return cs_nvtx_name_a(domain, "");
-  switch (attr->messageType) {
-  case NVTX_MESSAGE_TYPE_ASCII: return cs_nvtx_name_a(domain, attr->message.ascii);
-  case NVTX_MESSAGE_TYPE_UNICODE: return cs_nvtx_name_w(domain, attr->message.unicode);
-  case NVTX_MESSAGE_TYPE_REGISTERED:
-    return cs_nvtx_name_a(domain, cs_phases_name_text((uint32_t)(uintptr_t)attr->message.registered));
-  default: return cs_nvtx_name_a(domain, "");
-  }
-}
-
-/* ---- recording ---- */
-
-static int cs_nvtx_device(void) {
-  return atomic_load_explicit(&cs_lifecycle_active, memory_order_acquire) ? cs_contexts_thread_device() : 0;
-}
-
-/* Push/pop: NVTX keeps one stack per thread and domain; a pop names nothing, so the names pushed
- * are kept here. Deeper than this, ranges are not recorded (their pops are matched by depth). */
-enum { CS_NVTX_STACK = 32 };
-typedef struct cs_nvtx_stack_s {
-  uint32_t name[CS_NVTX_STACK];
-  nvtxDomainHandle_t domain[CS_NVTX_STACK];
-  int depth;        /* entries held */
-  int unrecorded;   /* pushes past CS_NVTX_STACK not yet popped */
-} cs_nvtx_stack_t;
-static CS_TLS cs_nvtx_stack_t cs_nvtx_stack;
-
-static int cs_nvtx_push(nvtxDomainHandle_t domain, uint32_t name) {
-  cs_nvtx_stack_t *s = &cs_nvtx_stack;
-  if (s->depth == CS_NVTX_STACK) return CS_NVTX_STACK + s->unrecorded++;
-  s->name[s->depth] = name;
-  s->domain[s->depth] = domain;
-  cs_phases_record(name, CS_PHASE_START, cs_nvtx_device());
-  return s->depth++;
-}
-
-static int cs_nvtx_pop(nvtxDomainHandle_t domain) {
-  cs_nvtx_stack_t *s = &cs_nvtx_stack;
-  if (s->unrecorded > 0) return CS_NVTX_STACK + --s->unrecorded;
-  for (int i = s->depth - 1; i >= 0; i--) {
-    if (s->domain[i] != domain) continue;
-    cs_phases_record(s->name[i], CS_PHASE_END, cs_nvtx_device());
-    for (int k = i; k + 1 < s->depth; k++) { /* another domain's ranges above it stay, in order */
-      s->name[k] = s->name[k + 1];
-      s->domain[k] = s->domain[k + 1];
-    }
-    return --s->depth;
-  }
-  return -1; /* a pop with nothing pushed, as NVTX reports it */
-}
-
-/* Start/end: the range id carries the name and the starting thread (bit 32 set: 0 stays "not
- * recorded"), so no table of open ranges is needed and an end on any thread names its range and
- * gives it to the thread that started it: a range belongs to one thread, at both ends. */
-enum { CS_NVTX_ID_THREAD_SHIFT = 33 };
-
-uint64_t cs_nvtx_range_start(uint32_t name) {
-  uint32_t thread = cs_thread_id();
-  cs_phases_record_on(name, CS_PHASE_START, cs_nvtx_device(), thread, cs_ticks_now());
-  return (uint64_t)thread << CS_NVTX_ID_THREAD_SHIFT | UINT64_C(1) << 32 | name;
-}
-
-void cs_nvtx_range_end(uint64_t id) {
-  uint32_t name = (uint32_t)id;
-  uint64_t thread = id >> CS_NVTX_ID_THREAD_SHIFT;
-  if ((id >> 32 & 1) && name && thread != 0 && thread < UINT64_C(1) << CS_THREAD_ID_BITS)
-    cs_phases_record_on(name, CS_PHASE_END, cs_nvtx_device(), (uint32_t)thread, cs_ticks_now());
-}
-
-static nvtxRangeId_t cs_nvtx_start(uint32_t name) { return cs_nvtx_range_start(name); }
-static void cs_nvtx_end(nvtxRangeId_t id) { cs_nvtx_range_end(id); }
-
-/* A mark: a phase of no length (START and END at one time), so readers that pair the two see it
- * and none leaves it open. */
-static void cs_nvtx_mark(uint32_t name) {
-  uint64_t now = cs_ticks_now();
-  int device = cs_nvtx_device();
-  cs_phases_record_at(name, CS_PHASE_START, device, now);
-  cs_phases_record_at(name, CS_PHASE_END, device, now);
-}
-
-/* ---- the callbacks ---- */
-
-static void cs_nvtx_MarkEx(const nvtxEventAttributes_t *a) { cs_nvtx_mark(cs_nvtx_name_attr(NULL, a)); }
-static void cs_nvtx_MarkA(const char *m) { cs_nvtx_mark(cs_nvtx_name_a(NULL, m)); }
-static void cs_nvtx_MarkW(const wchar_t *m) { cs_nvtx_mark(cs_nvtx_name_w(NULL, m)); }
+static void cs_nvtx_MarkA(const char *m) { cs_ranges_mark(cs_ranges_name(NULL, m), CS_NVTX_DEVICE); }
+static void cs_nvtx_MarkW(const wchar_t *m) { cs_ranges_mark(cs_ranges_name_w(NULL, m), CS_NVTX_DEVICE); }
 static nvtxRangeId_t cs_nvtx_RangeStartEx(const nvtxEventAttributes_t *a) {
-  return cs_nvtx_start(cs_nvtx_name_attr(NULL, a));
+  return cs_ranges_start(cs_ranges_name_attr(NULL, a), CS_NVTX_DEVICE);
 }
-static nvtxRangeId_t cs_nvtx_RangeStartA(const char *m) { return cs_nvtx_start(cs_nvtx_name_a(NULL, m)); }
-static nvtxRangeId_t cs_nvtx_RangeStartW(const wchar_t *m) { return cs_nvtx_start(cs_nvtx_name_w(NULL, m)); }
-static void cs_nvtx_RangeEnd(nvtxRangeId_t id) { cs_nvtx_end(id); }
-static int cs_nvtx_RangePushEx(const nvtxEventAttributes_t *a) { return cs_nvtx_push(NULL, cs_nvtx_name_attr(NULL, a)); }
-static int cs_nvtx_RangePushA(const char *m) { return cs_nvtx_push(NULL, cs_nvtx_name_a(NULL, m)); }
-static int cs_nvtx_RangePushW(const wchar_t *m) { return cs_nvtx_push(NULL, cs_nvtx_name_w(NULL, m)); }
-static int cs_nvtx_RangePop(void) { return cs_nvtx_pop(NULL); }
-/* A thread's name, for the phases of that thread (nvtxNameOsThread takes the kernel's id). */
-static void cs_nvtx_NameOsThreadA(uint32_t thread, const char *name) {
-  cs_phases_name_thread(thread, cs_phases_name(name ? name : "", CS_NVTX_NAME_MAX));
+static nvtxRangeId_t cs_nvtx_RangeStartA(const char *m) {
+  return cs_ranges_start(cs_ranges_name(NULL, m), CS_NVTX_DEVICE);
 }
-static void cs_nvtx_NameOsThreadW(uint32_t thread, const wchar_t *name) {
-  cs_phases_name_thread(thread, cs_nvtx_name_w(NULL, name));
+static nvtxRangeId_t cs_nvtx_RangeStartW(const wchar_t *m) {
+  return cs_ranges_start(cs_ranges_name_w(NULL, m), CS_NVTX_DEVICE);
 }
+static void cs_nvtx_RangeEnd(nvtxRangeId_t id) { cs_ranges_end(id, CS_NVTX_DEVICE); }
+static int cs_nvtx_RangePushEx(const nvtxEventAttributes_t *a) {
+  return cs_ranges_push(NULL, cs_ranges_name_attr(NULL, a), CS_NVTX_DEVICE);
+}
+static int cs_nvtx_RangePushA(const char *m) { return cs_ranges_push(NULL, cs_ranges_name(NULL, m), CS_NVTX_DEVICE); }
+static int cs_nvtx_RangePushW(const wchar_t *m) {
+  return cs_ranges_push(NULL, cs_ranges_name_w(NULL, m), CS_NVTX_DEVICE);
+}
+static int cs_nvtx_RangePop(void) { return cs_ranges_pop(NULL, CS_NVTX_DEVICE); }
+static void cs_nvtx_NameOsThreadA(uint32_t thread, const char *name) { cs_ranges_name_thread(thread, name); }
+static void cs_nvtx_NameOsThreadW(uint32_t thread, const wchar_t *name) { cs_ranges_name_thread_w(thread, name); }
 
 static void cs_nvtx_DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  cs_nvtx_mark(cs_nvtx_name_attr(d, a));
+  cs_ranges_mark(cs_ranges_name_attr(d, a), CS_NVTX_DEVICE);
 }
 static nvtxRangeId_t cs_nvtx_DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  return cs_nvtx_start(cs_nvtx_name_attr(d, a));
+  return cs_ranges_start(cs_ranges_name_attr(d, a), CS_NVTX_DEVICE);
 }
 static void cs_nvtx_DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) {
   (void)d;
-  cs_nvtx_end(id);
+  cs_ranges_end(id, CS_NVTX_DEVICE);
 }
 static int cs_nvtx_DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  return cs_nvtx_push(d, cs_nvtx_name_attr(d, a));
+  return cs_ranges_push(d, cs_ranges_name_attr(d, a), CS_NVTX_DEVICE);
 }
-static int cs_nvtx_DomainRangePop(nvtxDomainHandle_t d) { return cs_nvtx_pop(d); }
+static int cs_nvtx_DomainRangePop(nvtxDomainHandle_t d) { return cs_ranges_pop(d, CS_NVTX_DEVICE); }
 
 static nvtxStringHandle_t cs_nvtx_DomainRegisterStringA(nvtxDomainHandle_t d, const char *s) {
   (void)d;
-  return cs_nvtx_handle_of(cs_nvtx_name_a(NULL, s));
+  return cs_ranges_string_handle(cs_ranges_name(NULL, s));
 }
 static nvtxStringHandle_t cs_nvtx_DomainRegisterStringW(nvtxDomainHandle_t d, const wchar_t *s) {
   (void)d;
-  return cs_nvtx_handle_of(cs_nvtx_name_w(NULL, s));
+  return cs_ranges_string_handle(cs_ranges_name_w(NULL, s));
 }
 
-/* Domains are few and created once: a lock and a scan. Equal names share a handle. */
-static nvtxDomainHandle_t cs_nvtx_domain(const char *name) {
-  if (!name) name = "";
-  size_t len = strnlen(name, sizeof cs_nvtx_domains[0].prefix - 3);
-  pthread_mutex_lock(&cs_nvtx_domain_lock);
-  nvtxDomainHandle_t d = NULL;
-  for (int i = 0; i < cs_nvtx_domain_count && !d; i++)
-    if (cs_nvtx_domains[i].prefix_len == len + 2 && memcmp(cs_nvtx_domains[i].prefix, name, len) == 0)
-      d = &cs_nvtx_domains[i];
-  if (!d && cs_nvtx_domain_count < CS_NVTX_MAX_DOMAINS) {
-    d = &cs_nvtx_domains[cs_nvtx_domain_count++];
-    memcpy(d->prefix, name, len);
-    memcpy(d->prefix + len, "::", 3);
-    d->prefix_len = len + 2;
-  }
-  pthread_mutex_unlock(&cs_nvtx_domain_lock);
-  return d; /* NULL past the limit: that domain's names go to the default domain */
-}
-
-static nvtxDomainHandle_t cs_nvtx_DomainCreateA(const char *name) { return cs_nvtx_domain(name); }
-static nvtxDomainHandle_t cs_nvtx_DomainCreateW(const wchar_t *name) {
-  char buf[CS_NVTX_NAME_MAX];
-  cs_nvtx_utf8(name, buf, sizeof buf);
-  return cs_nvtx_domain(buf);
-}
+static nvtxDomainHandle_t cs_nvtx_DomainCreateA(const char *name) { return cs_ranges_domain(name); }
+static nvtxDomainHandle_t cs_nvtx_DomainCreateW(const wchar_t *name) { return cs_ranges_domain_w(name); }
 static void cs_nvtx_DomainDestroy(nvtxDomainHandle_t d) { (void)d; /* handles stay valid */ }
 
 /* ---- attaching ---- */
@@ -325,17 +140,6 @@ static void cs_nvtx_DomainDestroy(nvtxDomainHandle_t d) { (void)d; /* handles st
       *(table)[id] = (cs_nvtx_fn)(fn);                                                              \
     }                                                                                               \
   } while (0)
-
-static void cs_nvtx_postfork_child(void) {
-  cs_thread_id_postfork_child(); /* before anything records: the child's thread has its own id */
-  cs_phases_clear();
-  cs_pools_postfork_child();
-}
-
-void cs_nvtx_install_fork_handler(void) {
-  static atomic_bool installed;
-  if (!atomic_exchange(&installed, true)) pthread_atfork(NULL, NULL, cs_nvtx_postfork_child);
-}
 
 static bool cs_nvtx_attach_core(const cs_nvtx_callbacks_t *cb) {
   cs_nvtx_table_t t = NULL;
@@ -381,7 +185,7 @@ int InitializeInjectionNvtx2(cs_nvtx_get_export_table_t get) {
   const cs_nvtx_callbacks_t *cb = get(CS_NVTX_ETID_CALLBACKS);
   if (!cb || cb->struct_size < sizeof *cb || !cb->get_module_function_table) return 0;
   if (!cs_phases_init()) return 0;
-  cs_nvtx_install_fork_handler();
+  cs_ranges_install_fork_handler();
   if (!cs_nvtx_attach_core(cb)) return 0;
   cs_nvtx_attach_core2(cb);
   const cs_nvtx_version_info_t *v = get(CS_NVTX_ETID_VERSIONINFO);

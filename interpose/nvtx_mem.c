@@ -1,5 +1,5 @@
 /* NVTX's memory extension (nvToolsExtMem.h): pools that declare the regions they hand out (Umpire,
- * RMM) are followed in record/pools.c, so snapshots draw a pool's block as its regions.
+ * RMM) are followed in phases/pools.c, so snapshots draw a pool's block as its regions.
  *
  * Each NVTX extension calls InitializeInjectionNvtxExtension with its module's function slots;
  * cudasnap fills the memory module's first seven (heap register/unregister/reset, regions
@@ -17,13 +17,14 @@
 #include <string.h>
 
 #include "common/cs_log.h"
-#include "interpose/contexts.h"
-#include "interpose/foreign.h"
-#include "interpose/lifecycle.h"
+#include "device/contexts.h"
+#include "device/passthrough_mem.h"
+#include "device/recorder.h"
 #include "interpose/nvtx.h"
-#include "interpose/record.h"
-#include "record/phases.h"
-#include "record/pools.h"
+#include "phases/phases.h"
+#include "phases/pools.h"
+#include "phases/ranges.h"
+#include "process/lifecycle.h"
 #include "record/ticks.h"
 
 enum { CS_NVTX_MEM_WARNINGS = 10 };
@@ -172,7 +173,7 @@ int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t *info) {
       info->compatId != NVTX_EXT_COMPATID_MEM || info->segmentsCount < 1 || !info->segments ||
       info->segments[0].slotCount < CS_MEM_SLOTS_USED || !info->segments[0].functionSlots || !cs_phases_init())
     return 0;
-  cs_nvtx_install_fork_handler();
+  cs_ranges_install_fork_handler();
   intptr_t *slots = info->segments[0].functionSlots;
   slots[CS_MEM_HeapRegister] = (intptr_t)cs_nvtx_HeapRegister;
   slots[CS_MEM_HeapUnregister] = (intptr_t)cs_nvtx_HeapUnregister;

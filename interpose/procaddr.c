@@ -9,10 +9,11 @@
 #include "common/cs_log.h"
 #include "interpose/cudart_api.h"
 #include "interpose/guard.h"
+#include "interpose/hook_table.h"
 #include "interpose/hooks.h"
-#include "interpose/lifecycle.h"
 #include "interpose/procaddr.h"
-#include "interpose/real.h"
+#include "process/lifecycle.h"
+#include "real/real.h"
 
 cs_fn_t cs_procaddr_variant(const char *symbol, int version, bool ptds) {
   cs_fn_t best[2] = {CS_FN_COUNT, CS_FN_COUNT}; /* [legacy, ptds] */
@@ -32,7 +33,7 @@ static void cs_procaddr_redirect(const char *symbol, int version, bool ptds, voi
   cs_any_fn found = cs_fn_from_ptr(*pfn);
   if (cs_fn_is_hook(found)) return; /* resolved through one of our hooks already */
   cs_real_offer(fn, found);
-  *pfn = cs_ptr_from_fn(cs_fn_info[fn].hook);
+  *pfn = cs_ptr_from_fn(cs_fn_hook(fn));
   cs_lifecycle_activate();
   cs_log_debug("redirected %s (version %d%s) to %s via %s", symbol, version, ptds ? ", per-thread stream" : "",
                cs_fn_info[fn].name, route);

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "interpose/real.h"
+#include "real/real.h"
 
 /* The hooked variant for (symbol, version, ptds): among the hooks of that base name whose first
  * version is at most `version`, the newest; a per-thread-stream variant when ptds and one exists,

@@ -1,5 +1,5 @@
 /* The publisher's side of the live record (live/live_format.h): made once, rewritten in place
- * under the sequence lock, removed at the end. Used by interpose/live.c on the control thread; no
+ * under the sequence lock, removed at the end. Used by publish/live_publish.c on the control thread; no
  * function here is on the allocation path. */
 #ifndef CS_LIVE_WRITE_H
 #define CS_LIVE_WRITE_H

@@ -96,7 +96,7 @@ void cs_emit_none(cs_emitter_t *e);
 
 /* End the open container's current batch after the items written so far (pickle: its
  * SETITEMS/APPENDS; JSON: nothing), so that a reader can stop after them: the snapshot's head
- * (snapshot/summary.h) is the root dict's first pair, a batch of its own. */
+ * (snapshot/snap_summary.h) is the root dict's first pair, a batch of its own. */
 void cs_emit_batch_break(cs_emitter_t *e);
 
 /* Shared frame lists, see above. id > 0. */

@@ -25,7 +25,9 @@ bool cs_foreign_kind_counted(cs_foreign_kind_t kind) {
   }
 }
 
-bool cs_foreign_kind_pooled(cs_foreign_kind_t kind) { return kind == CS_FOREIGN_ASYNC || kind == CS_FOREIGN_GRAPH; }
+bool cs_foreign_kind_pooled(cs_foreign_kind_t kind) {
+  return kind == CS_FOREIGN_ASYNC || kind == CS_FOREIGN_GRAPH;
+}
 
 void cs_foreign_stat_key(cs_foreign_kind_t kind, int field, char *buf, size_t len) {
   static const char *const fields[CS_FOREIGN_STAT_FIELDS - 1] = {"current", "peak", "allocated", "freed"};

@@ -1,4 +1,4 @@
-/* The kinds of memory that pass the cache by (interpose/foreign.c records them), as a snapshot
+/* The kinds of memory that pass the cache by (device/passthrough_mem.c records them), as a snapshot
  * names, draws and reconciles them: each segment's "kind", the "passthrough_bytes.*" and
  * "passthrough_ooms.*" statistics keys. Part of the format both sides share: the library records and writes them; the tool reads
  * them in a recording file's pass-through ring (reader/recording.h) and names them (`cudasnap

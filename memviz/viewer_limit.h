@@ -1,5 +1,5 @@
 /* How big a JSON snapshot the memory_viz viewer can open in a browser, and what to say when one is
- * bigger (the line that reports a written snapshot, interpose/snap_write.c).
+ * bigger (the line that reports a written snapshot, process/dump_write.c).
  *
  * The viewer decodes the whole file into one JavaScript string and JSON.parse()s it. Chromium
  * cannot make a string longer than 2^29 - 24 characters: a JSON file above 512 MiB does not load at

@@ -125,7 +125,7 @@ typedef struct cs_doc_writer_s {
   uint64_t written;
 } cs_doc_writer_t;
 
-/* snapshot/summary.h's key (the model does not depend on the library's writer) */
+/* snapshot/snap_summary.h's key (the model does not depend on the library's writer) */
 #define CS_DOC_HEAD_KEY "cudasnap_summary"
 
 static void cs_doc_write_value(cs_doc_writer_t *w, cs_val_t v, uint32_t key);

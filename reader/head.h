@@ -1,7 +1,7 @@
 /* The head of a snapshot file: its root dict's first pair, read without the rest of the file.
  *
  * cudasnap writes a small summary of the process as the first key of every snapshot
- * (`cudasnap_summary`, snapshot/summary.h), so that `cudasnap ranks` over a job of a thousand files
+ * (`cudasnap_summary`, snapshot/snap_summary.h), so that `cudasnap ranks` over a job of a thousand files
  * reads a few KB of each, whatever their number of events. JSON: the YAJL stream stops once that
  * value is closed (a callback returning 0 cancels the parse). Pickle: the unpickler runs on a
  * prefix of the file up to the root dict's first SETITEMS, which the writer puts right after the

@@ -14,7 +14,7 @@
  * it on the 48-bit address spaces this runs on): a record number and the instruction index. The
  * record is cudasnap's copy of what names the code object (qualified name, file, first line,
  * location table), made once per code object the first time one of its frames is seen, so that
- * naming at snapshot time (snapshot/pyframes.h) reads only cudasnap's memory. */
+ * naming at snapshot time (snapshot/pyframe_names.h) reads only cudasnap's memory. */
 #ifndef CS_PYFRAMES_H
 #define CS_PYFRAMES_H
 

@@ -9,7 +9,7 @@
 #include "analysis/device_blocks.h"
 #include "analysis/kinds.h"
 #include "analysis/peak.h"
-#include "analysis/phases.h"
+#include "analysis/phase_lanes.h"
 #include "analysis/reconcile.h"
 #include "report/report_timeline.h"
 #include "analysis/snapstats.h"
@@ -116,7 +116,7 @@ static void cs_rd_timeline(cs_emitter_t *e, const cs_report_timeline_t *t) {
 
 /* The program's phases (external_annotations: NVTX ranges, record_function), drawn over the
  * timeline: [name, depth, start state, end state, start us, end us, lane] each, depth within the
- * lane; and the lanes, the threads whose phases they are (analysis/phases.h), as "phase_threads" (absent without
+ * lane; and the lanes, the threads whose phases they are (analysis/phase_lanes.h), as "phase_threads" (absent without
  * phases): [thread (0: none recorded), its label ("thread T (NAME)", "" for none)] each. */
 enum { CS_RD_MAX_PHASES = 2000 };
 

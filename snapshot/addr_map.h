@@ -1,6 +1,6 @@
 /* A map from block address to the block live there (its requested bytes and stack id, which for
- * memory passed through carries its kind: record/recfile.h, snapshot.h's cs_snap_entry_kind), for the
- * replay of a history inside the writer (snapshot/summary.h). Open addressing with linear probing
+ * memory passed through carries its kind: record/recfile.h, snap_entry.h's cs_snap_entry_kind), for the
+ * replay of a history inside the writer (snapshot/snap_summary.h). Open addressing with linear probing
  * and backward-shift deletion, so that removals leave no tombstones to slow a long replay down;
  * it grows by doubling and never shrinks. Address 0 is kept apart (0 marks an empty slot). */
 #ifndef CS_SNAPSHOT_ADDR_MAP_H

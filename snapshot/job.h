@@ -3,7 +3,7 @@
  * Written into every snapshot as `cudasnap.job` (docs/ranks.md), so that `cudasnap ranks` can tell
  * the ranks of a job apart without trusting file names.
  *
- * Read once, when the options are (interpose/runtime.c): the environment of a running program may
+ * Read once, when the options are (process/runtime.c): the environment of a running program may
  * change, and a snapshot must not call getenv on the way. */
 #ifndef CS_SNAPSHOT_JOB_H
 #define CS_SNAPSHOT_JOB_H

@@ -73,8 +73,9 @@ static void cs_leak_report_kind(const cs_leak_item_t *items, size_t n, int kind,
   if (kind < 0)
     cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total, hint);
   else
-    cs_log_info("passed through, %s: %llu allocation%s (%s) never freed%s", cs_foreign_kind_name((cs_foreign_kind_t)kind),
-                (unsigned long long)blocks, blocks == 1 ? "" : "s", total, hint);
+    cs_log_info("passed through, %s: %llu allocation%s (%s) never freed%s",
+                cs_foreign_kind_name((cs_foreign_kind_t)kind), (unsigned long long)blocks, blocks == 1 ? "" : "s",
+                total, hint);
   if (named) {
     qsort(sites, count, sizeof *sites, cs_leak_site_cmp);
     for (size_t i = 0; i < count && i < CS_LEAK_TOP_SITES; i++) {

@@ -9,8 +9,10 @@
 #include "common/cs_populate.h"
 #include "memviz/allocator_frames.h"
 #include "snapshot/annotations.h"
-#include "snapshot/pools.h"
-#include "snapshot/summary.h"
+#include "snapshot/snap_entry.h"
+#include "snapshot/snap_grow.h"
+#include "snapshot/snap_pools.h"
+#include "snapshot/snap_summary.h"
 
 /* ------------------------------------------------------------------------------------------------
  * The frozen copy
@@ -32,17 +34,6 @@ void cs_snap_state_free(cs_snap_state_t *s) {
   free(s->entry_notes);
   free(s->others);
   memset(s, 0, sizeof *s);
-}
-
-bool cs_snap_grow(void **items, size_t *capacity, size_t need, size_t item_size) {
-  if (need <= *capacity) return true;
-  size_t grown = *capacity ? *capacity * 2 : 256;
-  while (grown < need) grown *= 2;
-  void *p = realloc(*items, grown * item_size);
-  if (!p) return false;
-  *items = p;
-  *capacity = grown;
-  return true;
 }
 
 typedef struct cs_snap_copy_s {
@@ -83,8 +74,8 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
   if (device >= s->device_count) s->device_count = device + 1;
 }
 
-void cs_snap_state_add_foreign_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
-                                       cs_foreign_kind_t kind, bool expandable, uint32_t stack_id) {
+void cs_snap_state_add_passthrough_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
+                                           cs_foreign_kind_t kind, bool expandable, uint32_t stack_id) {
   if (s->error || device < 0 || device >= CS_SNAP_MAX_DEVICES) return;
   if (!cs_snap_grow((void **)&s->segments, &s->segment_capacity, s->segment_count + 1, sizeof *s->segments)) {
     s->error = -CS_EHOSTMEM;
@@ -96,7 +87,7 @@ void cs_snap_state_add_foreign_segment(cs_snap_state_t *s, int device, uintptr_t
   if (device >= s->device_count) s->device_count = device + 1;
 }
 
-void cs_snap_state_add_foreign_block(cs_snap_state_t *s, size_t size, uint32_t stack_id) {
+void cs_snap_state_add_passthrough_block(cs_snap_state_t *s, size_t size, uint32_t stack_id) {
   if (s->error || s->segment_count == 0) return;
   if (!cs_snap_grow((void **)&s->blocks, &s->block_capacity, s->block_count + 1, sizeof *s->blocks)) {
     s->error = -CS_EHOSTMEM;
@@ -109,7 +100,8 @@ void cs_snap_state_add_foreign_block(cs_snap_state_t *s, size_t size, uint32_t s
       (cs_snap_block_t){.size = size, .requested = size, .state = CS_BLOCK_ALLOCATED, .stack_id = stack_id};
 }
 
-void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size, uint32_t stack_id) {
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size,
+                             uint32_t stack_id) {
   if (s->error) return;
   if (!cs_snap_grow((void **)&s->others, &s->other_capacity, s->other_count + 1, sizeof *s->others)) {
     s->error = -CS_EHOSTMEM;

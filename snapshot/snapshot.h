@@ -16,10 +16,9 @@
 #include "common/cs_options.h"
 #include "memviz/emit.h"
 #include "memviz/passthrough.h"
+#include "phases/phases.h"
+#include "phases/pools.h"
 #include "record/intern.h"
-#include "record/phases.h"
-#include "record/pools.h"
-#include "record/recfile.h"
 #include "record/ring.h"
 #include "record/thread_id.h"
 #include "record/thread_log.h"
@@ -49,7 +48,7 @@ typedef struct cs_snap_block_s {
   size_t requested;
   cs_block_state_t state;
   uint32_t stack_id;
-  const char *user_metadata; /* a pool region's NVTX name (snapshot/pools.h), else NULL */
+  const char *user_metadata; /* a pool region's NVTX name (snapshot/snap_pools.h), else NULL */
 } cs_snap_block_t;
 
 /* Pass-through memory that is not drawn: physical VMM handles, reservations, pinned host memory
@@ -61,7 +60,7 @@ typedef struct cs_snap_other_s {
   uint32_t stack_id;
 } cs_snap_other_t;
 
-/* The driver's answer for one device (interpose/reconcile.c asks it). */
+/* The driver's answer for one device (device/driver_query.c asks it). */
 typedef struct cs_snap_driver_s {
   bool driver_known;       /* cuMemGetInfo answered for this device */
   uint64_t driver_total, driver_free;
@@ -82,7 +81,7 @@ typedef struct cs_snap_driver_last_s {
 
 /* The driver at the peak of the memory cudasnap sees on a device (the cache's segments plus
  * device memory passed through): cudasnap.memory[].driver_at_peak. The driver is asked at most
- * once per CS_DRIVER_WATCH_INTERVAL_MS (interpose/driver_watch.h), so the answer may be of an
+ * once per CS_DRIVER_WATCH_INTERVAL_MS (device/driver_watch.h), so the answer may be of an
  * earlier, lower point: answer_seen < peak_seen then. */
 typedef struct cs_snap_driver_peak_s {
   uint64_t peak_seen;      /* bytes; the highest seen, 0: none yet */
@@ -109,18 +108,6 @@ typedef struct cs_snap_entry_note_s {
   size_t index;
   const char *user_metadata;
 } cs_snap_entry_note_t;
-
-/* In the state's history, an entry's `stream` holds the stream's index in the state's table (below
- * CS_RING_MAX_STREAMS) in its low CS_SNAP_STREAM_BITS, and above them the thread that made the
- * event (record/thread_id.h; 0: not known, as in rings: the pass-through history, a recording
- * file's). Packed there, the thread follows its entry through every merge. */
-enum { CS_SNAP_STREAM_BITS = 10 };
-_Static_assert(CS_RING_MAX_STREAMS <= 1 << CS_SNAP_STREAM_BITS, "stream indexes fit below the thread");
-_Static_assert(CS_SNAP_STREAM_BITS + CS_THREAD_ID_BITS <= 32, "a thread fits above the stream index");
-static inline uint32_t cs_snap_entry_stream(const cs_ring_entry_t *e) {
-  return e->stream & ((UINT32_C(1) << CS_SNAP_STREAM_BITS) - 1);
-}
-static inline uint32_t cs_snap_entry_thread(const cs_ring_entry_t *e) { return e->stream >> CS_SNAP_STREAM_BITS; }
 
 typedef struct cs_snap_state_s {
   cs_snap_segment_t *segments;
@@ -149,12 +136,6 @@ typedef struct cs_snap_state_s {
   int error;                  /* -CS_EHOSTMEM when a copy could not grow */
 } cs_snap_state_t;
 
-/* A history entry's stack id, and the kind of memory passed through that it is of (-1: the
- * cache's): the pass-through history's entries keep their kind in their stack ids' top bits, as
- * the recording file's do (record/recfile.h). */
-static inline uint32_t cs_snap_entry_stack(const cs_ring_entry_t *e) { return e->stack_id & CS_RECFILE_STACK_MASK; }
-static inline int cs_snap_entry_kind(const cs_ring_entry_t *e) { return cs_recfile_stack_kind(e->stack_id); }
-
 /* Empty state for device_count devices. */
 int cs_snap_state_init(cs_snap_state_t *s, int device_count);
 void cs_snap_state_free(cs_snap_state_t *s);
@@ -167,10 +148,11 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
 int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries);
 
 /* A segment of pass-through memory of `kind` on device, then its blocks (each allocated, whole). */
-void cs_snap_state_add_foreign_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
-                                       cs_foreign_kind_t kind, bool expandable, uint32_t stack_id);
-void cs_snap_state_add_foreign_block(cs_snap_state_t *s, size_t size, uint32_t stack_id);
-void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size, uint32_t stack_id);
+void cs_snap_state_add_passthrough_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
+                                           cs_foreign_kind_t kind, bool expandable, uint32_t stack_id);
+void cs_snap_state_add_passthrough_block(cs_snap_state_t *s, size_t size, uint32_t stack_id);
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size,
+                             uint32_t stack_id);
 
 /* Copy one ring's history. pre: the ring's owner lock is held (for cudasnap, every allocator's
  * lock: the state and the history agree only if no event is half-way). */
@@ -229,9 +211,5 @@ static inline size_t cs_snap_state_events(const cs_snap_state_t *s) { return s->
 static inline bool cs_snap_state_empty(const cs_snap_state_t *s) {
   return s->segment_count == 0 && s->entry_count == 0;
 }
-
-/* Room for need items in a doubling array (items, capacity); false without host memory (the
- * array is unchanged). For the snapshot state's arrays, here and in pools.c. */
-bool cs_snap_grow(void **items, size_t *capacity, size_t need, size_t item_size);
 
 #endif

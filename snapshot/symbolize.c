@@ -30,7 +30,7 @@
 #include "snapshot/symbol_name.h"
 #include "common/cs_private_libs.h"
 #include "record/stack_entry.h"
-#include "snapshot/pyframes.h"
+#include "snapshot/pyframe_names.h"
 
 /* Every libdw/libelf call goes through the privately loaded table (private_libs.h). */
 static const cs_dw_api_t *cs_dw;
@@ -509,7 +509,7 @@ static size_t cs_sym_resolve(cs_symbolizer_t *s, uintptr_t addr, cs_frame_t *out
 /* ---- frame cache ---- */
 
 /* Weak: the Python frames' records live in the profiled process (record/pyframes.c), where
- * snapshot/pyframes.c names them. The tool links this symbolizer without them (cudasnap recover
+ * snapshot/pyframe_names.c names them. The tool links this symbolizer without them (cudasnap recover
  * names a recording's native frames only), and there the reference is NULL. */
 extern __typeof__(cs_pyframe_name) cs_pyframe_name __attribute__((weak));
 

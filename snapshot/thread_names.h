@@ -1,10 +1,10 @@
 /* The names the program gave its threads with pthread_setname_np (or prctl), for the phases of a
  * snapshot: read at snapshot time from /proc/self/task/TID/comm, never on the hot path; a thread
- * that has ended has the name it had then (record/phases.h keeps it). */
+ * that has ended has the name it had then (phases/phases.h keeps it). */
 #ifndef CS_SNAPSHOT_THREAD_NAMES_H
 #define CS_SNAPSHOT_THREAD_NAMES_H
 
-#include "record/phases.h"
+#include "phases/phases.h"
 
 /* Give each phase of the list whose thread has no name yet (none from nvtxNameOsThread) the
  * thread's name, where it was given one: the kernel's name for it now (or when it ended), if other

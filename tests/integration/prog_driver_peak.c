@@ -7,7 +7,7 @@
  *             frees and empty_cache: the driver is asked before the cache gives the peak back
  *   burst     8 MiB, 16 MiB at once, the frees and empty_cache at once: the answer may be the one
  *             on the way up (the test checks that the snapshot says which)
- * Run with CUDASNAP_CACHE=0, every allocation passes through (interpose/foreign.c's path). */
+ * Run with CUDASNAP_CACHE=0, every allocation passes through (device/passthrough_mem.c's path). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

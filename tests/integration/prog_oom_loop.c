@@ -17,7 +17,7 @@
  *                    is a slow machine, not the postponement: that never ends while they come.)
  *
  * Under cudasnap with oom in CUDASNAP_DUMP_ON, each OOM costs the program the state copy only;
- * the snapshots are coalesced (interpose/snap_trigger.c). Also bench/oom_loop.sh's workload. */
+ * the snapshots are coalesced (process/dump_trigger.c). Also bench/oom_loop.sh's workload. */
 #include <cuda.h>
 #include <dirent.h>
 #include <signal.h>

@@ -7,21 +7,28 @@ text (nothing is built):
 1. Folders: each file includes only from the folders (or, for the few exceptions, the files) that
    the table "Who includes whom" in docs/architecture.md allows its folder. An include of
    "folder/file.h" names the folder; an include of a folder the table does not list is an error too.
-2. Circles: no two files of the read side and of the folders both sides share call each other,
-   straight or around a loop. A file and its header are one module (cli/ranks.c + cli/ranks.h); a
-   module calls another when its function bodies call a function that the other alone defines
-   (not static: a .c file's own, or an inline one in a header). Types shared through a header
-   are no call. The files that include a module's inside, X_impl.h, are parts of module X
-   (memviz/emit_impl.h: the emitter's writers and cache). interpose/, snapshot/, allocator/ and
-   record/ are the library's, checked by the first rule only.
+   The table itself admits no loop of folders (a row's exception file counts for its folder), so
+   no include circle can cross two folders.
+2. Circles: no two files of any folder of the code (the tool's, the library's and those both
+   share) call each other, straight or around a loop, inside a folder or across folders. A file
+   and its header are one module (cli/ranks.c + cli/ranks.h); a module calls another when its
+   function bodies call a function that the other alone defines (not static: a .c file's own, or
+   an inline one in a header). Types shared through a header are no call. The files that include a
+   module's inside, X_impl.h, are parts of module X (memviz/emit_impl.h: the emitter's writers and
+   cache). A circle of ALLOWED_CIRCLES may stay while it only shrinks: one found with a module that
+   its entry does not list is a break, and so is an entry that no circle needs any more.
 
 Prints every break, one a line, and exits 1 when there is one; exits 0 silently otherwise."""
 import os, re, sys
 
-CODE_FOLDERS = ["cli", "export", "report", "analysis", "reader", "model", "interpose", "snapshot",
-                "allocator", "record", "stats", "live", "memviz", "common", "include"]
-CIRCLE_FOLDERS = ["cli", "export", "report", "analysis", "reader", "model", "stats", "live",
-                  "memviz", "common"]
+CODE_FOLDERS = ["cli", "export", "report", "analysis", "reader", "model", "interpose", "api", "process",
+                "publish", "device", "real", "phases", "snapshot", "allocator", "record", "stats", "live",
+                "memviz", "common", "include"]
+CIRCLE_FOLDERS = CODE_FOLDERS
+# Circles that were there when this check came to cover a folder, each as the modules it held:
+# allowed to shrink, never to grow, and to be struck from here once gone. None is left: issue 47
+# untied interpose/'s three and snapshot/'s (snapshot, snap_pools, snap_summary).
+ALLOWED_CIRCLES = []
 SOURCE_EXT = (".c", ".h", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 LEXEMES = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
@@ -44,6 +51,28 @@ def rules(source):
         folder = words[0].rstrip("/")
         table[folder] = {w.rstrip("/") for w in words[1:] if w != "-"}
     return table
+
+
+def check_table(table):
+    """The folders' rows, read as arrows from each folder to those it may include, form no loop."""
+    arrows = {f: {t.split("/")[0] for t in allowed} - {f} for f, allowed in table.items()}
+    errors, state = [], {}
+
+    def visit(f, path):
+        state[f] = "open"
+        for t in sorted(arrows.get(f, ())):
+            if state.get(t) == "open":
+                loop = path[path.index(t):] + [t]
+                errors.append("docs/architecture.md's \"Who includes whom\" has a loop of folders: " +
+                              " -> ".join(x + "/" for x in loop))
+            elif t not in state:
+                visit(t, path + [t])
+        state[f] = "done"
+
+    for f in sorted(arrows):
+        if f not in state:
+            visit(f, [f])
+    return errors
 
 
 def sources(source, folders):
@@ -191,10 +220,18 @@ def check_circles(source):
         if v not in index:
             visit(v)
     errors = []
+    needed = set()
     for comp in comps:
+        allowed = [i for i, a in enumerate(ALLOWED_CIRCLES) if set(comp) <= set(a)]
+        if allowed:
+            needed.update(allowed)
+            continue
         ties = "; ".join(f"{a} calls {b}: {', '.join(sorted(calls[a][b]))}"
                          for a in comp for b in sorted(calls.get(a, {})) if b in comp)
         errors.append(f"circle: {' <-> '.join(comp)} ({ties})")
+    for i, a in enumerate(ALLOWED_CIRCLES):
+        if i not in needed:
+            errors.append(f"ALLOWED_CIRCLES lists {' <-> '.join(a)}, which is no circle any more: strike it")
     return errors
 
 
@@ -202,7 +239,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     source = sys.argv[1]
-    errors = check_includes(source, rules(source)) + check_circles(source)
+    table = rules(source)
+    errors = check_table(table) + check_includes(source, table) + check_circles(source)
     for e in errors:
         print(e)
     return 1 if errors else 0

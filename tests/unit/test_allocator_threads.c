@@ -1,7 +1,7 @@
 /* 16 threads allocating and freeing on one allocator, each checking that its blocks are never
  * handed to anyone else meanwhile (it writes a tag into a host shadow of each block), while the
  * allocator's events go to a history in per-thread chunks (record/thread_log.h, as
- * interpose/record.c keeps one per context) with no lock of its own, and another thread copies
+ * device/recorder.c keeps one per context) with no lock of its own, and another thread copies
  * that history now and then under the allocator's lock, as a snapshot does. Every copy must replay:
  * per block, alloc, free_requested and free_completed in turn, whichever threads made them. Built
  * under TSan by scripts/test.sh, where a missing lock (an event emitted outside the allocator's
@@ -29,7 +29,7 @@ static uintptr_t shadow_base;
 static alloc_fixture_t *fixture;
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The history, as interpose/record.c keeps one per context: small, so it wraps many times. */
+/* The history, as device/recorder.c keeps one per context: small, so it wraps many times. */
 enum { HISTORY = 4096 };
 static cs_thread_log_t history;
 static atomic_bool workers_done;

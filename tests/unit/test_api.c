@@ -7,7 +7,10 @@
 
 #define CUDASNAP_BUILDING_LIBRARY 1
 #include "include/cudasnap.h"
-#include "interpose/runtime.h"
+
+#include "api/device_arg.h"
+#include "device/registry.h"
+#include "process/runtime.h"
 
 #define MiB CS_MiB
 
@@ -22,7 +25,7 @@ static cs_allocator_t *make(fake_backend_t *fb, int device) {
   cs_backend_t backend = fake_backend_as_backend(fb);
   cs_allocator_t *a = cs_allocator_create(&cs_runtime_options()->alloc, &backend, NULL);
   assert_non_null(a);
-  assert_int_equal(cs_runtime_add_allocator(device, a), 0);
+  assert_int_equal(cs_registry_add_allocator(device, a), 0);
   return a;
 }
 
@@ -31,7 +34,7 @@ static int setup(void **state) {
   a00 = make(&dev0_ctx0, 0);
   a01 = make(&dev0_ctx1, 0);
   a10 = make(&dev1_ctx0, 1);
-  cs_runtime_set_current_device_fn(fake_current_device);
+  cs_device_arg_set_current_fn(fake_current_device);
   return 0;
 }
 
@@ -39,7 +42,7 @@ static int teardown(void **state) {
   (void)state;
   cs_allocator_t *all[] = {a00, a01, a10};
   for (int i = 0; i < 3; i++) {
-    cs_runtime_remove_allocator(all[i]);
+    cs_registry_remove_allocator(all[i]);
     cs_allocator_destroy(all[i]);
   }
   return 0;

@@ -1,4 +1,4 @@
-/* The live record's figures (interpose/live_gather.c, issue 45): the live bytes and blocks per
+/* The live record's figures (publish/live_gather.c, issue 45): the live bytes and blocks per
  * site that `top` and `metrics` show are those a walk of the allocators' blocks finds, on a mixed
  * workload over three allocators of two devices, and each hold of an allocator's lock by the
  * publication copies at most one page of counts and visits no block, however many blocks there are.
@@ -16,10 +16,10 @@
 #include <cmocka.h>
 
 #include "allocator/allocator.h"
-#include "interpose/driver_watch.h"
-#include "interpose/live_gather.h"
-#include "interpose/record.h"
-#include "interpose/runtime.h"
+#include "device/driver_watch.h"
+#include "device/recorder.h"
+#include "device/registry.h"
+#include "publish/live_gather.h"
 #include "record/intern.h"
 #include "snapshot/stack_site.h"
 #include "snapshot/symbolize.h"
@@ -185,12 +185,12 @@ static test_alloc_t *test_alloc_new(int device, cs_free_mode_t mode) {
   t->a = cs_allocator_create(&conf, &backend, NULL);
   assert_non_null(t->a);
   t->device = device;
-  assert_int_equal(cs_runtime_add_allocator(device, t->a), 0);
+  assert_int_equal(cs_registry_add_allocator(device, t->a), 0);
   return t;
 }
 
 static void test_alloc_free(test_alloc_t *t) {
-  cs_runtime_remove_allocator(t->a);
+  cs_registry_remove_allocator(t->a);
   cs_allocator_destroy(t->a);
   free(t);
 }
@@ -407,7 +407,7 @@ static void test_holds_do_not_grow_with_the_blocks(void **state) {
   assert_true(many.holds >= 3);
 }
 
-/* A fork child's stack table starts again from id 1 (interpose/record.c clears it): the names
+/* A fork child's stack table starts again from id 1 (device/recorder.c clears it): the names
  * kept for the parent's ids are not the child's stacks'. */
 static void test_sites_named_anew_after_the_table_is_cleared(void **state) {
   (void)state;

@@ -1,4 +1,4 @@
-/* analysis/phases.c's lanes (issue 44): each thread's annotations nested on their own, an entry's
+/* analysis/phase_lanes.c's lanes (issue 44): each thread's annotations nested on their own, an entry's
  * phase found in its own thread's lane, files without threads read as one nesting, thread names
  * made safe for a terminal, and a file with as many threads as annotations read in bounded time. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "analysis/peak.h"
-#include "analysis/phases.h"
+#include "analysis/phase_lanes.h"
 #include "analysis/sites.h"
 #include "reader/reader.h"
 

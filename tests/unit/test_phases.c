@@ -1,4 +1,4 @@
-/* record/phases.c (the NVTX phase ring and name table; each annotation's thread and the names of
+/* phases/phases.c (the NVTX phase ring and name table; each annotation's thread and the names of
  * threads), snapshot/thread_names.c (threads' names at snapshot time) and interpose/nvtx_env.c
  * (whether cudasnap becomes the NVTX injection). */
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "interpose/nvtx_env.h"
-#include "record/phases.h"
+#include "phases/phases.h"
 #include "record/thread_id.h"
 #include "record/ticks.h"
 #include "snapshot/thread_names.h"

@@ -1,11 +1,11 @@
-/* record/pools.c: heaps and the regions registered inside them (NVTX's memory API). */
+/* phases/pools.c: heaps and the regions registered inside them (NVTX's memory API). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "record/pools.h"
+#include "phases/pools.h"
 
 enum { MIB = 1 << 20 };
 

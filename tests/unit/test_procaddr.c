@@ -15,8 +15,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "interpose/hook_table.h"
 #include "interpose/procaddr.h"
-#include "interpose/real.h"
+#include "real/real.h"
 
 static const char *requests_path;
 
@@ -66,7 +67,7 @@ static void test_every_runtime_request(void **state) {
     if (!p) {
       assert_null(q);
     } else if (ours != CS_FN_COUNT) {
-      assert_ptr_equal(q, cs_ptr_from_fn(cs_fn_info[ours].hook));
+      assert_ptr_equal(q, cs_ptr_from_fn(cs_fn_hook(ours)));
       hooked++;
     } else {
       assert_ptr_equal(q, p);

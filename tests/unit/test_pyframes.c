@@ -1,6 +1,6 @@
-/* Python frame lines: the CPython 3.11+ location table parser (and 3.10's and 3.9's tables, below) (snapshot/pyframes.h) against the
- * lines CPython itself gives. The table and the expected lines were printed by Debian's Python
- * 3.11.2 for this function (first line 1) with co_linetable and co_lines():
+/* Python frame lines: the CPython 3.11+ location table parser (and 3.10's and 3.9's tables, below)
+ * (snapshot/pyframe_names.h) against the lines CPython itself gives. The table and the expected
+ * lines were printed by Debian's Python 3.11.2 for this function (first line 1) with co_linetable and co_lines():
  *
  *   def f(a, b):
  *       x = a + b
@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "record/pyframes.h"
-#include "snapshot/pyframes.h"
+#include "snapshot/pyframe_names.h"
 
 static const unsigned char table[] = {
     0x80, 0x00, 0xd8, 0x08, 0x09, 0x88, 0x41, 0x89, 0x05, 0x80, 0x41, 0xe0, 0x07, 0x08, 0x88, 0x31, 0x82,

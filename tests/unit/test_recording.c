@@ -229,7 +229,8 @@ static void test_passthrough_kinds(void **state) {
   push(&f, 1, 2);
   cs_ring_t pass;
   assert_true(cs_recfile_add_ring(f.w, &pass, CS_RECFILE_RING_PASSTHROUGH));
-  const int kinds[] = {CS_FOREIGN_PITCH, CS_FOREIGN_VMM_MAPPING, CS_FOREIGN_VMM_HANDLE, CS_FOREIGN_GRAPH};
+  const int kinds[] = {CS_FOREIGN_PITCH, CS_FOREIGN_VMM_MAPPING, CS_FOREIGN_VMM_HANDLE,
+                       CS_FOREIGN_GRAPH};
   for (uint32_t i = 0; i < 4; i++)
     cs_ring_push(&pass, CS_ACTION_SEGMENT_ALLOC, 1, 0x1000 * (i + 1), 4096, 0, cs_recfile_kind_stack(kinds[i], 7 + i));
   unsigned char *data;
