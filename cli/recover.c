@@ -154,7 +154,7 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
   cs_r_set(r, s, "is_expandable", seg->expandable ? CS_VAL_TRUE : CS_VAL_FALSE);
   cs_r_set(r, s, "frames", seg->stack_id ? cs_recover_frames(r, seg->stack_id) : r->empty);
   cs_val_t kind = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
-  const char *kind_name = seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind);
+  const char *kind_name = seg->kind < 0 ? "cached" : cs_passthrough_kind_name((cs_passthrough_kind_t)seg->kind);
   cs_r_set(r, kind, "kind", cs_r_str(r, kind_name));
   cs_r_set(r, s, "cudasnap", cs_r_close(r, kind));
   cs_val_t blocks = cs_rv(r, cs_build_open(r->b, CS_TAG_LIST));
@@ -176,7 +176,7 @@ static cs_val_t cs_recover_segment(cs_recover_t *r, const cs_rr_segment_t *seg) 
  * oom's cache and device (notes: its oom_state and oom_device events). */
 static cs_val_t cs_recover_event_cudasnap(cs_recover_t *r, int kind, const cs_ring_entry_t *const notes[2]) {
   cs_val_t d = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
-  if (kind >= 0) cs_r_set(r, d, "kind", cs_r_str(r, cs_foreign_kind_name((cs_foreign_kind_t)kind)));
+  if (kind >= 0) cs_r_set(r, d, "kind", cs_r_str(r, cs_passthrough_kind_name((cs_passthrough_kind_t)kind)));
   if (notes[0]) {
     const cs_oom_state_t c = cs_oom_state_unpack(notes[0]->addr, notes[0]->size);
     cs_val_t cache = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
@@ -214,13 +214,13 @@ static cs_val_t cs_recover_event(cs_recover_t *r, const cs_ring_entry_t *e, cons
  * asked (and the memory that is not drawn, physical VMM handles, pools, was not recorded). */
 static cs_val_t cs_recover_memory(cs_recover_t *r, int device) {
   const cs_rr_state_t *s = r->state;
-  uint64_t reserved = 0, allocated = 0, kind_bytes[CS_FOREIGN_DRAWN_KINDS] = {0};
+  uint64_t reserved = 0, allocated = 0, kind_bytes[CS_PASSTHROUGH_DRAWN_KINDS] = {0};
   for (size_t i = 0; i < s->segment_count; i++) {
     const cs_rr_segment_t *seg = &s->segments[i];
     if (seg->device != device) continue;
     if (seg->kind < 0) reserved += seg->size;
     for (size_t k = 0; k < seg->block_count; k++) {
-      if (seg->kind >= 0 && seg->kind < CS_FOREIGN_DRAWN_KINDS) kind_bytes[seg->kind] += seg->blocks[k].size;
+      if (seg->kind >= 0 && seg->kind < CS_PASSTHROUGH_DRAWN_KINDS) kind_bytes[seg->kind] += seg->blocks[k].size;
       else if (!seg->blocks[k].pending) allocated += seg->blocks[k].extent;
     }
   }
@@ -231,8 +231,8 @@ static cs_val_t cs_recover_memory(cs_recover_t *r, int device) {
   cs_r_set(r, m, "cache_reserved", cs_r_int(r, (int64_t)reserved));
   cs_r_set(r, m, "cache_allocated", cs_r_int(r, (int64_t)allocated));
   cs_val_t pass = cs_rv(r, cs_build_open(r->b, CS_TAG_DICT));
-  for (int k = 0; k < CS_FOREIGN_DRAWN_KINDS; k++)
-    cs_r_set(r, pass, cs_foreign_kind_name((cs_foreign_kind_t)k), cs_r_int(r, (int64_t)kind_bytes[k]));
+  for (int k = 0; k < CS_PASSTHROUGH_DRAWN_KINDS; k++)
+    cs_r_set(r, pass, cs_passthrough_kind_name((cs_passthrough_kind_t)k), cs_r_int(r, (int64_t)kind_bytes[k]));
   cs_r_set(r, m, "passthrough", cs_r_close(r, pass));
   return cs_r_close(r, m);
 }

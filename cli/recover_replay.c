@@ -189,7 +189,7 @@ static void cs_rr_join_mappings(cs_rr_state_t *s) {
   size_t kept = 0;
   for (size_t i = 0; i < s->segment_count; i++) {
     cs_rr_segment_t *seg = &s->segments[i], *prev = kept ? &s->segments[kept - 1] : NULL;
-    seg->expandable = seg->kind == CS_FOREIGN_VMM_MAPPING;
+    seg->expandable = seg->kind == CS_PASSTHROUGH_VMM_MAPPING;
     if (seg->expandable && prev && prev->expandable && prev->device == seg->device &&
         prev->addr + prev->size == seg->addr) {
       prev->size += seg->size;
@@ -217,7 +217,7 @@ static int cs_rr_place(cs_rr_state_t *s, cs_rr_block_t *blocks, size_t block_cou
         placed = s->segments[k].device == b->device && b->addr - s->segments[k].addr < s->segments[k].size;
       if (!placed)
         s->segments[s->segment_count++] = (cs_rr_segment_t){
-            .device = b->device, .kind = b->kind, .expandable = b->kind == CS_FOREIGN_VMM_MAPPING, .addr = b->addr,
+            .device = b->device, .kind = b->kind, .expandable = b->kind == CS_PASSTHROUGH_VMM_MAPPING, .addr = b->addr,
             .size = b->size, .stack_id = b->stack_id};
     }
     s->unplaced += extra;

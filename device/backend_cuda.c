@@ -38,7 +38,7 @@ static int cs_cuda_segment_alloc(void *self, size_t size, uintptr_t *addr) {
   CUresult r = CS_REAL_FN(cuMemAlloc_v2, PFN_cuMemAlloc_v3020)(&p, size);
   if (r == CUDA_SUCCESS) {
     /* a pass-through free in flight there was done: recorded before the segment is (passthrough_mem.h) */
-    cs_foreign_reused((uintptr_t)p, size);
+    cs_passthrough_reused((uintptr_t)p, size);
     b->held += size;
     /* the slow path: the driver may be asked for its figures at a new high, in this context
      * (not while a capture is underway: a later slow path or the snapshot catches up) */

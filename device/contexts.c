@@ -347,7 +347,7 @@ uint64_t cs_contexts_snapshot(cs_snap_state_t *state, bool with_history, uint64_
     if (with_history) cs_history_copy(&c->history, state);
   }
   /* under the same locks: its history merges with theirs */
-  *passthrough_left_out = !cs_foreign_snapshot_by(state, with_history, deadline_ns);
+  *passthrough_left_out = !cs_passthrough_snapshot_by(state, with_history, deadline_ns);
   for (int i = list.count - 1; i >= 0; i--)
     if (locked[i]) cs_allocator_unlock(list.slots[i]->allocator);
   return left_out;
@@ -397,7 +397,7 @@ static void cs_history_enable(cs_history_t *h, void *arg) { cs_history_set_enabl
 
 void cs_contexts_set_history(bool enabled) {
   cs_record_set_enabled(enabled);
-  cs_foreign_set_history(enabled);
+  cs_passthrough_set_history(enabled);
   cs_contexts_each_history(cs_history_enable, &enabled);
 }
 

@@ -182,12 +182,12 @@ void cs_driver_watch_cache_released(int device, uint64_t bytes) {
 
 /* ---- memory passed through (device/passthrough_mem.c) ---- */
 
-void cs_driver_watch_passthrough(int device, cs_foreign_kind_t kind, int64_t delta) {
+void cs_driver_watch_passthrough(int device, cs_passthrough_kind_t kind, int64_t delta) {
   cs_dw_device_t *d = cs_dw_of(device);
   if (!d) return;
   cs_dw_part_t part;
-  if (cs_foreign_kind_counted(kind)) part = CS_DW_COUNTED;
-  else if (cs_foreign_kind_pooled(kind)) part = CS_DW_POOLED;
+  if (cs_passthrough_kind_counted(kind)) part = CS_DW_COUNTED;
+  else if (cs_passthrough_kind_pooled(kind)) part = CS_DW_POOLED;
   else return; /* mappings (of counted handles), IPC imports (another process's), host memory */
   atomic_fetch_add_explicit(&d->seen[part], delta, memory_order_relaxed);
   if (delta <= 0) return;

@@ -49,7 +49,7 @@ void cs_driver_watch_cache_released(int device, uint64_t bytes);
 
 /* Memory passed through on device changed by delta bytes (kinds the driver does not count on a
  * device are ignored). Only counters: callable under passthrough_mem.c's lock. */
-void cs_driver_watch_passthrough(int device, cs_foreign_kind_t kind, int64_t delta);
+void cs_driver_watch_passthrough(int device, cs_passthrough_kind_t kind, int64_t delta);
 
 /* After cs_driver_watch_passthrough, with no cudasnap lock held: asks the driver for the devices
  * whose high has no answer yet, when their interval allows (never during a stream capture). */

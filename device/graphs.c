@@ -157,13 +157,13 @@ void cs_graphs_launched(uintptr_t exec, uintptr_t stream, uint32_t (*stack)(void
     uint32_t freeing = x->free_count || x->auto_free ? stack() : 0;
     /* a graph instantiated to free on launch frees what its last launch left live */
     for (size_t i = 0; x->auto_free && i < x->alloc_count; i++)
-      (void)cs_foreign_remove(CS_FOREIGN_GRAPH, x->allocs[i].addr, freeing);
-    for (size_t i = 0; i < x->free_count; i++) (void)cs_foreign_remove(CS_FOREIGN_GRAPH, x->frees[i], freeing);
+      (void)cs_passthrough_remove(CS_PASSTHROUGH_GRAPH, x->allocs[i].addr, freeing);
+    for (size_t i = 0; i < x->free_count; i++) (void)cs_passthrough_remove(CS_PASSTHROUGH_GRAPH, x->frees[i], freeing);
     for (size_t i = 0; i < x->alloc_count; i++) {
       const cs_graph_alloc_t *a = &x->allocs[i];
       /* still recorded live: the driver saw a free cudasnap did not; one entry per address */
-      (void)cs_foreign_remove(CS_FOREIGN_GRAPH, a->addr, a->stack);
-      cs_foreign_add(CS_FOREIGN_GRAPH, a->addr, a->size, a->device, stream, a->stack);
+      (void)cs_passthrough_remove(CS_PASSTHROUGH_GRAPH, a->addr, a->stack);
+      cs_passthrough_add(CS_PASSTHROUGH_GRAPH, a->addr, a->size, a->device, stream, a->stack);
     }
   }
   pthread_mutex_unlock(&cs_graphs_lock);

@@ -47,12 +47,12 @@ static void cs_passthrough_add_cache(void *ctx, cs_allocator_t *a) {
   if (one.largest_free > sum->largest_free) sum->largest_free = one.largest_free;
 }
 
-void cs_passthrough_oom_record(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream) {
+void cs_passthrough_oom_record(cs_passthrough_kind_t kind, int device, size_t size, uintptr_t stream) {
   uint32_t stack = cs_record_stack();
   cs_passthrough_meminfo_t mem = {.asked = false};
   if (device >= 0) mem = cs_passthrough_device_mem(device);
   cs_cache_figures_t cache = {0};
   if (device >= 0) cs_registry_for_each_allocator(device, cs_passthrough_add_cache, &cache);
-  cs_foreign_oom(kind, device, size, stream, mem.free_bytes, mem.total, stack,
+  cs_passthrough_record_oom(kind, device, size, stream, mem.free_bytes, mem.total, stack,
                             device >= 0 ? &cache : NULL);
 }

@@ -21,6 +21,6 @@ bool cs_passthrough_oom_release(int device);
 
 /* The program gets CUDA_ERROR_OUT_OF_MEMORY for `size` bytes of `kind` on device (-1: host memory,
  * or no device known) and stream: record it, with the caller's stack. */
-void cs_passthrough_oom_record(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream);
+void cs_passthrough_oom_record(cs_passthrough_kind_t kind, int device, size_t size, uintptr_t stream);
 
 #endif

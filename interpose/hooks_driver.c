@@ -55,7 +55,7 @@ static CS_COLD bool cs_oom_release(int device) {
 
 /* The record of CS_FORWARD_MEMORY, from the program's call only; the snapshot is written before
  * the program sees the error. */
-static CS_COLD void cs_oom_record(cs_foreign_kind_t kind, int device, size_t size, uintptr_t stream) {
+static CS_COLD void cs_oom_record(cs_passthrough_kind_t kind, int device, size_t size, uintptr_t stream) {
   if (cs_guard_enter()) {
     cs_passthrough_oom_record(kind, device, size, stream);
     cs_dump_on_oom();
@@ -63,13 +63,13 @@ static CS_COLD void cs_oom_record(cs_foreign_kind_t kind, int device, size_t siz
   cs_guard_exit();
 }
 
-/* The real variant asked to free what `pending` marked (cs_foreign_free_begin), its answer
- * recorded (cs_foreign_free_end) on every path. */
+/* The real variant asked to free what `pending` marked (cs_passthrough_free_begin), its answer
+ * recorded (cs_passthrough_free_end) on every path. */
 #define CS_FORWARD_FREE(result, pending, name, pfn, ...)                                          \
   do {                                                                                            \
     pfn cs_real_fn_ = CS_REAL_FN(name, pfn);                                                      \
     (result) = cs_real_fn_ ? cs_real_fn_(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;               \
-    cs_foreign_free_end(pending, (result) == CUDA_SUCCESS);                                   \
+    cs_passthrough_free_end(pending, (result) == CUDA_SUCCESS);                                   \
   } while (0)
 
 static int cs_current_device(void) {
@@ -80,20 +80,20 @@ static int cs_current_device(void) {
 }
 
 /* What cuMemFree frees that is not the cache's: whichever kind the address was. */
-static const cs_foreign_kind_t cs_free_kinds[] = {CS_FOREIGN_DEVICE, CS_FOREIGN_PITCH,
-                                                      CS_FOREIGN_MANAGED, CS_FOREIGN_ASYNC,
-                                                      CS_FOREIGN_GRAPH};
+static const cs_passthrough_kind_t cs_free_kinds[] = {CS_PASSTHROUGH_DEVICE, CS_PASSTHROUGH_PITCH,
+                                                      CS_PASSTHROUGH_MANAGED, CS_PASSTHROUGH_ASYNC,
+                                                      CS_PASSTHROUGH_GRAPH};
 /* What cuMemFreeAsync frees: a stream-ordered allocation, or a graph's. */
-static const cs_foreign_kind_t cs_free_async_kinds[] = {CS_FOREIGN_ASYNC, CS_FOREIGN_GRAPH};
+static const cs_passthrough_kind_t cs_free_async_kinds[] = {CS_PASSTHROUGH_ASYNC, CS_PASSTHROUGH_GRAPH};
 
-/* A free of the one kind `kind` at key, begun (cs_foreign_free_begin) with the caller's stack. */
-static void cs_free_begin(cs_foreign_pending_t *p, cs_foreign_kind_t kind, uintptr_t key) {
-  cs_foreign_free_begin(p, &kind, 1, key, cs_record_stack());
+/* A free of the one kind `kind` at key, begun (cs_passthrough_free_begin) with the caller's stack. */
+static void cs_free_begin(cs_passthrough_pending_t *p, cs_passthrough_kind_t kind, uintptr_t key) {
+  cs_passthrough_free_begin(p, &kind, 1, key, cs_record_stack());
 }
 
 /* The same for kinds that are not drawn (host memory, reservations): no stack is kept. */
-static void cs_kind_free_begin_nostack(cs_foreign_pending_t *p, cs_foreign_kind_t kind, uintptr_t key) {
-  cs_foreign_free_begin(p, &kind, 1, key, 0);
+static void cs_kind_free_begin_nostack(cs_passthrough_pending_t *p, cs_passthrough_kind_t kind, uintptr_t key) {
+  cs_passthrough_free_begin(p, &kind, 1, key, 0);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -122,10 +122,10 @@ static CS_NOINLINE CUresult cs_alloc_by_driver(CUdeviceptr *dptr, size_t bytesiz
     CS_FORWARD(r, cuMemAlloc_v2, PFN_cuMemAlloc_v3020, dptr, bytesize);
     return r;
   }
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_DEVICE, device >= 0 ? device : cs_current_device(), bytesize, 0, cuMemAlloc_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_DEVICE, device >= 0 ? device : cs_current_device(), bytesize, 0, cuMemAlloc_v2,
                     PFN_cuMemAlloc_v3020, dptr, bytesize);
   if (r == CUDA_SUCCESS && device >= 0)
-    cs_foreign_add(CS_FOREIGN_DEVICE, *dptr, bytesize, device, 0, stack ? stack : cs_record_stack());
+    cs_passthrough_add(CS_PASSTHROUGH_DEVICE, *dptr, bytesize, device, 0, stack ? stack : cs_record_stack());
   return r;
 }
 
@@ -187,8 +187,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
      * driver answers an unknown pointer. */
     r = CUDA_ERROR_INVALID_VALUE;
   } else {
-    cs_foreign_pending_t freeing;
-    cs_foreign_free_begin(&freeing, cs_free_kinds, CS_ARRAY_SIZE(cs_free_kinds), dptr, cs_record_stack());
+    cs_passthrough_pending_t freeing;
+    cs_passthrough_free_begin(&freeing, cs_free_kinds, CS_ARRAY_SIZE(cs_free_kinds), dptr, cs_record_stack());
     CS_FORWARD_FREE(r, &freeing, cuMemFree_v2, PFN_cuMemFree_v3020, dptr);
   }
   cs_guard_exit();
@@ -221,22 +221,22 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
  * ----------------------------------------------------------------------------------------------*/
 
 /* A pass-through allocation of the current device, with its caller's stack. */
-static void cs_foreign_record(cs_foreign_kind_t kind, uintptr_t key, size_t size, uintptr_t stream) {
-  cs_foreign_add(kind, key, size, cs_current_device(), stream, cs_record_stack());
+static void cs_passthrough_add_here(cs_passthrough_kind_t kind, uintptr_t key, size_t size, uintptr_t stream) {
+  cs_passthrough_add(kind, key, size, cs_current_device(), stream, cs_record_stack());
 }
 
 CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_DEVICE, cs_current_device(), bytesize, 0, cuMemAlloc, PFN_cuMemAlloc_v2000, dptr,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_DEVICE, cs_current_device(), bytesize, 0, cuMemAlloc, PFN_cuMemAlloc_v2000, dptr,
                     bytesize);
-  if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_DEVICE, *dptr, bytesize, 0);
+  if (r == CUDA_SUCCESS) cs_passthrough_add_here(CS_PASSTHROUGH_DEVICE, *dptr, bytesize, 0);
   return r;
 }
 
 CUresult cuMemFree(CUdeviceptr_v1 dptr) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_foreign_free_begin(&freeing, cs_free_kinds, CS_ARRAY_SIZE(cs_free_kinds), dptr, cs_record_stack());
+  cs_passthrough_pending_t freeing;
+  cs_passthrough_free_begin(&freeing, cs_free_kinds, CS_ARRAY_SIZE(cs_free_kinds), dptr, cs_record_stack());
   CS_FORWARD_FREE(r, &freeing, cuMemFree, PFN_cuMemFree_v2000, dptr);
   return r;
 }
@@ -244,17 +244,17 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                             unsigned int element_size) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_PITCH, cs_current_device(), width * height, 0, cuMemAllocPitch_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_PITCH, cs_current_device(), width * height, 0, cuMemAllocPitch_v2,
                     PFN_cuMemAllocPitch_v3020, dptr, pitch, width, height, element_size);
-  if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_PITCH, *dptr, *pitch * height, 0);
+  if (r == CUDA_SUCCESS) cs_passthrough_add_here(CS_PASSTHROUGH_PITCH, *dptr, *pitch * height, 0);
   return r;
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_MANAGED, cs_current_device(), bytesize, 0, cuMemAllocManaged,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_MANAGED, cs_current_device(), bytesize, 0, cuMemAllocManaged,
                     PFN_cuMemAllocManaged_v6000, dptr, bytesize, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_record(CS_FOREIGN_MANAGED, *dptr, bytesize, 0);
+  if (r == CUDA_SUCCESS) cs_passthrough_add_here(CS_PASSTHROUGH_MANAGED, *dptr, bytesize, 0);
   return r;
 }
 
@@ -273,13 +273,13 @@ static bool cs_stream_in_capture(CUstream stream, bool per_thread) {
  * this call (device/graphs.c draws it from each launch). */
 static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream stream, bool per_thread) {
   if (cs_stream_in_capture(stream, per_thread)) cs_graphs_node_site(dptr, cs_record_stack());
-  else cs_foreign_record(CS_FOREIGN_ASYNC, dptr, bytesize, (uintptr_t)stream);
+  else cs_passthrough_add_here(CS_PASSTHROUGH_ASYNC, dptr, bytesize, (uintptr_t)stream);
 }
 
 #define CS_ASYNC_ALLOC_HOOK(name, pfn, per_thread)                                                \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream stream) {                           \
     CUresult r;                                                                                   \
-    CS_FORWARD_MEMORY(r, CS_FOREIGN_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, \
+    CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, \
                       stream);                                                                    \
     if (r == CUDA_SUCCESS) cs_async_allocated(*dptr, bytesize, stream, per_thread);               \
     return r;                                                                                     \
@@ -290,7 +290,7 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
 #define CS_POOL_ALLOC_HOOK(name, pfn, per_thread)                                                 \
   CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream) {        \
     CUresult r;                                                                                   \
-    CS_FORWARD_MEMORY(r, CS_FOREIGN_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, pool, \
+    CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ASYNC, cs_current_device(), bytesize, stream, name, pfn, dptr, bytesize, pool, \
                       stream);                                                                    \
     if (r == CUDA_SUCCESS) {                                                                      \
       cs_async_allocated(*dptr, bytesize, stream, per_thread);                                    \
@@ -334,8 +334,8 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
       CS_FORWARD(r, name, pfn, dptr, stream);                                                     \
       return r;                                                                                   \
     }                                                                                             \
-    cs_foreign_pending_t freeing;                                                             \
-    cs_foreign_free_begin(&freeing, cs_free_async_kinds, CS_ARRAY_SIZE(cs_free_async_kinds), dptr, \
+    cs_passthrough_pending_t freeing;                                                             \
+    cs_passthrough_free_begin(&freeing, cs_free_async_kinds, CS_ARRAY_SIZE(cs_free_async_kinds), dptr, \
                               cs_record_stack());                                                 \
     CS_FORWARD_FREE(r, &freeing, name, pfn, dptr, stream);                                        \
     return r;                                                                                     \
@@ -358,11 +358,11 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
   CUresult r;
   /* located on the host (CUDA 12.2 on): pinned host memory, whose lack no device cache can make up */
   bool on_device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-  CS_FORWARD_MEMORY(r, on_device || !prop ? CS_FOREIGN_VMM_HANDLE : CS_FOREIGN_HOST,
+  CS_FORWARD_MEMORY(r, on_device || !prop ? CS_PASSTHROUGH_VMM_HANDLE : CS_PASSTHROUGH_HOST,
                     on_device ? prop->location.id : -1, size, 0, cuMemCreate, PFN_cuMemCreate_v10020, handle, size,
                     prop, flags);
   if (r == CUDA_SUCCESS)
-    cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, size,
+    cs_passthrough_add(CS_PASSTHROUGH_VMM_HANDLE, (uintptr_t)*handle, size,
                        prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1, 0,
                        cs_record_stack());
   return r;
@@ -370,8 +370,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_free_begin(&freeing, CS_FOREIGN_VMM_HANDLE, (uintptr_t)handle);
+  cs_passthrough_pending_t freeing;
+  cs_free_begin(&freeing, CS_PASSTHROUGH_VMM_HANDLE, (uintptr_t)handle);
   CS_FORWARD_FREE(r, &freeing, cuMemRelease, PFN_cuMemRelease_v10020, handle);
   return r;
 }
@@ -380,14 +380,14 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags) {
   CUresult r;
   CS_FORWARD(r, cuMemMap, PFN_cuMemMap_v10020, ptr, size, offset, handle, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_map(ptr, size, (uintptr_t)handle, cs_current_device(), cs_record_stack());
+  if (r == CUDA_SUCCESS) cs_passthrough_map(ptr, size, (uintptr_t)handle, cs_current_device(), cs_record_stack());
   return r;
 }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_foreign_unmap_begin(&freeing, ptr, size, cs_record_stack());
+  cs_passthrough_pending_t freeing;
+  cs_passthrough_unmap_begin(&freeing, ptr, size, cs_record_stack());
   CS_FORWARD_FREE(r, &freeing, cuMemUnmap, PFN_cuMemUnmap_v10020, ptr, size);
   return r;
 }
@@ -396,14 +396,14 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
                              unsigned long long flags) {
   CUresult r;
   CS_FORWARD(r, cuMemAddressReserve, PFN_cuMemAddressReserve_v10020, ptr, size, alignment, addr, flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_RESERVE, *ptr, size, -1, 0, cs_record_stack());
+  if (r == CUDA_SUCCESS) cs_passthrough_add(CS_PASSTHROUGH_VMM_RESERVE, *ptr, size, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_kind_free_begin_nostack(&freeing, CS_FOREIGN_VMM_RESERVE, ptr);
+  cs_passthrough_pending_t freeing;
+  cs_kind_free_begin_nostack(&freeing, CS_PASSTHROUGH_VMM_RESERVE, ptr);
   CS_FORWARD_FREE(r, &freeing, cuMemAddressFree, PFN_cuMemAddressFree_v10020, ptr, size);
   return r;
 }
@@ -422,7 +422,7 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
   CS_FORWARD(r, cuMemImportFromShareableHandle, PFN_cuMemImportFromShareableHandle_v10020, handle,
              os_handle, type);
   /* another process's physical memory: no size, no device of ours */
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_VMM_HANDLE, (uintptr_t)*handle, 0, -1, 0, cs_record_stack());
+  if (r == CUDA_SUCCESS) cs_passthrough_add(CS_PASSTHROUGH_VMM_HANDLE, (uintptr_t)*handle, 0, -1, 0, cs_record_stack());
   return r;
 }
 
@@ -430,40 +430,40 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST, -1, bytesize, 0, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_HOST, -1, bytesize, 0, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020, pp, bytesize,
                     flags);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
+  if (r == CUDA_SUCCESS) cs_passthrough_add(CS_PASSTHROUGH_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST, -1, bytesize, 0, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020, pp, bytesize);
-  if (r == CUDA_SUCCESS) cs_foreign_add(CS_FOREIGN_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_HOST, -1, bytesize, 0, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020, pp, bytesize);
+  if (r == CUDA_SUCCESS) cs_passthrough_add(CS_PASSTHROUGH_HOST, (uintptr_t)*pp, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemFreeHost(void *p) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_kind_free_begin_nostack(&freeing, CS_FOREIGN_HOST, (uintptr_t)p);
+  cs_passthrough_pending_t freeing;
+  cs_kind_free_begin_nostack(&freeing, CS_PASSTHROUGH_HOST, (uintptr_t)p);
   CS_FORWARD_FREE(r, &freeing, cuMemFreeHost, PFN_cuMemFreeHost_v2000, p);
   return r;
 }
 
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_HOST_REGISTERED, -1, bytesize, 0, cuMemHostRegister_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_HOST_REGISTERED, -1, bytesize, 0, cuMemHostRegister_v2,
                     PFN_cuMemHostRegister_v6050, p, bytesize, flags);
   if (r == CUDA_SUCCESS)
-    cs_foreign_add(CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p, bytesize, -1, 0, cs_record_stack());
+    cs_passthrough_add(CS_PASSTHROUGH_HOST_REGISTERED, (uintptr_t)p, bytesize, -1, 0, cs_record_stack());
   return r;
 }
 
 CUresult cuMemHostUnregister(void *p) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_kind_free_begin_nostack(&freeing, CS_FOREIGN_HOST_REGISTERED, (uintptr_t)p);
+  cs_passthrough_pending_t freeing;
+  cs_kind_free_begin_nostack(&freeing, CS_PASSTHROUGH_HOST_REGISTERED, (uintptr_t)p);
   CS_FORWARD_FREE(r, &freeing, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, p);
   return r;
 }
@@ -504,26 +504,26 @@ static size_t cs_array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels
 
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array2d_bytes(desc), 0, cuArrayCreate_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array2d_bytes(desc), 0, cuArrayCreate_v2,
                     PFN_cuArrayCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array2d_bytes(desc), 0);
+    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array2d_bytes(desc), 0);
   return r;
 }
 
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array3d_bytes(desc, 1), 0, cuArray3DCreate_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array3d_bytes(desc, 1), 0, cuArray3DCreate_v2,
                     PFN_cuArray3DCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, 1), 0);
+    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, 1), 0);
   return r;
 }
 
 CUresult cuArrayDestroy(CUarray array) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_free_begin(&freeing, CS_FOREIGN_ARRAY, (uintptr_t)array);
+  cs_passthrough_pending_t freeing;
+  cs_free_begin(&freeing, CS_PASSTHROUGH_ARRAY, (uintptr_t)array);
   CS_FORWARD_FREE(r, &freeing, cuArrayDestroy, PFN_cuArrayDestroy_v2000, array);
   return r;
 }
@@ -531,17 +531,17 @@ CUresult cuArrayDestroy(CUarray array) {
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                 unsigned int levels) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_FOREIGN_ARRAY, cs_current_device(), cs_array3d_bytes(desc, levels), 0,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array3d_bytes(desc, levels), 0,
                     cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
   if (r == CUDA_SUCCESS && desc)
-    cs_foreign_record(CS_FOREIGN_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, levels), 0);
+    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, levels), 0);
   return r;
 }
 
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_free_begin(&freeing, CS_FOREIGN_ARRAY, (uintptr_t)array);
+  cs_passthrough_pending_t freeing;
+  cs_free_begin(&freeing, CS_PASSTHROUGH_ARRAY, (uintptr_t)array);
   CS_FORWARD_FREE(r, &freeing, cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, array);
   return r;
 }
@@ -595,7 +595,7 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 #define CS_INSTANTIATE_WITH_PARAMS_HOOK(name, pfn)                                                \
   CUresult name(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {        \
     CUresult r;                                                                                   \
-    CS_FORWARD_MEMORY(r, CS_FOREIGN_GRAPH, cs_current_device(), cs_graphs_graph_bytes((uintptr_t)graph), \
+    CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_GRAPH, cs_current_device(), cs_graphs_graph_bytes((uintptr_t)graph), \
                       params ? (uintptr_t)params->hUploadStream : 0, name, pfn, exec, graph, params); \
     cs_graph_instantiated(r, exec, graph, params ? params->flags : 0);                            \
     return r;                                                                                     \
@@ -609,7 +609,7 @@ CS_INSTANTIATE_WITH_PARAMS_HOOK(cuGraphInstantiateWithParams_ptsz, PFN_cuGraphIn
 #define CS_GRAPH_LAUNCH_HOOK(name, pfn)                                                           \
   CUresult name(CUgraphExec exec, CUstream stream) {                                             \
     CUresult r;                                                                                   \
-    CS_FORWARD_MEMORY(r, CS_FOREIGN_GRAPH, cs_current_device(), cs_graphs_exec_bytes((uintptr_t)exec), stream, \
+    CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_GRAPH, cs_current_device(), cs_graphs_exec_bytes((uintptr_t)exec), stream, \
                       name, pfn, exec, stream);                                                   \
     if (r == CUDA_SUCCESS) cs_graphs_launched((uintptr_t)exec, (uintptr_t)stream, cs_record_stack); \
     return r;                                                                                     \
@@ -622,7 +622,7 @@ CS_GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz)
 #define CS_GRAPH_UPLOAD_HOOK(name, pfn)                                                           \
   CUresult name(CUgraphExec exec, CUstream stream) {                                             \
     CUresult r;                                                                                   \
-    CS_FORWARD_MEMORY(r, CS_FOREIGN_GRAPH, cs_current_device(), cs_graphs_exec_bytes((uintptr_t)exec), stream, \
+    CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_GRAPH, cs_current_device(), cs_graphs_exec_bytes((uintptr_t)exec), stream, \
                       name, pfn, exec, stream);                                                   \
     return r;                                                                                     \
   }
@@ -644,7 +644,7 @@ static void cs_ipc_opened(CUdeviceptr dptr) {
   size_t size = 0;
   PFN_cuMemGetAddressRange_v3020 range = CS_REAL_FN(cuMemGetAddressRange_v2, PFN_cuMemGetAddressRange_v3020);
   if (!range || range(&base, &size, dptr) != CUDA_SUCCESS) size = 0;
-  cs_foreign_record(CS_FOREIGN_IPC, dptr, size, 0);
+  cs_passthrough_add_here(CS_PASSTHROUGH_IPC, dptr, size, 0);
 }
 
 CUresult cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle handle, unsigned int flags) {
@@ -663,8 +663,8 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handle, unsigne
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   CUresult r;
-  cs_foreign_pending_t freeing;
-  cs_free_begin(&freeing, CS_FOREIGN_IPC, dptr);
+  cs_passthrough_pending_t freeing;
+  cs_free_begin(&freeing, CS_PASSTHROUGH_IPC, dptr);
   CS_FORWARD_FREE(r, &freeing, cuIpcCloseMemHandle, PFN_cuIpcCloseMemHandle_v4010, dptr);
   return r;
 }

@@ -65,7 +65,7 @@ static nvtxMemHeapHandle_t cs_nvtx_HeapRegister(nvtxDomainHandle_t domain, const
     known = true;
     device = cs_contexts_thread_device();
   } else if (active) {
-    known = cs_foreign_find_drawn(base, &device);
+    known = cs_passthrough_find_drawn(base, &device);
   }
   if (!known) {
     cs_nvtx_mem_warn("nvtxMemHeapRegister", "not inside memory cudasnap draws", base, r->size);

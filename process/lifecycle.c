@@ -23,12 +23,12 @@ static pthread_mutex_t cs_lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cs_lifecycle_prefork(void) {
   cs_contexts_prefork();
-  cs_foreign_prefork();
+  cs_passthrough_prefork();
   cs_mempools_prefork();
 }
 static void cs_lifecycle_postfork_parent(void) {
   cs_mempools_postfork(false);
-  cs_foreign_postfork(false);
+  cs_passthrough_postfork(false);
   cs_contexts_postfork(false);
 }
 
@@ -38,7 +38,7 @@ static void cs_lifecycle_postfork_child(void) {
   pthread_mutex_init(&cs_lifecycle_lock, NULL);
   cs_record_postfork_child(); /* first: the histories in the parent's file become the child's memory */
   cs_mempools_postfork(true);
-  cs_foreign_postfork(true);
+  cs_passthrough_postfork(true);
   cs_contexts_postfork(true);
   cs_driver_watch_postfork_child();
   cs_dump_postfork_child();
@@ -60,7 +60,7 @@ void cs_lifecycle_activate_slow(void) {
     static bool fork_handlers; /* inherited by a child, which activates again */
     if (!fork_handlers) pthread_atfork(cs_lifecycle_prefork, cs_lifecycle_postfork_parent, cs_lifecycle_postfork_child);
     fork_handlers = true;
-    cs_foreign_start(opts); /* memory passed through keeps a history from now on */
+    cs_passthrough_start(opts); /* memory passed through keeps a history from now on */
     cs_record_start(opts);
     cs_contexts_start(opts);
     cs_dump_start();

@@ -100,7 +100,7 @@ static int cs_rec_ring(cs_recording_t *rec, const cs_recfile_header_t *h, const 
     if (r->lost_at_end && k == published - n + 1 && published >= cap && (k - 1) % cap == published % cap) continue;
     /* a pass-through entry names a kind that is drawn; the cache's have none */
     const int kind = cs_recfile_stack_kind(e->stack_id);
-    if (!cs_rec_entry_whole(e, k) || (r->passthrough && (kind < 0 || kind >= CS_FOREIGN_DRAWN_KINDS))) {
+    if (!cs_rec_entry_whole(e, k) || (r->passthrough && (kind < 0 || kind >= CS_PASSTHROUGH_DRAWN_KINDS))) {
       r->damaged++;
       continue;
     }

@@ -20,7 +20,7 @@
  *              (record/ring_entry.h), used as the ring itself
  *
  * The pass-through ring's entries carry their own devices, like every entry, and their kind of
- * memory (memviz/passthrough.h's cs_foreign_kind_t) in the top bits of stack_id: stack id |
+ * memory (memviz/passthrough.h's cs_passthrough_kind_t) in the top bits of stack_id: stack id |
  * (kind + 1) << CS_RECFILE_KIND_SHIFT. A context's entries have 0 there (the cache's memory).
  *
  * Publication, and what a death at any instruction leaves: every counter below (module_count,

@@ -74,7 +74,7 @@ static void cs_leak_report_kind(const cs_leak_item_t *items, size_t n, int kind,
     cs_log_info("%llu block%s (%s) never freed%s", (unsigned long long)blocks, blocks == 1 ? "" : "s", total, hint);
   else
     cs_log_info("passed through, %s: %llu allocation%s (%s) never freed%s",
-                cs_foreign_kind_name((cs_foreign_kind_t)kind), (unsigned long long)blocks, blocks == 1 ? "" : "s",
+                cs_passthrough_kind_name((cs_passthrough_kind_t)kind), (unsigned long long)blocks, blocks == 1 ? "" : "s",
                 total, hint);
   if (named) {
     qsort(sites, count, sizeof *sites, cs_leak_site_cmp);
@@ -111,6 +111,6 @@ void cs_leak_report(const cs_snap_state_t *s, const cs_intern_t *intern, cs_symb
   for (size_t i = 0; i < s->other_count; i++)
     items[n++] = (cs_leak_item_t){.kind = (int)s->others[i].kind, .bytes = s->others[i].size,
                                   .stack_id = s->others[i].stack_id};
-  for (int kind = -1; kind < CS_FOREIGN_KINDS; kind++) cs_leak_report_kind(items, n, kind, intern, sym);
+  for (int kind = -1; kind < CS_PASSTHROUGH_KINDS; kind++) cs_leak_report_kind(items, n, kind, intern, sym);
   free(items);
 }

@@ -75,7 +75,7 @@ void cs_snap_state_add_allocator(cs_snap_state_t *s, int device, cs_allocator_t 
 }
 
 void cs_snap_state_add_passthrough_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
-                                           cs_foreign_kind_t kind, bool expandable, uint32_t stack_id) {
+                                           cs_passthrough_kind_t kind, bool expandable, uint32_t stack_id) {
   if (s->error || device < 0 || device >= CS_SNAP_MAX_DEVICES) return;
   if (!cs_snap_grow((void **)&s->segments, &s->segment_capacity, s->segment_count + 1, sizeof *s->segments)) {
     s->error = -CS_EHOSTMEM;
@@ -100,7 +100,7 @@ void cs_snap_state_add_passthrough_block(cs_snap_state_t *s, size_t size, uint32
       (cs_snap_block_t){.size = size, .requested = size, .state = CS_BLOCK_ALLOCATED, .stack_id = stack_id};
 }
 
-void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size,
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_passthrough_kind_t kind, int device, size_t size,
                              uint32_t stack_id) {
   if (s->error) return;
   if (!cs_snap_grow((void **)&s->others, &s->other_capacity, s->other_count + 1, sizeof *s->others)) {
@@ -372,7 +372,7 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
   cs_snap_write_frames(w, seg->stack_id);
   cs_emit_key(e, "cudasnap");
   cs_emit_dict_begin(e);
-  cs_emit_kv_str(e, "kind", seg->kind < 0 ? "cached" : cs_foreign_kind_name((cs_foreign_kind_t)seg->kind));
+  cs_emit_kv_str(e, "kind", seg->kind < 0 ? "cached" : cs_passthrough_kind_name((cs_passthrough_kind_t)seg->kind));
   cs_emit_dict_end(e);
   cs_emit_key(e, "blocks");
   cs_emit_list_begin(e);
@@ -399,7 +399,7 @@ static void cs_snap_write_segment(cs_snap_writer_t *w, const cs_snap_segment_t *
  * oom_state and oom_device entries, record/ring_entry.h). */
 static void cs_snap_write_entry_cudasnap(cs_emitter_t *e, int kind, const cs_ring_entry_t *const notes[2]) {
   cs_emit_dict_begin(e);
-  if (kind >= 0) cs_emit_kv_str(e, "kind", cs_foreign_kind_name((cs_foreign_kind_t)kind));
+  if (kind >= 0) cs_emit_kv_str(e, "kind", cs_passthrough_kind_name((cs_passthrough_kind_t)kind));
   if (notes[0]) {
     cs_oom_state_t c = cs_oom_state_unpack(notes[0]->addr, notes[0]->size);
     cs_emit_key(e, "cache");
@@ -600,10 +600,10 @@ static void cs_snap_write_memory(cs_snap_writer_t *w, int device) {
   cs_emit_kv_int(e, "cache_allocated", st->allocated_bytes[CS_STAT_ALL].current);
   cs_emit_key(e, "passthrough");
   cs_emit_dict_begin(e);
-  for (int k = 0; k < CS_FOREIGN_KINDS; k++) {
-    if (k == CS_FOREIGN_HOST || k == CS_FOREIGN_HOST_REGISTERED || k == CS_FOREIGN_VMM_RESERVE) continue;
-    cs_emit_kv_int(e, cs_foreign_kind_name((cs_foreign_kind_t)k), (int64_t)m->kind_bytes[k]);
-    if (cs_foreign_kind_counted((cs_foreign_kind_t)k)) accounted += (int64_t)m->kind_bytes[k];
+  for (int k = 0; k < CS_PASSTHROUGH_KINDS; k++) {
+    if (k == CS_PASSTHROUGH_HOST || k == CS_PASSTHROUGH_HOST_REGISTERED || k == CS_PASSTHROUGH_VMM_RESERVE) continue;
+    cs_emit_kv_int(e, cs_passthrough_kind_name((cs_passthrough_kind_t)k), (int64_t)m->kind_bytes[k]);
+    if (cs_passthrough_kind_counted((cs_passthrough_kind_t)k)) accounted += (int64_t)m->kind_bytes[k];
   }
   cs_emit_dict_end(e);
   cs_emit_kv_bool(e, "pools_known", a->pools_known);
@@ -646,23 +646,23 @@ static void cs_snap_write_passthrough(cs_snap_writer_t *w) {
    * only its last value for every reader (JSON.parse, pickle.load). */
   cs_emit_key(e, "host_memory");
   cs_emit_dict_begin(e);
-  cs_emit_kv_int(e, "host_pinned", (int64_t)host->kind_bytes[CS_FOREIGN_HOST]);
-  cs_emit_kv_int(e, "host_registered", (int64_t)host->kind_bytes[CS_FOREIGN_HOST_REGISTERED]);
+  cs_emit_kv_int(e, "host_pinned", (int64_t)host->kind_bytes[CS_PASSTHROUGH_HOST]);
+  cs_emit_kv_int(e, "host_registered", (int64_t)host->kind_bytes[CS_PASSTHROUGH_HOST_REGISTERED]);
   cs_emit_dict_end(e);
   /* address space only (cuMemAddressReserve): no memory until mapped */
-  cs_emit_kv_int(e, "vmm_reserved_address_space", (int64_t)host->kind_bytes[CS_FOREIGN_VMM_RESERVE]);
+  cs_emit_kv_int(e, "vmm_reserved_address_space", (int64_t)host->kind_bytes[CS_PASSTHROUGH_VMM_RESERVE]);
   /* cudasnap's own statistics of memory passed through, per device, flat as memory_stats */
   cs_emit_key(e, "passthrough_stats");
   cs_emit_list_begin(e);
   for (int d = 0; d <= s->device_count; d++) {
     int row = d < s->device_count ? d : CS_SNAP_MAX_DEVICES; /* the last: host memory */
     cs_emit_dict_begin(e);
-    for (int k = 0; k < CS_FOREIGN_KINDS; k++) {
-      if (!cs_foreign_kind_in_row((cs_foreign_kind_t)k, row == CS_SNAP_MAX_DEVICES)) continue;
-      for (int f = 0; f < CS_FOREIGN_STAT_FIELDS; f++) {
+    for (int k = 0; k < CS_PASSTHROUGH_KINDS; k++) {
+      if (!cs_passthrough_kind_in_row((cs_passthrough_kind_t)k, row == CS_SNAP_MAX_DEVICES)) continue;
+      for (int f = 0; f < CS_PASSTHROUGH_STAT_FIELDS; f++) {
         char key[96];
-        cs_foreign_stat_key((cs_foreign_kind_t)k, f, key, sizeof key);
-        cs_emit_kv_int(e, key, cs_foreign_stat_field(&s->passthrough[row][k], f));
+        cs_passthrough_stat_key((cs_passthrough_kind_t)k, f, key, sizeof key);
+        cs_emit_kv_int(e, key, cs_passthrough_stat_field(&s->passthrough[row][k], f));
       }
     }
     cs_emit_dict_end(e);

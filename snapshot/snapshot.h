@@ -39,7 +39,7 @@ typedef struct cs_snap_segment_s {
   uint32_t stack_id;
   size_t first_block;  /* index into blocks */
   size_t block_count;
-  int kind;            /* -1: the cache's; else the cs_foreign_kind_t of memory passed through */
+  int kind;            /* -1: the cache's; else the cs_passthrough_kind_t of memory passed through */
   bool expandable;     /* VMM mappings inside one reserved range (is_expandable) */
 } cs_snap_segment_t;
 
@@ -54,7 +54,7 @@ typedef struct cs_snap_block_s {
 /* Pass-through memory that is not drawn: physical VMM handles, reservations, pinned host memory
  * (for the leak report and the reconciliation). */
 typedef struct cs_snap_other_s {
-  cs_foreign_kind_t kind;
+  cs_passthrough_kind_t kind;
   int device;          /* -1: none */
   size_t size;
   uint32_t stack_id;
@@ -99,8 +99,8 @@ typedef struct cs_snap_device_memory_s {
   cs_snap_driver_t driver;  /* asked right after the copy, unless driver_not_asked */
   cs_snap_driver_last_t last; /* filled only when the driver was not asked */
   cs_snap_driver_peak_t peak;
-  uint64_t kind_bytes[CS_FOREIGN_KINDS];
-  uint64_t kind_count[CS_FOREIGN_KINDS];
+  uint64_t kind_bytes[CS_PASSTHROUGH_KINDS];
+  uint64_t kind_count[CS_PASSTHROUGH_KINDS];
 } cs_snap_device_memory_t;
 
 /* A history entry's user_metadata (an NVTX region's name on its alloc), by the entry's index. */
@@ -127,7 +127,7 @@ typedef struct cs_snap_state_s {
   cs_snap_other_t *others;    /* pass-through memory not drawn */
   size_t other_count, other_capacity;
   cs_snap_device_memory_t memory[CS_SNAP_MAX_DEVICES + 1]; /* the last: no device (host) */
-  cs_foreign_stat_t passthrough[CS_SNAP_MAX_DEVICES + 1][CS_FOREIGN_KINDS];
+  cs_passthrough_stat_t passthrough[CS_SNAP_MAX_DEVICES + 1][CS_PASSTHROUGH_KINDS];
   bool has_passthrough;       /* pass-through was recorded (the figures above are filled) */
   /* Why the driver was not asked for its side of the reconciliation ("crash", "termination
    * signal"), NULL when it was asked (a device without an answer then had no usable context). */
@@ -149,9 +149,9 @@ int cs_snap_state_reserve_history(cs_snap_state_t *s, size_t entries);
 
 /* A segment of pass-through memory of `kind` on device, then its blocks (each allocated, whole). */
 void cs_snap_state_add_passthrough_segment(cs_snap_state_t *s, int device, uintptr_t addr, uintptr_t stream,
-                                           cs_foreign_kind_t kind, bool expandable, uint32_t stack_id);
+                                           cs_passthrough_kind_t kind, bool expandable, uint32_t stack_id);
 void cs_snap_state_add_passthrough_block(cs_snap_state_t *s, size_t size, uint32_t stack_id);
-void cs_snap_state_add_other(cs_snap_state_t *s, cs_foreign_kind_t kind, int device, size_t size,
+void cs_snap_state_add_other(cs_snap_state_t *s, cs_passthrough_kind_t kind, int device, size_t size,
                              uint32_t stack_id);
 
 /* Copy one ring's history. pre: the ring's owner lock is held (for cudasnap, every allocator's

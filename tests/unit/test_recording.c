@@ -229,8 +229,8 @@ static void test_passthrough_kinds(void **state) {
   push(&f, 1, 2);
   cs_ring_t pass;
   assert_true(cs_recfile_add_ring(f.w, &pass, CS_RECFILE_RING_PASSTHROUGH));
-  const int kinds[] = {CS_FOREIGN_PITCH, CS_FOREIGN_VMM_MAPPING, CS_FOREIGN_VMM_HANDLE,
-                       CS_FOREIGN_GRAPH};
+  const int kinds[] = {CS_PASSTHROUGH_PITCH, CS_PASSTHROUGH_VMM_MAPPING, CS_PASSTHROUGH_VMM_HANDLE,
+                       CS_PASSTHROUGH_GRAPH};
   for (uint32_t i = 0; i < 4; i++)
     cs_ring_push(&pass, CS_ACTION_SEGMENT_ALLOC, 1, 0x1000 * (i + 1), 4096, 0, cs_recfile_kind_stack(kinds[i], 7 + i));
   unsigned char *data;
@@ -247,11 +247,11 @@ static void test_passthrough_kinds(void **state) {
   assert_true(r->passthrough);
   assert_int_equal(r->count, 3);
   assert_int_equal(r->damaged, 1); /* vmm_physical is never drawn */
-  assert_int_equal(r->kinds[0], CS_FOREIGN_PITCH);
+  assert_int_equal(r->kinds[0], CS_PASSTHROUGH_PITCH);
   assert_int_equal(r->entries[0].stack_id, 7);
-  assert_int_equal(r->kinds[1], CS_FOREIGN_VMM_MAPPING);
+  assert_int_equal(r->kinds[1], CS_PASSTHROUGH_VMM_MAPPING);
   assert_int_equal(r->entries[1].stack_id, 8);
-  assert_int_equal(r->kinds[2], CS_FOREIGN_GRAPH);
+  assert_int_equal(r->kinds[2], CS_PASSTHROUGH_GRAPH);
   assert_int_equal(r->entries[2].stack_id, 10);
   assert_int_equal(cs_ring_entry_device(&r->entries[2]), 1);
   cs_recording_free(&rec);
