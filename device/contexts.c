@@ -37,7 +37,6 @@ static const cs_options_t *_Atomic cs_contexts_opts;
 /* The last context this thread used: most programs have one, so the lookup is one compare. */
 static CS_TLS cs_context_t *cs_context_last;
 
-cs_allocator_t *cs_context_allocator(const cs_context_t *c) { return c->allocator; }
 int cs_context_device(const cs_context_t *c) { return c->device; }
 
 /* Is ctx the primary context of device? Asked without creating one: a primary context that is
@@ -147,7 +146,14 @@ int cs_contexts_thread_device(void) {
   return c ? c->device : 0;
 }
 
-/* ---- frees and queries across contexts ---- */
+/* ---- allocations, frees and queries across contexts ---- */
+
+int cs_contexts_malloc(cs_context_t *c, size_t bytes, uint32_t stack, uintptr_t *addr) {
+  int rc = cs_allocator_malloc(c->allocator, bytes, 0, stack, addr);
+  if (CS_UNLIKELY(rc == -CS_ENOMEM) && cs_contexts_release_device(c->device, c))
+    rc = cs_allocator_malloc(c->allocator, bytes, 0, stack, addr);
+  return rc;
+}
 
 int cs_contexts_free(uintptr_t addr) {
   int n = atomic_load_explicit(&cs_context_count, memory_order_acquire);
@@ -174,6 +180,16 @@ int cs_contexts_free(uintptr_t addr) {
       return cs_allocator_free(c->allocator, addr);
   }
   return -CS_EINVAL;
+}
+
+int cs_contexts_free_after_stream(uintptr_t addr, uintptr_t stream, bool per_thread) {
+  if (cs_streams_is_capturing(stream, per_thread)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  PFN_cuStreamSynchronize_v2000 sync =
+      per_thread ? CS_REAL_FN(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v2000)
+                 : CS_REAL_FN(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
+  CUresult r = sync ? sync((CUstream)stream) : CUDA_ERROR_NOT_INITIALIZED;
+  if (r != CUDA_SUCCESS) return (int)r;
+  return cs_contexts_free(addr);
 }
 
 bool cs_contexts_find_segment(uintptr_t addr, uintptr_t *base) {

@@ -25,12 +25,26 @@ void cs_contexts_start(const cs_options_t *opts);
  * context, or cudasnap cannot serve it (then calls pass through to the driver). */
 cs_context_t *cs_contexts_current(void);
 
-cs_allocator_t *cs_context_allocator(const cs_context_t *c);
 int cs_context_device(const cs_context_t *c);
+
+/* The program's allocation of `bytes` from c's cache, with the caller's stack: the allocator's
+ * answer (allocator/allocator.h), once more after the device's other contexts emptied their caches
+ * when it is out of memory (as the driver's view of memory has it, they may hold free segments).
+ * The hot path. */
+int cs_contexts_malloc(cs_context_t *c, size_t bytes, uint32_t stack, uintptr_t *addr);
 
 /* Free addr in whichever context's allocator holds it. Returns 0, the synchronization's status
  * (sync mode), or -CS_EINVAL when no allocator handed it out. */
 int cs_contexts_free(uintptr_t addr);
+
+/* cuMemFreeAsync of a block of the cache: the driver would free the whole segment under it, live
+ * neighbours included, so the driver never sees it. The block is the program's cudaMalloc memory,
+ * which the driver frees once the stream's work before the call is done: the stream is
+ * synchronized (never during a capture of it, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: a graph
+ * cannot free cudaMalloc memory, and the driver refuses; per_thread: the per-thread default
+ * stream's variant) and the block freed as cs_contexts_free frees it. Returns its codes, or the
+ * driver's answer (a CUresult above 0) when the stream was not synchronized. */
+int cs_contexts_free_after_stream(uintptr_t addr, uintptr_t stream, bool per_thread);
 
 /* Is addr inside any segment cudasnap holds (live, cached or pending)? Then the driver must never
  * see it freed or taken for memory passed through. Sets *base to the segment's start. */

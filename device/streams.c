@@ -173,6 +173,16 @@ void cs_streams_capture_ended(uintptr_t stream) {
  * whose own mode is relaxed may make them; otherwise not while it has a capture of its own
  * begun in a mode other than relaxed, nor, if its mode is global, while any thread has a global
  * capture underway. */
+bool cs_streams_is_capturing(uintptr_t stream, bool per_thread) {
+  if (!cs_streams_capture_underway()) return false;
+  PFN_cuStreamIsCapturing_v10000 is_capturing =
+      per_thread ? CS_REAL_FN(cuStreamIsCapturing_ptsz, PFN_cuStreamIsCapturing_v10000)
+                 : CS_REAL_FN(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return is_capturing && is_capturing((CUstream)stream, &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 bool cs_streams_capture_forbids_this_thread(void) {
   if (!cs_streams_capture_underway()) return false;
   PFN_cuThreadExchangeStreamCaptureMode_v10010 exchange =

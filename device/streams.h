@@ -25,6 +25,11 @@ void cs_streams_destroyed(uintptr_t stream);
 void cs_streams_capture_began(uintptr_t stream, int mode);
 void cs_streams_capture_ended(uintptr_t stream);
 
+/* Is `stream` capturing (per_thread: the per-thread default stream's variant of the query)? Asked
+ * of the driver only while a capture is underway; false at once otherwise. On a capturing stream,
+ * stream-ordered calls make graph memory nodes, not memory. */
+bool cs_streams_is_capturing(uintptr_t stream, bool per_thread);
+
 /* Would the driver refuse a potentially unsafe call (cuMemAlloc, cuMemFree) from this thread now,
  * for the captures underway? Asks the driver for this thread's capture mode only while a capture
  * is underway; false at once otherwise. */

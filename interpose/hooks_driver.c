@@ -7,6 +7,7 @@
  * streams and captures. cudasnap's own driver calls use the real functions, never these hooks. */
 #include "common/cs_error.h"
 #include "common/cs_log.h"
+#include "device/array_bytes.h"
 #include "device/contexts.h"
 #include "device/graphs.h"
 #include "device/mempools.h"
@@ -145,10 +146,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   }
   uintptr_t addr = 0;
   uint32_t stack = cs_record_stack(); /* before the allocator's lock: unwinding takes a while */
-  int rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, stack, &addr);
-  /* other contexts of the device may hold free segments, as the driver's view of memory has it */
-  if (CS_UNLIKELY(rc == -CS_ENOMEM) && cs_contexts_release_device(cs_context_device(c), c))
-    rc = cs_allocator_malloc(cs_context_allocator(c), bytesize, 0, stack, &addr);
+  int rc = cs_contexts_malloc(c, bytesize, stack, &addr);
   if (CS_UNLIKELY(rc == -CS_EHOSTMEM)) {
     /* cudasnap's own metadata could not grow: let the driver serve this one. */
     cs_guard_exit();
@@ -258,21 +256,10 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
   return r;
 }
 
-/* Is `stream` capturing? Asked of the driver only while cudasnap has seen a capture begin. On a
- * capturing stream, stream-ordered calls make graph memory nodes, not memory. */
-static bool cs_stream_in_capture(CUstream stream, bool per_thread) {
-  if (!cs_streams_capture_underway()) return false;
-  PFN_cuStreamIsCapturing_v10000 is_capturing =
-      per_thread ? CS_REAL_FN(cuStreamIsCapturing_ptsz, PFN_cuStreamIsCapturing_v10000)
-                 : CS_REAL_FN(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 /* A stream-ordered allocation: memory now, or, during capture, an allocation node whose site is
  * this call (device/graphs.c draws it from each launch). */
 static void cs_async_allocated(CUdeviceptr dptr, size_t bytesize, CUstream stream, bool per_thread) {
-  if (cs_stream_in_capture(stream, per_thread)) cs_graphs_node_site(dptr, cs_record_stack());
+  if (cs_streams_is_capturing((uintptr_t)stream, per_thread)) cs_graphs_node_site(dptr, cs_record_stack());
   else cs_passthrough_add_here(CS_PASSTHROUGH_ASYNC, dptr, bytesize, (uintptr_t)stream);
 }
 
@@ -301,20 +288,9 @@ CS_ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz, true)
 CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020, false)
 CS_POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz, true)
 
-/* cuMemFreeAsync of a block of cudasnap's cache: the driver would free the whole segment under
- * it, live neighbours included, so the driver never sees it. The block is the program's
- * cudaMalloc memory, which the driver frees once the stream's work before the call is done: the
- * stream is synchronized (never during a capture of it: a graph cannot free cudaMalloc memory,
- * and the driver refuses) and the block freed as cuMemFree frees it. Returns the driver's codes:
- * CUDA_ERROR_INVALID_VALUE for an address inside a segment that is no live block. */
+/* cuMemFreeAsync of a block of cudasnap's cache, in the driver's codes (device/contexts.h). */
 static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per_thread) {
-  if (cs_stream_in_capture(stream, per_thread)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  PFN_cuStreamSynchronize_v2000 sync =
-      per_thread ? CS_REAL_FN(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v2000)
-                 : CS_REAL_FN(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
-  CUresult r = sync ? sync(stream) : CUDA_ERROR_NOT_INITIALIZED;
-  if (r != CUDA_SUCCESS) return r;
-  int rc = cs_contexts_free((uintptr_t)dptr);
+  int rc = cs_contexts_free_after_stream((uintptr_t)dptr, (uintptr_t)stream, per_thread);
   return rc == -CS_EINVAL ? CUDA_ERROR_INVALID_VALUE : cs_status_of(rc);
 }
 
@@ -330,7 +306,7 @@ static CUresult cs_free_async_cached(CUdeviceptr dptr, CUstream stream, bool per
       cs_guard_exit();                                                                            \
       return r;                                                                                   \
     }                                                                                             \
-    if (dptr == 0 || cs_stream_in_capture(stream, per_thread)) {                                  \
+    if (dptr == 0 || cs_streams_is_capturing((uintptr_t)stream, per_thread)) {                    \
       CS_FORWARD(r, name, pfn, dptr, stream);                                                     \
       return r;                                                                                   \
     }                                                                                             \
@@ -468,55 +444,23 @@ CUresult cuMemHostUnregister(void *p) {
   return r;
 }
 
-/* ---- arrays: the bytes their descriptors ask for (the driver pads and tiles them, so this is a
- * lower bound on a real GPU) ---- */
-
-static size_t cs_array_format_bytes(CUarray_format format) {
-  switch (format) {
-  case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-  case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-  default: return 4;
-  }
-}
-
-static size_t cs_array_extent(size_t n, unsigned level) {
-  size_t d = (n ? n : 1) >> level;
-  return d ? d : 1;
-}
-
-/* All levels: each dimension halves per level, down to 1. */
-static size_t cs_array_bytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned channels,
-                             unsigned levels) {
-  size_t total = 0;
-  for (unsigned l = 0; l < levels && l < 64; l++)
-    total += cs_array_extent(width, l) * cs_array_extent(height, l) * cs_array_extent(depth, l) * channels *
-             cs_array_format_bytes(format);
-  return total;
-}
-
-static size_t cs_array2d_bytes(const CUDA_ARRAY_DESCRIPTOR *d) {
-  return d ? cs_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1) : 0;
-}
-
-static size_t cs_array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels) {
-  return d ? cs_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : 0;
-}
+/* ---- arrays (device/array_bytes.h: the bytes their descriptors ask for) ---- */
 
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array2d_bytes(desc), 0, cuArrayCreate_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array_bytes_2d(desc), 0, cuArrayCreate_v2,
                     PFN_cuArrayCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
-    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array2d_bytes(desc), 0);
+    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array_bytes_2d(desc), 0);
   return r;
 }
 
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array3d_bytes(desc, 1), 0, cuArray3DCreate_v2,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array_bytes_3d(desc, 1), 0, cuArray3DCreate_v2,
                     PFN_cuArray3DCreate_v3020, array, desc);
   if (r == CUDA_SUCCESS && desc)
-    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, 1), 0);
+    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array_bytes_3d(desc, 1), 0);
   return r;
 }
 
@@ -531,10 +475,10 @@ CUresult cuArrayDestroy(CUarray array) {
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                 unsigned int levels) {
   CUresult r;
-  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array3d_bytes(desc, levels), 0,
+  CS_FORWARD_MEMORY(r, CS_PASSTHROUGH_ARRAY, cs_current_device(), cs_array_bytes_3d(desc, levels), 0,
                     cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, array, desc, levels);
   if (r == CUDA_SUCCESS && desc)
-    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array3d_bytes(desc, levels), 0);
+    cs_passthrough_add_here(CS_PASSTHROUGH_ARRAY, (uintptr_t)*array, cs_array_bytes_3d(desc, levels), 0);
   return r;
 }
 
