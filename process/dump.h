@@ -15,6 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A snapshot waits this long in all for the locks it copies under (a busy allocator's, the memory
+ * passed through's, the NVTX pools'), then leaves out what a lock it did not get guards, and says
+ * so in the snapshot (`best_effort`): whatever the trigger, its holder may be stuck for good. */
+enum { CS_DUMP_LOCK_WAIT_MS = 1000 };
+
 typedef enum cs_trigger_e {
   CS_TRIGGER_EXIT = 0,   /* exit(), return from main, _exit, _Exit, quick_exit */
   CS_TRIGGER_SIGNAL = 1, /* CUDASNAP_SIGNAL; the program goes on */

@@ -116,7 +116,7 @@ static uint64_t cs_dump_oom_flush(bool ending) {
   int64_t latest = cs_dump_oom_latest; /* under the lock: an OOM on another thread writes it */
   pthread_mutex_unlock(&cs_dump_oom_lock);
   /* recovered: an allocation succeeded after this OOM (a later OOM's copy knows as much) */
-  int64_t since = cs_contexts_allocations(CS_ENDING_LOCK_WAIT_MS);
+  int64_t since = cs_contexts_allocations(CS_DUMP_LOCK_WAIT_MS);
   if (latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
   else if (ending && since >= 0) note.recovered = CS_OOM_NOT_RECOVERED;
   cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .ending = ending};

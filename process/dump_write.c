@@ -24,7 +24,6 @@
 #include "memviz/output.h"
 #include "memviz/viewer_limit.h"
 #include "process/dump_name.h"
-#include "process/ending.h"
 #include "process/runtime.h"
 #include "snapshot/leaks.h"
 #include "snapshot/snap_pools.h"
@@ -161,7 +160,7 @@ static int64_t cs_dump_allocations(const cs_snap_state_t *state) {
 
 /* Copy the state how asks for. Returns 0, or -1 when host memory ran out (reported). Takes no
  * lock of the dump's own: an OOM's copy is taken on the allocating thread while another dump may
- * be writing. Every lock it takes, it takes within CS_ENDING_LOCK_WAIT_MS in all, whatever the
+ * be writing. Every lock it takes, it takes within CS_DUMP_LOCK_WAIT_MS in all, whatever the
  * trigger, and leaves out what that lock guards when it is not had (`best_effort`): its holder may
  * be stuck in the driver for good, and a snapshot must neither hang the process's ending nor a
  * program thread that asked for it. */
@@ -176,7 +175,7 @@ int cs_dump_copy_take(cs_dump_copy_t *c, const cs_dump_how_t *how) {
     cs_log_error("cannot take a snapshot: out of host memory");
     return -1;
   }
-  uint64_t deadline = cs_deadline_in_ms(CS_ENDING_LOCK_WAIT_MS);
+  uint64_t deadline = cs_deadline_in_ms(CS_DUMP_LOCK_WAIT_MS);
   int pools = cs_pools_copy(&c->pools, deadline);
   if (pools < 0) cs_log_warn("no memory to copy the NVTX pools; the snapshot draws none");
   c->pools_left_out = pools > 0;
@@ -238,18 +237,18 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
     char devices[160];
     cs_dump_devices_text(c->left_out, devices, sizeof devices);
     snprintf(best_effort, sizeof best_effort, "%s left out: %s allocator stayed locked for %d ms", devices,
-             __builtin_popcountll(c->left_out) > 1 ? "their" : "its", CS_ENDING_LOCK_WAIT_MS);
+             __builtin_popcountll(c->left_out) > 1 ? "their" : "its", CS_DUMP_LOCK_WAIT_MS);
   }
   if (c->passthrough_left_out) {
     size_t used = strlen(best_effort);
     snprintf(best_effort + used, sizeof best_effort - used,
              "%smemory passed through left out: its lock stayed held for %d ms", used ? "; " : "",
-             CS_ENDING_LOCK_WAIT_MS);
+             CS_DUMP_LOCK_WAIT_MS);
   }
   if (c->pools_left_out) {
     size_t used = strlen(best_effort);
     snprintf(best_effort + used, sizeof best_effort - used,
-             "%sNVTX pools left out: their lock stayed held for %d ms", used ? "; " : "", CS_ENDING_LOCK_WAIT_MS);
+             "%sNVTX pools left out: their lock stayed held for %d ms", used ? "; " : "", CS_DUMP_LOCK_WAIT_MS);
   }
   cs_process_info_t proc;
   cs_process_info_read(&proc);
@@ -303,7 +302,7 @@ static int cs_dump_write_copy(cs_dump_copy_t *c, const cs_dump_how_t *how, const
     }
     /* the `snapshot` entry, as PyTorch records one (not as the process ends: it would wait for the
      * locks the copy could not take, and no later snapshot shows it) */
-    if (!how->ending) cs_contexts_mark_snapshot(state, cs_deadline_in_ms(CS_ENDING_LOCK_WAIT_MS));
+    if (!how->ending) cs_contexts_mark_snapshot(state, cs_deadline_in_ms(CS_DUMP_LOCK_WAIT_MS));
   }
   cs_dump_tick();
   if (how->leaks && !state->error) cs_leak_report(state, cs_record_intern(), sym);

@@ -7,7 +7,7 @@
  * stack, holding locks it will never release (an allocator's, malloc's, the loader's). Its wait
  * is bounded: it goes on when the dump is done, or when the dump has made no progress for
  * CS_ENDING_STALL_MS (a lock the frozen thread holds), removing the unfinished file. The dump
- * waits CS_ENDING_LOCK_WAIT_MS for a busy allocator, then leaves that allocator out and says so
+ * waits CS_DUMP_LOCK_WAIT_MS for a busy allocator, then leaves that allocator out and says so
  * in the snapshot (`best_effort` in its cudasnap key).
  *
  * A signal from outside that lands inside a CUDA call is deferred instead (cs_ending_defer).
@@ -24,10 +24,7 @@
 
 #include "process/dump.h"
 
-enum {
-  CS_ENDING_LOCK_WAIT_MS = 1000,
-  CS_ENDING_STALL_MS = 10000,
-};
+enum { CS_ENDING_STALL_MS = 10000 };
 
 /* Write the final snapshot (when CUDASNAP_DUMP_ON has the trigger) and the leak report, and
  * return when they are written or abandoned. Does nothing in a process whose CUDA state is not

@@ -9,7 +9,6 @@
 #include "record/recfile.h"
 #include "record/ticks.h"
 #include "snapshot/snap_grow.h"
-#include "snapshot/snapshot.h"
 
 /* A tick reading as wall-clock microseconds (the conversion phases/phases.c makes). */
 static uint64_t cs_pools_epoch_us(uint64_t ticks) {

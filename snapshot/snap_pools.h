@@ -12,7 +12,7 @@
 
 #include "memviz/emit.h"
 #include "phases/pools.h"
-#include "snapshot/snapshot.h"
+#include "snapshot/snap_state.h"
 
 /* Split the blocks and extend the history of s (after cs_snap_state_finish). Heaps that do not lie
  * inside one allocated block are left out (*drawn counts the others). -CS_EHOSTMEM without memory

@@ -12,7 +12,10 @@
 #ifndef CS_SNAPSHOT_SNAP_SUMMARY_H
 #define CS_SNAPSHOT_SNAP_SUMMARY_H
 
-#include "snapshot/snapshot.h"
+#include "memviz/emit.h"
+#include "record/intern.h"
+#include "snapshot/snap_state.h"
+#include "snapshot/symbolize.h"
 
 /* The key, and the sites kept (as analysis/rank_summary.h keeps them). */
 #define CS_SNAP_SUMMARY_KEY "cudasnap_summary"
