@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caching allocator's public entry points: locking, the malloc and free flows, and the
  * record-only pass-through. The algorithm itself lives in pool.c, fence.c and release.c. */
 #include "allocator/allocator.h"

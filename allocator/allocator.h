@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_allocator_t: the caching allocator of one device context.
  *
  * PyTorch's CUDACachingAllocator algorithm (snapshot-format.md section 6) with cudasnap's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_backend_t: everything the caching allocator needs from a device, behind one contract.
  *
  * The real implementation (device/backend_cuda.c) forwards to the resolved CUDA driver functions of one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Blocks and segments of the caching allocator.
  *
  * A segment is one device allocation obtained from the backend. Its blocks tile it exactly, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "allocator/block_map.h"
 
 #include <stdlib.h>

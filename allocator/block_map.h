@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_block_map_t: device address -> block, for the blocks a program holds (free() looks them up).
  *
  * A chained hash table whose chains run through the blocks themselves (u.held.next_live, used only

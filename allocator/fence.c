@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Deferred frees: blocks the program has freed that must not be reused yet.
  *
  * fence mode records one event per fence stream at free time; the block becomes reusable once all

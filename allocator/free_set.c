@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The free set's red-black tree (free_set.h). Textbook insert and delete with parent links; the
  * code for the two mirror-image sides is written once, indexed by a direction d (0 = lower,
  * 1 = higher). A missing child counts as black. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_free_set_t: a pool's FREE blocks, ordered by (stream, size, address).
  *
  * An intrusive red-black tree over cs_block_t.u.free.link, with the colour in the block's flag

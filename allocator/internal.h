@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal state of the caching allocator, shared by its .c files. Not for other layers.
  *
  * Locking: every field below `lock` is protected by it. Functions named cs_pool_*, cs_fence_* and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pools, segments, split and merge: the core of PyTorch's algorithm (snapshot-format.md 6.3-6.5),
  * with statistics updated at exactly PyTorch's points (section 5.3). */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Giving cached memory back to the device: empty_cache, the targeted release before a retry,
  * garbage collection, and the out-of-memory report (snapshot-format.md sections 6.3 and 6.6). */
 #include "allocator/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The segments sorted by address (segment_index.h). */
 #include "allocator/segment_index.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_segment_index_t: an allocator's segments sorted by address, for the question "which segment
  * holds this address?". The driver hooks ask it on every cuMemFreeAsync and on frees of memory
  * cudasnap did not hand out (interpose/hooks_driver.c), where a walk of the segment list cost

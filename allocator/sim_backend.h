@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A simulated device behind cs_backend_t: address space only, no memory behind it.
  *
  * It hands out 2 MiB-aligned fake device addresses up to a capacity, completes every event at

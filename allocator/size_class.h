@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch's size classes (c10/cuda/CUDACachingAllocator.cpp), as pure inline functions.
  * snapshot-format.md section 6.1 and 6.3 step 2-3. */
 #ifndef CS_SIZE_CLASS_H

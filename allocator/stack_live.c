@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live blocks and bytes per stack id (contract in allocator/stack_live.h). */
 #include "allocator/stack_live.h"
 

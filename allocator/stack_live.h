@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_stack_live_table_t: the live blocks of an allocator and the bytes the program asked for in
  * them, per allocation stack id, counted as blocks are handed out and given back (issue 45).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A device's use and its blocks at the snapshot (contract in analysis/device_blocks.h). */
 #include "analysis/device_blocks.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `summary` and `report` both say about one device of a snapshot: whether it holds anything
  * worth a section, and what its blocks hold at the snapshot (live bytes by allocation site, free
  * bytes inside its segments). */

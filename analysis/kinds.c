@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kinds of memory by address (contract in analysis/kinds.h). */
 #include "analysis/kinds.h"
 

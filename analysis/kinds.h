@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which kind of memory a trace entry or an address of a device is: `cache` for the caching
  * allocator's blocks and segments, else the kind of memory passed through (docs/memory-kinds.md:
  * `device`, `pitch`, `managed`, `async`, `array`, `vmm_mapped`, `ipc_imported`, `graph`).

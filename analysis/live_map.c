@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live blocks by address (contract in analysis/live_map.h). */
 #include "analysis/live_map.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The blocks live at one moment of a trace replay: address -> (bytes, frames). Open addressing
  * with linear probing and backward-shift deletion, so a long trace of allocs and frees leaves no
  * tombstones behind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live figures that are lower bounds (contract in analysis/lower_bound.h). */
 #include "analysis/lower_bound.h"
 

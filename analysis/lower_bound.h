@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whether a snapshot's live figures are lower bounds: a snapshot recovered from a recording
  * (`cudasnap recover`) is its events replayed, so when the recording's histories had dropped their
  * oldest events (cudasnap.dropped_events > 0), a block allocated before them and untouched since

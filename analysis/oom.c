@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The out-of-memory answer's figures (contract in analysis/oom.h; its words: oom_text.c). */
 #include "analysis/oom.h"
 

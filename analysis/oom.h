@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The out-of-memory answer: what failed and why, from a snapshot's last `oom` trace entry (PyTorch's
  * and cudasnap's both write one: size, stream, device_free, frames, time) and what the snapshot
  * knows around it: the driver's total (cudasnap.memory), the cache's segments, the live sites.

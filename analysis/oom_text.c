@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The out-of-memory answer's words (contract in analysis/oom.h; its figures: oom.c). Every
  * sentence is whole, whatever is known: the views that show one line (the report's banner,
  * Perfetto's OOM event) show the same sentence `summary` does. */

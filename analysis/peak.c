@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Forward trace replay for the peak (contract in analysis/peak.h). */
 #include "analysis/peak.h"
 

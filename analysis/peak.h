@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The moment a device's allocated bytes peaked during its trace, and the blocks live then.
  *
  * The trace is replayed forward from its start: `alloc` makes a block live, `free_completed` (or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Phases against the memory timeline (contract in analysis/phase_lanes.h). */
 #include "analysis/phase_lanes.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The program's phases in a snapshot (`external_annotations`: NVTX ranges written by cudasnap, or
  * PyTorch's record_function annotations), against a device's memory over time: which phases were
  * open at the peak, and the most bytes live inside each top-level phase.

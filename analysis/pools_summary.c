@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "inside pools" table (contract in analysis/pools_summary.h). */
 #include "analysis/pools_summary.h"
 

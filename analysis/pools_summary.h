@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap summary`'s "inside pools" table: the pools that declared their regions through NVTX
  * (the snapshot's cudasnap.pools) and what their regions hold. */
 #ifndef CS_ANALYSIS_POOLS_SUMMARY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `cudasnap ranks` needs from one snapshot of one process of a job (docs/ranks.md): who
  * wrote it (cudasnap.job, or nothing for PyTorch's own files), its peak, the phase open then, OOMs,
  * and the allocation sites live at the peak, most bytes first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap summary`'s reconciliation table: what a device's used memory (the driver's total minus
  * free at the snapshot) is made of, from the snapshot's cudasnap.memory (docs/memory-kinds.md,
  * "Reconciliation"). */

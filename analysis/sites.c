@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocation sites and their totals (contract in analysis/sites.h). */
 #include "analysis/sites.h"
 

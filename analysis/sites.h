@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocation sites: the one frame that says where a block was allocated, and totals of bytes and
  * blocks per site (summary and diff).
  *

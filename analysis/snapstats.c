@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memory_stats counters from a snapshot (contract in analysis/snapstats.h). */
 #include "analysis/snapstats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A device's torch.cuda.memory_stats() counters from a snapshot, for the memory_summary table
  * (cs_stats_summary).
  *

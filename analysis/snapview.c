@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot model accessors (contract in analysis/snapview.h). */
 #include "analysis/snapview.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Read-only views of a snapshot model (snapshot-format.md section 2; model/doc.h) for the
  * subcommands that interpret one: summary, diff and report.
  *

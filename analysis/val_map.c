@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Model values to numbers (contract in analysis/val_map.h). */
 #include "analysis/val_map.h"
 

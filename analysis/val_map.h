@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A map from model values (cs_val_t words) to 32-bit numbers, for the caches that key on a frame
  * list: frame lists are stored once by content (model/doc.h), so the stack of a million trace
  * entries is a few thousand distinct words, and what is computed from one (its site, its place in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device -1 of the opt-in API (include/cudasnap.h), the calling thread's current device: the
  * device of its current context, as the driver tells it. Installed into device_arg.c before main,
  * so the API's device argument resolves the same way however the program reaches it; a file of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot part of the opt-in API of include/cudasnap.h: torch.cuda.memory's
  * _record_memory_history and _dump_snapshot. */
 #define CUDASNAP_BUILDING_LIBRARY 1

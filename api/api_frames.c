@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The allocator frames part of the opt-in API of include/cudasnap.h: a program names its own
  * allocation helpers (the Python package's `cudasnap.allocator_frame`), as
  * CUDASNAP_ALLOCATOR_FRAMES names them from outside. */

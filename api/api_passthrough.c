@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudasnap_passthrough_stats of include/cudasnap.h: cudasnap's own statistics of the memory that
  * passes the cache by, kept by device/passthrough_mem.c. */
 #define CUDASNAP_BUILDING_LIBRARY 1

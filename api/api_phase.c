@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The phases part of the opt-in API of include/cudasnap.h: ranges a program marks itself (the
  * Python package's `cudasnap.phase`), recorded as the NVTX injection records nvtxRangeStartA /
  * nvtxRangeEnd (phases/ranges.h), so every reader of phases shows them alike. */

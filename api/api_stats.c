@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The statistics part of the opt-in API of include/cudasnap.h (api_dump.c has the snapshots),
  * over the allocators registered in device/registry.c. Each call combines the allocators of one device
  * (one per CUDA context on it). */

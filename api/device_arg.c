@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The API's device argument (contract in api/device_arg.h). */
 #include "api/device_arg.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device argument of the opt-in API (include/cudasnap.h): an ordinal, or -1 for the calling
  * thread's current device, which a function installed before main tells (api_device.c asks the
  * driver; unit tests install a fake one). Until one is installed the current device is 0. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cached allocate+free pairs through the allocator API, over the simulated device (no driver
  * behind it, so the figure is cudasnap's own cost). Prints one line per figure: BENCH <name> <value> <unit>.
  *   build-bench/bench/bench_allocator [PAIRS [RUNS [FILTER]]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the hot-path benchmark programs (bench_hotpath.c: the driver API under LD_PRELOAD;
  * bench_cub.cpp: NVIDIA CUB's CachingDeviceAllocator over the runtime): the allocation patterns,
  * the timing loop, threads, and a deep call stack to allocate from. C11 and C++17.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // NVIDIA CUB's CachingDeviceAllocator (cub/util_allocator.cuh, header-only, from the CUDA
 // Toolkit's CCCL), fed the patterns of bench_common.h: the peer of bench_hotpath under cudasnap.
 // Built as host code with the C++ compiler and linked with the fake libcudart.so.13 (tests/fakes),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fence mode with many streams (issue 24, defect 5): THREADS threads allocate and free 4 KiB on
  * one allocator in fence mode, over the simulated device with STREAMS fence streams and a
  * synchronization that takes SYNC_US microseconds (a device still draining work). Past

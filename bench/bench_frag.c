@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fragmentation on real workloads: replay the allocations and frees of PyTorch memory snapshots
  * through cudasnap's allocator over the simulated device, and compare the memory it reserves with
  * what PyTorch's own allocator reserved for the same requests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hot path as a program sees it: cuMemAlloc_v2/cuMemFree_v2 pairs through the driver API,
  * linked with the fake libcuda.so.1 (tests/fakes). Run it with LD_PRELOAD=libcudasnap.so to time
  * cudasnap's cache (CUDASNAP_DUMP_ON=none, CUDASNAP_STACKS=none or native with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live record's costs (bench/README.md, "The live record"):
  *
  *   scrape N     `cudasnap metrics`' work for one scrape of N processes, each with one device and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the live record's publication costs the program's allocating threads (issue 45): one
  * thread holds LIVE blocks, then times each allocate+free pair for SECONDS while cudasnap's control
  * thread publishes the live record (every second by default). A publication that holds the

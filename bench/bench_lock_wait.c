@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the lock's throughput costs a thread that comes late (common/cs_lock.h, issue 36): HOGS
  * threads take and let go of one cs_lock_t as fast as they can (a section of about 60 additions,
  * then 20 outside it), while the main thread takes it once a millisecond and times each acquire.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host memory cudasnap spends on what it tracks, measured from the C library's own accounting:
  * the growth of mallinfo2().uordblks + hblkhd (bytes in use from the heap and from mmap) across
  * an operation, divided by how many things it created.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cost of an NVTX call as the program sees it (issue 19): nvtxRangePushA + nvtxRangePop,
  * nvtxMarkA, and a domain push/pop with a registered string, run with NVTX not injected (no tool:
  * NVTX's own no-op path) and with libcudasnap.so preloaded (cudasnap is the injection and records

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python frames on the hot path (bench/README.md, section 1d): allocate+free pairs of 4 KiB
 through the CUDA driver API from Python (ctypes on the fake driver), DEPTH Python frames below the
 loop. Prints the fastest of SAMPLES runs, in ns of this thread's CPU time per pair (CPU time and the

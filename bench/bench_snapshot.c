@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot writing and symbolization, driven directly (no preload, no driver):
  *
  *   bench_snapshot dump EVENTS RUNS DIR   history of EVENTS entries, written RUNS times as JSON and

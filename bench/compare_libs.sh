@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Two builds of libcudasnap.so on the hot path, run by turns (bench/README.md, "Comparing two
 # builds"): a change that should not touch the hot path is checked against the build before it on
 # a machine whose load varies, where only what runs by turns compares.
@@ -14,7 +15,7 @@
 # tree bench/run.sh builds (CS_BENCH_BUILD_DIR, default <repo>/build-bench; run bench/run.sh once
 # first). ROUNDS defaults to 11. BENCH_CLOCK=cpu times the thread's CPU time (bench/README.md).
 set -euo pipefail
-(($# >= 2)) || { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+(($# >= 2)) || { sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 before=$1 after=$2 rounds=${3:-11}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CS_BENCH_BUILD_DIR:-$root/build-bench}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One thread driving several devices, two builds of libcudasnap.so by turns (bench/README.md,
 # "One thread, several devices (issue 33)"): an alloc/free pair's cost with 1, 4 and 8 devices.
 #

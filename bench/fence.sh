@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/fence.sh [BEFORE_REV [ROUNDS]]
 #
 # Issue 24, defect 5: fence mode with many streams. Builds bench/bench_fence.c twice with -O2

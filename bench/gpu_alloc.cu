@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Allocation pairs on a real GPU, for scripts/gpu-bench.sh: the patterns of bench_common.h through
 // one of three allocators, with the CUDA runtime (nvcc's default, static cudart):
 //

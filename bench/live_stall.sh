@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The live record's publication against an allocating thread, two builds of libcudasnap.so by
 # turns (bench/README.md, "The live record without a walk"): bench_live_stall over 100,000 and
 # 1,000,000 live blocks, while the library publishes the live record every second.
@@ -18,7 +19,7 @@
 # kernel's real-time throttling). Uses bench_live_stall and the fake driver of the Release tree
 # bench/run.sh builds (CS_BENCH_BUILD_DIR, default <repo>/build-bench), building that target.
 set -euo pipefail
-(($# >= 2)) || { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+(($# >= 2)) || { sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 before=$1 after=$2 rounds=${3:-5} seconds=${4:-5}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CS_BENCH_BUILD_DIR:-$root/build-bench}

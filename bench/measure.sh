@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the benchmarks that time whole commands (read.sh, ranks.sh).
 #
 # `measure_init NAME BUILD_DIR` sets what both need: cli and gen (the tool and bench_snapshot of

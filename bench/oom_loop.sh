@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/oom_loop.sh [BUILD_DIR] [LIB...]
 #
 # Issue 24, defect 2: what a program that fails an allocation and recovers 1,000 times pays for

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `cudasnap ranks` at scale (bench/README.md, "Ranks at scale", issue 25): a job of 1,024 files of
 # 100,000 events each, read through their heads (cudasnap_summary, snapshot/snap_summary.h), against
 # the target of <= 2 s and <= 200 MB RSS.

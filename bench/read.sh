@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The read side at scale (bench/README.md, "Reading"): wall time and peak RSS of `cudasnap
 # summary`, `check`, `report` and `convert` on snapshots of 100,000 and 1,000,000 events, JSON and
 # pickle, written by bench_snapshot (the library's own writer, the workload of bench_snapshot dump).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The hot path with and without a recording file (CUDASNAP_RECORD, issue 13), and against another
 # build of libcudasnap.so (the main branch's, to see that a ring in memory costs what it did):
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """How long a `cudasnap report` page takes to render in headless Chromium (bench/README.md).
 
     bench/report_render.py PAGE.html [RUNS] [NAME]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cudasnap's benchmarks (bench/README.md): builds them in their own Release tree and prints one
 # machine-readable line per figure on stdout,
 #     BENCH <name> <value> <unit>
@@ -24,7 +25,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+  sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
 }
 
 quick=0

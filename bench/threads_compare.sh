@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Thread scaling of two builds of libcudasnap.so and CUB, by turns (bench/README.md, "Threads
 # (issue 27)"): the table of before and after in one run, with the fake driver of each side.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // node bench/viewer_load.mjs FILE...: how Chromium copes with loading JSON snapshots the way the
 // memory_viz viewer does before any view is drawn: the file's bytes (fetch), one string
 // (TextDecoder), JSON.parse, then a walk over every trace entry and block like its annotation pass.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Option and operand checks shared by the subcommands (contract in cli/cli.h). */
 #include <getopt.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap check FILE`: the memory_viz viewer's rules (reader/validate.h), one line per
  * finding, then a verdict. */
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cudasnap tool (docs/design.md section 6): one entry point per subcommand, dispatched by
  * main.c, and the conventions they share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap convert IN OUT`: JSON <-> pickle, the content unchanged (model/write.h). OUT is
  * written under a temporary name and renamed into place, so it is never left half-written, and an
  * existing OUT is replaced, as every output of the tool is (docs/tool.md), never IN itself. */

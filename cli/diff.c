@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap diff A B`: live bytes and blocks per allocation site in two snapshots, largest change
  * first. */
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap dump PID` and `cudasnap dump --all`: ask running programs for a snapshot. The library
  * writes one when its CUDASNAP_SIGNAL arrives (docs/design.md section 4); this sends the signal
  * and waits for the file. */

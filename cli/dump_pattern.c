@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_OUTPUT -> glob pattern (contract in cli/dump_pattern.h). */
 #include "cli/dump_pattern.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where a running process's signal snapshot will appear, as a glob(3) pattern built from its
  * CUDASNAP_OUTPUT (docs/design.md section 5; memviz/output.h names the files).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Signal the process checked (contract in cli/dump_signal.h). */
 #include "cli/dump_signal.h"
 

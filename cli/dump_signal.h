@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The signal `cudasnap dump` sends, sent to exactly the process it checked (docs/tool.md): the
  * process is fixed by a pidfd (pidfd_open), checked through it to be the one looked at before
  * (its start time and its user, so a pid that was taken by another process since fails), to

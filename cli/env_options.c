@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_* values through the library's parser (contract in cli/env_options.h). */
 #include "cli/env_options.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDASNAP_* values the tool passes to a program (run) or reads back from one (dump), judged
  * by libcudasnap.so's own parser (common/cs_options.h), so the tool accepts exactly what the
  * library accepts and reads a process's settings as the library inside it did. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap export --format pprof|perfetto`: a snapshot for the viewers users already have
  * (export/: the formats; this file: options, files in and out). */
 #include <errno.h>

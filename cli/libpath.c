@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding libcudasnap.so next to the tool (contract in cli/libpath.h). */
 #include "cli/libpath.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where libcudasnap.so is, relative to the tool's own executable (/proc/self/exe), so that the
  * tool and the library it preloads always come from the same build or installation:
  *   <dir>/../lib/libcudasnap.so        installed (cmake --install: bin/cudasnap, lib/...)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tool's live directory and the listing's notes (contract in cli/live_dir.h). */
 #include "cli/live_dir.h"
 

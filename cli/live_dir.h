@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the tool takes from the live records beyond their listing: where they are (CUDASNAP_LIVE_DIR,
  * as the library writes them there), which of a record's labels it shows, and what to say about
  * the records a listing passed over (live/live_read.h's bounds), on top's and dump's stderr and in

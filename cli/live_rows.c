@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rows of the live view (contract in cli/live_rows.h). */
 #include "cli/live_rows.h"
 

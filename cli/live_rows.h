@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rows `cudasnap top` shows and `top --once --json` prints: one per profiled process and
  * device, from the live records (live/live_read.h; which of them top and metrics read), sorted,
  * and the text of the table and of one row's sites at a given width. */

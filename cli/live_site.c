@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A site name fitted to a column (contract in cli/live_site.h). */
 #include "cli/live_site.h"
 

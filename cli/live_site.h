@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A site name (`function file:line`, as `cudasnap summary` names it) fitted to a terminal's
  * column: what a narrow `top` keeps is the function and where it is, not the first characters of
  * a long path. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot files into the snapshot model for the subcommands (contract in cli/load.h). */
 #include "cli/load.h"
 

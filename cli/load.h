@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading snapshot files for the subcommands, JSON or pickle, into the snapshot model
  * (reader/reader.h does the parsing; JSON is streamed, never held whole).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudasnap: launch a program under libcudasnap.so, ask a running one for a snapshot, and read,
  * check, convert and compare snapshot files. main() only picks the subcommand. */
 #include <stdio.h>

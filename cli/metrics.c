@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap metrics`: a Prometheus exporter for this machine, like node_exporter: the live
  * records of the profiled processes (live/live_format.h), read at each scrape of /metrics and
  * written in the text exposition format (cli/metrics_text.h), served by cli/metrics_server.h (one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exporter's HTTP (contract in cli/metrics_http.h). */
 #include "cli/metrics_http.h"
 

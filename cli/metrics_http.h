@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The little HTTP/1.1 that `cudasnap metrics` speaks (docs/live.md): the head of a request read
  * and judged, and a whole reply (status line, headers, body, gzip'ed when the client takes it)
  * built in one buffer, so that the server only moves bytes. One request per connection, closed

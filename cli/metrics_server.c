@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exporter's server (contract in cli/metrics_server.h). */
 #include "cli/metrics_server.h"
 

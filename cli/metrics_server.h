@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exporter's server (`cudasnap metrics --listen`): one thread, non-blocking sockets and one
  * poll, so that no client waits for another (docs/live.md, "What the exporter guarantees"). Each
  * connection gets one request and one reply, then is closed:

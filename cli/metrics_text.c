@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exposition of the live records (contract in cli/metrics_text.h). */
 #include "cli/metrics_text.h"
 

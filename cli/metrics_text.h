@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text exposition (format 0.0.4) of the live records: one sample per process and
  * device for each gauge, one per site for cudasnap_site_allocated_bytes, labelled pid, rank,
  * local_rank, job, host, the process's own labels (pod, namespace, CUDASNAP_LABELS), device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /proc/PID readers (contract in cli/proc.h). */
 #include "cli/proc.h"
 

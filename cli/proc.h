@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `cudasnap dump` learns about another process from /proc/PID. Each returns 0, or an errno
  * value (ENOENT: no such process; EACCES/EPERM: another user's process). */
 #ifndef CS_CLI_PROC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The progress line (contract in cli/progress.h). */
 #include "cli/progress.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A progress line for long operations: on stderr, rewritten in place, and only when stderr is a
  * terminal and the work is big (a pipe or a log file never gets it, so scripts see exactly the
  * lines the tool documents). The line is erased when the work ends. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap ranks [--json] [--top N] DIR|FILE...`: one row per process of a job (cli/ranks.h). */
 #include "cli/ranks.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap ranks`: the processes of a job side by side (docs/ranks.md). ranks.c reads the files,
  * one at a time, into the job's rows (ranks_job.h); ranks_print.c writes the table or the JSON
  * object (ranks_print.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap ranks`' job: its rows and how they compare (contract in cli/ranks_job.h). */
 #include "cli/ranks_job.h"
 

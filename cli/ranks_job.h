@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap ranks`' job: one row per process, made from the summaries of its files (ranks.c reads
  * them), and what the rows are compared by: the median row and the sites that differ most at the
  * peak (ranks_print.c prints them). No file is read here, nothing is printed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap ranks`: the job as a table or as one JSON object (contract in cli/ranks_print.h). */
 #include "cli/ranks_print.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap ranks`: the job (cli/ranks_job.h) as a table or as one JSON object, on stdout
  * (docs/ranks.md says what each holds). */
 #ifndef CS_CLI_RANKS_PRINT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap recover RECORDING [-o SNAPSHOT]`: a snapshot from the recording file a process left
  * (CUDASNAP_RECORD), however it ended, kill -9 included. The recording is read and checked
  * (reader/recording.h), its events replayed into the end state (recover_replay.h), its stacks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap recover`, step two: the state at the end of a recording, by replaying its events
  * forwards (the library's allocator did the same things in the same order). Histories of several
  * rings are merged by time first. What the rings had dropped cannot be replayed: blocks allocated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Output files that replace what is at their name (contract in cli/replace.h). */
 #include "cli/replace.h"
 

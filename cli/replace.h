@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Giving a finished temporary output file (memviz/output.h) a name that may already be taken:
  * for the subcommands that write a file (convert, recover, report, export), whose OUT is replaced,
  * where cs_output_commit would pick another name instead; and the check they make first, that OUT

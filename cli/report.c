@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap report FILE [-o OUT.html]`: one self-contained HTML page per snapshot, readable
  * offline in any current browser; a job's page for several files or a folder
  * (report/report_data.h computes, report/report_page.h writes). */

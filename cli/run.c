@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap run [OPTIONS] -- PROGRAM [ARGS...]`: PROGRAM with libcudasnap.so preloaded and the
  * CUDASNAP_* variables the options stand for. The tool execs the program in its own place, so the
  * program keeps the pid the user sees, its arguments exactly, and its exit status. */

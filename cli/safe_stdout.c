@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The filtered stdout (contract in cli/safe_stdout.h): a glibc cookie stream over descriptor 1. */
 #include "cli/safe_stdout.h"
 

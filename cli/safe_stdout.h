@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tool's stdout, safe for a terminal whatever it prints: the read-side subcommands print names
  * that came from a program (frames, files, phases, threads, hosts, paths in a snapshot), and root
  * reads them. Every write goes through common/cs_text.h's rule (cs_text_safe_lines): valid UTF-8,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A directory's snapshot files (contract in cli/snapshot_dir.h). */
 #include "cli/snapshot_dir.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot files of a directory, as `ranks DIR` and `report DIR` read a job's folder: *.json,
  * *.pickle, *.pkl (cudasnap's and PyTorch's own names), regular files, in name order; hidden files
  * and files being written (cudasnap's temporary names hold ".tmp.") are left out. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap summary FILE`: per device, the memory_summary table, the top allocation sites (live,
  * and at the trace's peak), the blocks live at the snapshot and the free bytes inside segments. */
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The terminal for `cudasnap top` (contract in cli/term.h). */
 #include "cli/term.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The terminal for `cudasnap top`: raw keys, its size, whether to colour. Plain termios and ANSI
  * sequences (cursor home, clear, reverse video), which every terminal emulator and tmux know: no
  * curses library is needed for one table that is redrawn whole. */

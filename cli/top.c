@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `cudasnap top`: the profiled processes of this machine as they run, from their live records
  * (live/live_format.h): a table redrawn every interval, or printed once (--once), or as JSON. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Files as byte arrays in C, so that a program carries them (the report page's template, style
 # sheet and script; report/report_assets.h declares what this writes):
 #

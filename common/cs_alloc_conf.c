@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_ALLOC_CONF: PyTorch's PYTORCH_CUDA_ALLOC_CONF syntax and keys (snapshot-format.md
  * section 7, c10/core/AllocatorConfig.cpp), read without allocating by a lexer that hands out
  * one token at a time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caching allocator's configuration: PyTorch's PYTORCH_CUDA_ALLOC_CONF keys, read from
  * CUDASNAP_ALLOC_CONF, plus cudasnap's own keys and the free mode (CUDASNAP_FREE) and cache switch
  * (CUDASNAP_CACHE), which the allocator needs together.

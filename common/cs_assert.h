@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Debug assertions. cs_assert is on at CS_DEBUG >= 1, cs_assert_expensive (full invariant walks)
  * at CS_DEBUG >= 2. The failure path writes with write(2) and never allocates. */
 #ifndef CS_ASSERT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiler helpers shared by every layer. */
 #ifndef CS_COMPILER_H
 #define CS_COMPILER_H

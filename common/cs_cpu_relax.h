@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pause between two reads of a word another thread will change: tells the core it spins, so
  * that it yields to its sibling hyperthread and does not flood the memory system. Its cost
  * differs by CPU: a few cycles on older Intel cores, about 140 on Intel cores since Skylake, 57-76

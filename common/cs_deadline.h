@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Waiting with a bound, for the paths that run as the process ends, where a lock's holder may
  * never run again (the thread that crashed, or one stopped in the driver): a lock is tried every
  * millisecond until a deadline on CLOCK_MONOTONIC. */

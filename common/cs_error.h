@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes of cudasnap's own layers.
  *
  * Functions return int: 0 on success, a negative cs_err_t on failure (libunwind's convention).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte counts, times and plurals for the text people read: the exit leak report and the tool's output. */
 #ifndef CS_FORMAT_H
 #define CS_FORMAT_H

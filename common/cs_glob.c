@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shell globs, compiled to a bit-parallel automaton (contract in common/cs_glob.h).
  *
  * The automaton has one state per number of positions matched so far, 0 to `positions`; a byte

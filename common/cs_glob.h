@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shell globs over function names (CUDASNAP_ALLOCATOR_FRAMES, --allocator-frames, a snapshot's
  * cudasnap.allocator_frames): `*` any run of bytes, `?` one byte, `[...]` one byte of a set
  * (`a-z` ranges, `!` or `^` first to negate, `]` first taken literally), `\` makes the next byte

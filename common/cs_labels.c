@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_LABELS' rules (contract in common/cs_labels.h). */
 #include "common/cs_labels.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_LABELS: "key=value,..." labels a process adds to its live record, which `cudasnap
  * metrics` puts on the process's samples (docs/live.md). The same rules judge the variable in the
  * library and every label a record brings to the tool (a record is written by its owner, who may

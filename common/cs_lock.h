@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caching allocator's lock: a word and a futex, with a waiter that spins by time before it
  * sleeps (issue 36).
  *

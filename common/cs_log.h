@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging: every message is one line on stderr, "cudasnap: <level>: ...", formatted into a stack
  * buffer and written with write(2). No malloc, no stdio, no CUDA, so it is safe from any hook.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_* variables -> cs_options_t, driven by the table in common/cs_options.def.
  *
  * Runs inside the profiled process, possibly from its first CUDA call: no malloc, no stdio

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Process configuration: one field per CUDASNAP_* variable of docs/design.md section 5.
  *
  * common/cs_options.def is the single source of truth for the variables (X-macro): their names,

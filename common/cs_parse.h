@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small parsing helpers shared by the option parsers. No allocation. */
 #ifndef CS_PARSE_H
 #define CS_PARSE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Back memory with pages now, not at first touch.
  *
  * A fresh allocation of megabytes (a history ring, a snapshot's copy of it) is zero pages until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Libraries cudasnap uses that must stay invisible to the program it runs in.
  *
  * libunwind.so.8 exports _Unwind_RaiseException & co. and a weak `backtrace`, and libdw/libelf

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "common/cs_process_info.h"
 
 #include <fcntl.h>

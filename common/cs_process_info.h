@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What snapshots and the recording file say about the process, and name their files after: its
  * arguments, executable name and host. Read from /proc and the kernel at the moment of asking (a
  * fork child or an exec'd program has its own); never on the allocation path. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* int64 sums held at the limits, for figures read from a file: a snapshot's sizes and times can be
  * any int64, and C leaves an overflowing signed sum undefined. No allocation. */
 #ifndef CS_SATURATE_H

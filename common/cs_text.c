@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text made safe (contract in common/cs_text.h). */
 #include "common/cs_text.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text that came from a program or a file (a site or phase name, an executable, a host, a path
  * from a program's CUDASNAP_OUTPUT), made safe wherever it goes: a terminal, a Prometheus label
  * value, a JSON string. Safe means valid UTF-8, each invalid subpart replaced by U+FFFD (the rule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UTF-8 as the viewer decodes it: well-formed sequences pass, every maximal invalid subpart
  * becomes one U+FFFD (what the WHATWG TextDecoder and Python's errors="replace" do). The snapshot
  * writers repair strings this way and the reader reads pickled strings this way, so both sides

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bytes of a CUDA array (contract in device/array_bytes.h). */
 #include "device/array_bytes.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bytes a CUDA array's descriptor asks for, every mipmap level's: what memory passed through
  * records for cuArrayCreate, cuArray3DCreate and cuMipmappedArrayCreate. The driver pads and tiles
  * arrays, so on a real GPU this is a lower bound. */

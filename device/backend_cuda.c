@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The driver behind the allocator. Every call is made in the backend's own context (pushed when
  * another one is current: an API call or a free may come from any thread), through the real
  * functions, never through cudasnap's hooks. */

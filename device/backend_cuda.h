@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_backend_t over the real CUDA driver, for one context. */
 #ifndef CS_BACKEND_CUDA_H
 #define CS_BACKEND_CUDA_H

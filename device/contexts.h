@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One caching allocator per CUDA context, found from the calling thread's current context.
  *
  * Contexts are discovered at their first allocation. A context slot is never freed while the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The driver's answer for one device (contract in device/driver_query.h). */
 #include "device/driver_query.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The driver's answer for one device: cuMemGetInfo's total and free, and the reserved and used
  * bytes of the stream-ordered pools (the default pool, the current one and every pool the program
  * allocated from, device/mempools.h) and of the graph memory pool. A snapshot asks it right after

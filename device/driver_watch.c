@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "device/driver_watch.h"
 
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The driver's answers between snapshots, per device: the last one (a snapshot that cannot ask,
  * at a crash or a termination signal, carries it with its time) and the one at the peak of the
  * memory cudasnap sees (the cache's segments plus device memory passed through).

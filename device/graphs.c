@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph memory nodes followed from instantiation to launch (contract in device/graphs.h). */
 #include "device/graphs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph memory nodes: an allocation node has its address from its creation (cuGraphAddMemAllocNode,
  * or a cuMemAllocAsync during stream capture) but memory only from a launch of its graph until it
  * is freed (a free node, cuMemFree[Async], or the next launch of a graph instantiated to free on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The program's stream-ordered pools (contract in device/mempools.h). */
 #include "device/mempools.h"
 

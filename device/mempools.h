@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The stream-ordered memory pools the program allocated from (cuMemAllocFromPoolAsync), whose
  * reserved bytes the driver query adds up (device/driver_query.h), until the program destroys
  * them. Thread-safe (one lock, taken last: no other lock is taken under it). */

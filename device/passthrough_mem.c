@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "device/passthrough_mem.h"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory the program obtained past the cache: v1 and pitch allocations, managed, stream-ordered,
  * arrays, VMM handles, reservations and mappings, IPC imports, pinned host memory. cudasnap passes
  * those calls through and records here what exists, with the stack that created it, and its own

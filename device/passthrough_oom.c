@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Out-of-memory answers past the cache (contract in device/passthrough_oom.h). */
 #include "device/passthrough_oom.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a call that makes memory past the cache does when the driver answers out of memory
  * (interpose/hooks_driver.c): cudasnap gives back what its caches hold free on the device and the
  * call is asked once more, so the program gets what it would get without the cache; an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's recording: one stack table for all contexts, created at activation from the
  * options, and one history per context (cs_history_t, PyTorch's per-device trace ring), which its
  * allocator reports events to (the observer) under the allocator's own lock. The allocation hook

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The allocators of each device and their out-of-memory answers past the cache (contract in
  * device/registry.h). */
 #include "device/registry.h"

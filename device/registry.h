@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caching allocators that serve each device (one per CUDA context on it), and the
  * out-of-memory answers the driver gave the program past them: what the opt-in API, the live
  * record and the out-of-memory path read per device. contexts.c registers an allocator as its

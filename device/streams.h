@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What cudasnap must know about streams: which non-blocking streams exist in each context (a
  * fence records an event on each, besides the legacy stream), and whether any stream capture is
  * underway in the process (then nothing synchronizes or records events). Fed by the stream and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A training-like allocation pattern (weights once; activations, gradients and a workspace every
  * step) served by cudasnap's caching allocator on the simulated device, then the device's
  * torch.cuda.memory_summary()-style table. Shows the caching: a handful of device allocations

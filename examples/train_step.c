@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An example CUDA program to profile: a small "training loop" written against the CUDA runtime
  * API, as an unmodified program would be. Weights live for the whole run; each step allocates
  * activations in forward(), gradients and a workspace in backward(), and frees them in

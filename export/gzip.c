@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gzip through zlib (contract in export/gzip.h). */
 #include "export/gzip.h"
 

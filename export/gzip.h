@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A gzip-compressing byte sink (memviz/sink.h) over another sink, through zlib: pprof reads
  * profile.proto gzip-compressed, as every profiler writes it. */
 #ifndef CS_EXPORT_GZIP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshots as Chrome Trace Event JSON (contract in export/perfetto.h). */
 #include "export/perfetto.h"
 

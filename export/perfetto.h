@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshots as a Chrome Trace Event Format file (the JSON object form, {"traceEvents": [...]}),
  * the format ui.perfetto.dev and chrome://tracing open, and torch.profiler and nsys export: a
  * snapshot's memory laid beside a program's kernels, several ranks on one timeline.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A snapshot as a pprof profile (contract in export/pprof.h). The samples, locations and strings
  * are gathered first (they are as many as the distinct stacks, not the trace's entries), then
  * written out message by message. */

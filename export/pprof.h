@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A snapshot as a pprof profile (profile.proto, https://github.com/google/pprof, proto/profile.proto):
  * what `go tool pprof`, speedscope, Perfetto and Pyroscope read, and how JAX writes GPU memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Protocol buffers encoding (contract in export/proto.h). */
 #include "export/proto.h"
 

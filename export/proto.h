@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The protocol buffers wire format, for the few messages of pprof's profile.proto
  * (https://github.com/google/pprof/blob/main/proto/profile.proto): varints and length-delimited
  * fields, nothing else (no fixed32/64, no groups, no decoding).

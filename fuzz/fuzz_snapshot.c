@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the snapshot readers and the viewer-rule validator: the code behind
  * `cudasnap check/summary/convert/diff`, which reads untrusted files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudasnap.h: the optional API of libcudasnap.so, for programs that opt in.
  *
  * It mirrors torch.cuda.memory / torch.accelerator.memory. Every function is declared weak, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA runtime API as interpose/ sees it: cuda_runtime_api.h, plus the two _ptsz resolvers
  * that it declares only for per-thread-default-stream builds (libcudart exports both forms). */
 #ifndef CS_CUDART_API_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dlclose: when it unloads a library, the unwind rules the stack walk keeps by return address
  * (record/stack_rules.h) may describe code that is gone, and the next library mapped at those
  * addresses has other frames; a rule kept from before would read a caller's state at the wrong

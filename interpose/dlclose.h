@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dlclose (dlclose.c). */
 #ifndef CS_DLCLOSE_H
 #define CS_DLCLOSE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The narrow dlsym override (interposition.md sections 4.2 and 5.2). The exported entry is
  * dlsym_trampoline.S; this file decides and redirects.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dlsym, as exported by libcudasnap.so.
  *
  * Lookups that cudasnap does not redirect must reach the next dlsym with the program's own return

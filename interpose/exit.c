@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* _exit and _Exit: the process ends without exit()'s handlers, as every child of Python's
  * multiprocessing (fork start method) does through os._exit, and many launchers' workers. The
  * final snapshot and leak report are written first (process/ending.h), as at exit(). Nothing

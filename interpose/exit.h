@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* _exit and _Exit (exit.c). */
 #ifndef CS_EXIT_H
 #define CS_EXIT_H

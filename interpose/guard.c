@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "interpose/guard.h"
 
 CS_TLS int cs_guard_depth;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reentrancy guard: a per-thread depth counter in initial-exec TLS (reading it never calls
  * __tls_get_addr, so never allocates). A hook entered while the thread is already inside cudasnap
  * (the driver calling a hooked export from within, or cudasnap's own work) passes straight through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hooks of real/hooks.def's entries (contract in interpose/hook_table.h). */
 #include "interpose/hook_table.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which of libcudasnap.so's exported functions is the hook of each entry of real/hooks.def, and
  * the real functions the program's lookups hand over (dlsym, cuGetProcAddress,
  * cudaGetDriverEntryPoint*), kept unless they are one of these hooks. */

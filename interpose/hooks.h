@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Declares every hook of hooks.def with default visibility (the rest of the library is hidden)
  * and with its variant's type, so each definition is checked against the toolkit's typedef.
  * Included by the files that define hooks. */

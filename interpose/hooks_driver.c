@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The driver hooks (interposition.md section 6). Each is short: enter, hand the call to the cache
  * (device/contexts.h) or to the real function, record, return exactly the status the driver or
  * the cache produced.

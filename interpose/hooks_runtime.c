@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runtime hooks for programs linked with a dynamic libcudart: a label and a forward, and on a
  * failure a note of the first one. Static cudart (nvcc's default) and the math libraries'
  * embedded cudart never come here; they reach the driver hooks through dlsym and cuGetProcAddress

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runtime label: which cuda* call of a dynamically linked libcudart is in progress on this
  * thread (its cs_fn_t, or 0 = none). Set by hooks_runtime.c around the real call; read by the
  * driver hooks, which do all the accounting, so nothing is counted twice

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libcudasnap.so as the process's NVTX injection: the program's ranges and marks become phases
  * (phases/phases.h), which snapshots write as `external_annotations`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libcudasnap.so as the process's NVTX injection (interpose/nvtx.c). */
 #ifndef CS_NVTX_H
 #define CS_NVTX_H

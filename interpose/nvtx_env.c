@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "interpose/nvtx_env.h"
 
 #include <string.h>

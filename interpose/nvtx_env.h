@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whether, and how, cudasnap makes itself the process's NVTX injection (decided once, in the
  * library's constructor, before the program's first NVTX call reads NVTX_INJECTION64_PATH).
  * Pure string work, so that it is unit-tested. */

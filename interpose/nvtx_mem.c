@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVTX's memory extension (nvToolsExtMem.h): pools that declare the regions they hand out (Umpire,
  * RMM) are followed in phases/pools.c, so snapshots draw a pool's block as its regions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libcudasnap.so's load and unload in a process: what the constructor does before main (the
  * functions interposed from the start find what they call next; CUDASNAP_CHILDREN=0 takes cudasnap
  * out of LD_PRELOAD; the signal handler learns how to tell a thread inside a CUDA call), and what

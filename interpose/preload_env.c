@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "interpose/preload_env.h"
 
 #include <string.h>

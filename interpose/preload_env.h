@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Editing LD_PRELOAD values (CUDASNAP_CHILDREN=0). Pure string work. */
 #ifndef CS_PRELOAD_ENV_H
 #define CS_PRELOAD_ENV_H

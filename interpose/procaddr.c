@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Entry-point resolvers: cuGetProcAddress (both ABIs) and cudaGetDriverEntryPoint* (all four).
  * interposition.md sections 3.4, 5.3 and 5.4.
  *

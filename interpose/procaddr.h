@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Mapping a resolver request to a hooked variant (used by procaddr.c; exposed for tests). */
 #ifndef CS_PROCADDR_H
 #define CS_PROCADDR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The functions that set a signal's disposition, interposed for the signals cudasnap watches
  * (process/signals.h keeps the program's dispositions and says why); any other signal is the real
  * function's. */

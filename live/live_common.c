@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What both sides of the live record need: its names, and a process's start time. */
 #include "live/live_format.h"
 

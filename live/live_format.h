@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live record: what a profiled process publishes about itself while it runs, for `cudasnap
  * top`, `cudasnap metrics` and `cudasnap dump --all` (docs/live.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /proc for the live records' readers (contract in live/live_proc.h). */
 #include "live/live_proc.h"
 

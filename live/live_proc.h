@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the tool reads about a process in /proc to decide whether a live record is its record:
  * its user, its pid inside its own PID namespace, the signals it catches; and, for records made
  * in another PID namespace (a container writing to a shared CUDASNAP_LIVE_DIR), the pid each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live records' readers (contract in live/live_read.h). */
 #include "live/live_read.h"
 

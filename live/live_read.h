@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The readers' side of the live record (live/live_format.h), for the tool: every live record of
  * this user (or of every user) on this machine, each a whole copy, the records of processes that
  * are gone skipped and removed.

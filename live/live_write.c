@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live record's publisher side (contract in live/live_write.h). */
 #include "live/live_write.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The publisher's side of the live record (live/live_format.h): made once, rewritten in place
  * under the sequence lock, removed at the end. Used by publish/live_publish.c on the control thread; no
  * function here is on the allocation path. */

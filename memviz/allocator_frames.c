@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's allocator frames (contract in memviz/allocator_frames.h).
  *
  * Append-only: a writer fills the next entry under the mutex and then publishes the count with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Frames a user names part of the allocator: globs over function names (C, C++ or Python, as
  * frames show them), for a program's own allocation helper (`cuda_alloc()`), a C++ pool or a
  * framework's wrapper. The site rule (memviz/site_rule.h) passes over such frames as it passes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The format-independent half of the emitter: nesting, the sticky error, the output buffer, the
  * byte count and the frame-list memo table. The bytes come from emit_json.c or emit_pickle.c. */
 #include "memviz/emit.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_emitter_t: one API that writes a value tree as JSON or as pickle (jemalloc's emitter shape).
  *
  * snapshot.c walks the state once and calls these; the chosen format decides the bytes. Values:

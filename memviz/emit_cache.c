@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The frame list cache (emit_cache.h): capturing a list's bytes as the emitter writes them, and
  * looking them up again. emit.c calls in at the few points a capture cares about. */
 #include <stdlib.h>

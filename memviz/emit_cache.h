@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The frame list cache of formats that cannot refer back to a value (JSON): the bytes of each frame
  * list are kept, per frame list id, the first time the list is written, and copied out again for
  * every later cs_emit_frames_ref of that id. A snapshot's history repeats a few hundred stacks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The inside of cs_emitter_t, shared by emit.c (nesting, sticky error, byte count, memo table) and
  * the two formats (emit_json.c, emit_pickle.c). Not part of the emit.h contract: include it only
  * from those three files.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON bytes for the emitter: compact (no spaces), RFC 8259 strings, a final newline.
  *
  * Integers are formatted by hand, two digits at a time: they are most of a snapshot (addresses,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pickle bytes for the emitter: only opcodes of the viewer's unpickler (snapshot-format.md section
  * 3.3), which Python's pickle.loads reads too.
  *

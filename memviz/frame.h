@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A named stack frame as snapshots show it: the symbolizer makes them from program counters when
  * a snapshot is written, the reader finds them in a file's `frames` lists. */
 #ifndef CS_FRAME_H

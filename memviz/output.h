@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot files: names from the CUDASNAP_OUTPUT pattern, and writing that never leaves a partial
  * file nor replaces an existing one. The bytes go to a temporary file in the destination's
  * directory, which is then linked to the final name (link(2) fails where a file exists, unlike

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kinds of memory that pass the cache by (device/passthrough_mem.c records them), as a snapshot
  * names, draws and reconciles them: each segment's "kind", the "passthrough_bytes.*" and
  * "passthrough_ooms.*" statistics keys. Part of the format both sides share: the library records and writes them; the tool reads

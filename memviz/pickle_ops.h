@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pickle opcodes cudasnap writes and reads (protocols 2 to 5, the subset PyTorch's snapshots
  * and cudasnap's own writer use): for the writer (memviz/emit_pickle.c), the unpickler and the memo
  * scan that runs before it (reader/unpickle.c, reader/memo_refs.c), and the little-endian read of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The two sinks: a buffered file descriptor (production) and a growing memory buffer (tests, the
  * reader). */
 #include "memviz/sink.h"

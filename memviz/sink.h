@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_sink_t: where serialized bytes go. The output format (emit.h) is separate from the target.
  *
  * A sink is a write callback and its context. Writers call it with buffered chunks; a non-zero

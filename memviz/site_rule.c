@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The site rule (contract in memviz/site_rule.h). Frames come from our symbolizer (function,
  * source file or module path) and from PyTorch snapshots (the same, with "??" or "" when
  * unknown), so every test here reads names and paths only: no address, no library handle. */

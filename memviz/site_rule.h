@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which frame names an allocation's site. One rule for the exit leak report (inside the program)
  * and for the tool's summary and diff (on files, ours and PyTorch's), so they name the same site.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The viewer's size limit for JSON snapshots (contract in memviz/viewer_limit.h). */
 #include "memviz/viewer_limit.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How big a JSON snapshot the memory_viz viewer can open in a browser, and what to say when one is
  * bigger (the line that reports a written snapshot, process/dump_write.c).
  *

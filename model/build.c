@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building a snapshot model (contract in model/build.h; storage in model/doc_impl.h). */
 #include "model/build.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building a snapshot model (model/doc.h), for the readers: the pickle reader and the streaming
  * JSON reader feed values in file order and get a doc back.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a snapshot model (contract in model/doc.h; storage in model/doc_impl.h). */
 #include "model/doc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot model: one compact, read-only form of a snapshot file, JSON or pickle, for every
  * subcommand of the tool (docs/design.md section 1, "the model").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to model/: the doc's storage, shared by its readers (doc.c) and its builder (build.c).
  *
  * A container at arena offset o is a header word, its items, then (dicts only) its keys packed two

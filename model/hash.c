@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SipHash-1-3, keyed per model (contract in model/hash.h). Written from the algorithm's description
  * (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012). */
 #include "model/hash.h"

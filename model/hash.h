@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed hashing for the model's tables (strings by content, containers by content, key ids).
  *
  * The snapshot files the tool reads are untrusted, and an unkeyed hash lets a file choose strings or

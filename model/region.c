@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growable arrays in their own mappings once large (contract in model/region.h). */
 #include "model/region.h"
 

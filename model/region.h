@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growable arrays for the model and its readers, which reach hundreds of megabytes on a large file.
  *
  * realloc grows a large block by copying it when it cannot extend it in place, and the fresh pages

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing a snapshot model through an emitter (contract in model/write.h). */
 #include "model/write.h"
 

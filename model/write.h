@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing a snapshot model through an emitter (memviz/emit.h), JSON or pickle: the heart of
  * `cudasnap convert`, and how `recover` writes what it rebuilt.
  *

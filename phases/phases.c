@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The phase ring and the name table (contract in phases/phases.h). */
 #include "phases/phases.h"
 

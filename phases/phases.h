@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_phases: the program's phases (NVTX ranges and marks), process-wide, for the snapshot's
  * `external_annotations`.
  *

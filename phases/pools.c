@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pool registry (contract in phases/pools.h), behind one mutex. Heaps are few (a pool registers
  * its memory once), so they sit in a small array searched linearly. Regions are many (a KV cache or
  * a tensor pool has one per live sub-allocation) and come and go in any order: each heap keeps them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_pools: pools that declare their sub-allocations through NVTX's memory API (Umpire, RMM):
  * heaps (a pool's memory: nvtxMemHeapRegister) and the regions handed out inside them
  * (nvtxMemRegionsRegister), followed through resizes, unregistrations and resets, so that a snapshot

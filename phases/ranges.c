@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVTX's ranges and marks as phases (contract in phases/ranges.h). */
 #include "phases/ranges.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVTX's ranges and marks, and the opt-in API's phases, as phases (phases/phases.h): the names of
  * NVTX's messages in their domains, the push/pop ranges of each thread, start/end ranges whose id
  * names them, marks. The NVTX injection (interpose/nvtx.c) and the API (api/api_phase.c) call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The control thread's identity and its pipe (contract in process/control.h). */
 #include "process/control.h"
 

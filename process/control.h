@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The control thread's identity and the pipe that wakes it. The thread itself (what it does at
  * each wake-up) is process/dump_trigger.c's; here is what the endings and the signal handlers ask
  * of it, all async-signal-safe: whose process this is, whether the thread runs and is the calling

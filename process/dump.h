@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing snapshots: when (exit, signal, out of memory, the API, and as the process ends otherwise:
  * _exit, a crash, a termination signal), under which name, and the one line that reports each
  * (docs/design.md section 4).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the snapshot writer (dump_write.c) and the triggers (dump_trigger.c); not for other
  * files, which use process/dump.h. */
 #ifndef CS_DUMP_INTERNAL_H

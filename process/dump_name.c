@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot file names: CUDASNAP_OUTPUT expanded for one dump, and the format a name asks for. */
 #include "process/dump_name.h"
 

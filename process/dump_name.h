@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot file names (the naming job of the snapshot writer, process/dump_write.c). */
 #ifndef CS_DUMP_NAME_H
 #define CS_DUMP_NAME_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* When snapshots are taken: on a signal (CUDASNAP_SIGNAL) and as the process ends, through the
  * control thread (process/control.h: the pipe its handlers write one byte to); out of memory,
  * copied on the allocating thread and coalesced; at exit. The writing is process/dump_write.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot writer: a dump in two steps, the copy of the state (each lock taken with a time
  * limit) and the writing (symbolized, to a temporary file renamed into place), with the one line
  * that reports it and the leak report. Dumps are serialized by cs_dump_lock. When they are taken

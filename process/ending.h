@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Ending the process without exit(): _exit, and a signal whose default action ends the process.
  * The last snapshot and the leak report are written as at exit, by the control thread
  * (process/dump_trigger.c), while the thread that ends the process waits; then that thread ends the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Activation and fork (contract in process/lifecycle.h). */
 #include "process/lifecycle.h"
 

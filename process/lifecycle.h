@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The library's life in a process (interposition.md sections 7.7-7.9 and 9.1).
  *
  * Inert until the first CUDA activity (a redirected lookup or a hook's first call): a process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's options (CUDASNAP_*) and its place in its job, read once, on first use: the
  * configuration every part of the process's life reads. The layers below take what they need
  * as arguments (contexts and recording at activation, the live record at its start). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The signals whose default action ends the process, watched once CUDA is in use, so that the
  * final snapshot and leak report are written before the process goes (docs/design.md section 5,
  * CUDASNAP_DUMP_ON crash and term):

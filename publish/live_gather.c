@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live record's figures (contract in publish/live_gather.h). */
 #include "publish/live_gather.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The figures of the live record (live/live_format.h), gathered by the control thread at each
  * publication: per device, the allocators' statistics and their live blocks by allocation site,
  * the driver's last answer, the open phase.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's live record (contract in publish/live_publish.h). */
 #include "publish/live_publish.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's live record (live/live_format.h): made when cudasnap activates, as the
  * registration `cudasnap dump --all` finds profiled processes by; its figures published by the
  * control thread (process/dump_trigger.c) every CUDASNAP_LIVE_INTERVAL unless CUDASNAP_LIVE=0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a snapshot's head (contract in reader/head.h). */
 #include "reader/head.h"
 

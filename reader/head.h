@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The head of a snapshot file: its root dict's first pair, read without the rest of the file.
  *
  * cudasnap writes a small summary of the process as the first key of every snapshot

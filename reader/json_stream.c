@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON into the snapshot model, streamed through YAJL (contract in reader/json_stream.h). */
 #include "reader/json_stream.h"
 

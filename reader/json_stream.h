@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to reader/: JSON into the snapshot model, streamed (a file is never held whole).
  *
  * The tokens come from YAJL (Debian's libyajl, a small, well-kept streaming parser in C): it is

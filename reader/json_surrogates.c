@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON strings with lone surrogate escapes, kept exact (contract in reader/json_surrogates.h). */
 #include "reader/json_surrogates.h"
 

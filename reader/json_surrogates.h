@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to reader/: JSON strings with lone surrogate escapes, kept exact.
  *
  * JSON.parse keeps "\ud800" as the lone UTF-16 unit it names; YAJL decodes a lone high surrogate to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memo indices a pickle reads back (contract in reader/memo_refs.h). */
 #include "reader/memo_refs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to reader/: which memo indices of a pickle are ever read back, found by a scan of its
  * opcodes before the unpickler runs, so that the unpickler keeps only those.
  *

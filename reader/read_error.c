@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A reader's one-line error (contract in reader/read_error.h). */
 #include "reader/read_error.h"
 

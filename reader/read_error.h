@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What went wrong in reading a file, for a one-line message: "<file>: <where>: <problem>". Its own
  * file so that every reader (reader.c and the parsers under it, json_stream.c) fills one without
  * calling back up into reader.c. */

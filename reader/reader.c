@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot files into the snapshot model (contract in reader/reader.h).
  *
  * Format: like the viewer, which tries JSON.parse and falls back to its unpickler. A file whose

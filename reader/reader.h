@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading snapshot files, JSON or pickle, into the snapshot model (model/doc.h), for every
  * subcommand of the tool and the tests.
  *

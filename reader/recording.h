@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a recording file (CUDASNAP_RECORD; format and guarantees in record/recfile.h), for
  * `cudasnap recover`. Only the format header is shared with the library; no record/ code.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Allocator State History replay (contract in reader/replay.h). */
 #include <inttypes.h>
 #include <math.h>

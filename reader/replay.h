@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to reader/: the Allocator State History view's backward replay, for one device
  * (snapshot-format.md section 3.7; MemoryViz.js MemoryView.simulate_memory and draw).
  *

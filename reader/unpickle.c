@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The viewer's pickle subset, read into the snapshot model (contract in reader/unpickle.h).
  *
  * The value stack holds model values: closed ones, and containers still open (model/build.h). A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to reader/: the unpickler behind cs_read_snapshot, plus what the validator needs to
  * know about the bytes it read (batch sizes, protocol).
  *

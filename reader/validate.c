@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The viewer's rules on a snapshot (contract in reader/validate.h; the rules are
  * snapshot-format.md sections 3.2-3.9, checked against MemoryViz.js).
  *

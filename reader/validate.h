@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memory_viz viewer's rules, checked on a snapshot (the logic behind `cudasnap check`).
  *
  * ERRORS are what breaks the viewer (an exception at load, or in a view, or on hover); WARNINGS are

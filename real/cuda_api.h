@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA driver API as the library sees it: cuda.h and cudaTypedefs.h without the macros that
  * rename legacy entry points (cuda.h maps cuMemAlloc to cuMemAlloc_v2, cuGetProcAddress to
  * cuGetProcAddress_v2, ...; interposition.md section 3.1), so that hooks can be defined under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reaching libc's dlsym and the next dlsym in the search order without calling dlsym (contract
  * in libc_dlsym.h). */
 #include "real/libc_dlsym.h"

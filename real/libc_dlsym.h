@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The libc dlsym, and the next dlsym after cudasnap in the search order (another overrider, or
  * libc's): resolved without state, so they work before any constructor ran. The lowest piece of
  * the library: the dlsym override, the real-function slots and the interposers of libc's functions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The functions cudasnap hooks or calls, one slot each for the real implementation, driven by
  * real/hooks.def: the boundary out, which every folder that calls CUDA calls through.
  *

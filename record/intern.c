@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stack interning: see intern.h for the contract.
  *
  * Design

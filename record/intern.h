@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stack interning: a stack of PCs -> a small integer id, equal stacks -> equal ids.
  *
  * The hot path calls cs_intern_stack for every allocation: it hashes the PCs and finds or inserts

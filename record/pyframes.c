@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Python frames on the hot path (contract in record/pyframes.h). */
 #include "record/pyframes.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Python frames on the allocation hot path: when the allocating thread holds the GIL of a CPython
  * interpreter in this process, its Python stack, as raw (code object, instruction) pairs merged
  * into the native stack where the interpreter's evaluation frames are.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The recording file (CUDASNAP_RECORD, issue 13): the event histories, the interned stacks and
  * the module map kept in a shared file mapping instead of anonymous memory, so that whatever the
  * process had recorded is in the file however it ends, SIGKILL included (the kernel's page cache

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing the recording file (record/recfile.h has the format and what a death leaves in it).
  *
  * One per process, made at activation when CUDASNAP_RECORD is set. The file is mapped once, at its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_ring_t: the bounded history of one allocator's events (PyTorch's TraceEntryRingBuffer, one per
  * device allocator), in the order they happened.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One entry of an allocator's event history, as the ring (record/ring.h) keeps it and the
  * recording file (record/recfile.h) holds it: the memory_viz actions, the 32-byte entry and how its
  * `when` packs the time, the device and the action. A format, with no state: the tool reads a

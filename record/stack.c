@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Native stack capture: a walk by cached unwind rules (stack_rules.h), or libunwind's unw_backtrace
  * where the rules cannot walk the stack, into the caller's buffer, minus cudasnap's own leading
  * frames. See stack.h for the contract. */

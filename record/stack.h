@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Native stack capture for the allocation hot path: raw program counters into a caller's fixed
  * buffer (a walk by cached unwind rules, stack_rules.h, or libunwind's unw_backtrace where those
  * cannot walk a stack), innermost first, with cudasnap's own frames skipped. A capture that starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiling one frame's unwind rule from .eh_frame (stack_cfi.h). The format is the DWARF call
  * frame information of the DWARF 4 standard (section 6.4) with the GNU .eh_frame and
  * .eh_frame_hdr encodings of the Linux Standard Base (Core, "Exception Frames"). Only x86-64 with

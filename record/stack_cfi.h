@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One frame's unwind rule, compiled from the program's own unwind tables (.eh_frame, reached through
  * .eh_frame_hdr's sorted table), for the frame-walking unwinder of stack_rules.c (issue 36).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What one entry of a recorded stack is: a native return address, or a Python frame entry
  * (record/pyframes.h makes them on the hot path) with the top bit set, which native return
  * addresses never have on the 48-bit address spaces this runs on. A format fact, with no state:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rule table and the walk by rules (stack_rules.h). */
 #include "record/stack_rules.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Walking a native stack by cached unwind rules (issue 36): the fast path of stack.c's capture.
  *
  * Each frame's rule (stack_cfi.h) is looked up by its return address in a fixed-size table, and

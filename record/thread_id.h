@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The calling thread's id as the kernel numbers it (gettid), which is what nvtxNameOsThread takes,
  * /proc/self/task/ lists and trace viewers show: the thread of a history entry and of a phase.
  * Asked of the kernel once per thread and kept in thread-local storage, so reading it is one load

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_thread_log_t: one allocator's event history kept in per-thread chunks (issue 27).
  *
  * cs_ring_t is one array that every thread appends to: with several threads allocating, the slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cs_ticks: the clock that stamps history entries.
  *
  * It is read once per allocator event, on the allocation hot path, where clock_gettime costs 20 to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The report page's files (report/report_assets/), as bytes in the tool: generated at build time by
  * cmake/embed_files.cmake into report_assets.c in the build tree. */
 #ifndef CS_REPORT_ASSETS_H

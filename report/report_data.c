@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data of a report page (contract in report/report_data.h). */
 #include "report/report_data.h"
 

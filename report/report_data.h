@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data of a report page: everything `cudasnap report` computes from a snapshot, written as
  * one JSON dict that the page's script (report/report_assets/report.js) lays out. Members:
  *   title, path, writer       the file's name, as given, and who wrote the snapshot

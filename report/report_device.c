@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One device's part of the report's data (contract in report/report_device.h). */
 #include "report/report_device.h"
 

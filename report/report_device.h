@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One device's part of the report's data (report/report_data.h): the peak, the timeline, the sites
  * at the peak and at the snapshot, the segment map, the memory_summary table and the
  * reconciliation of the snapshot's statistics with its segments. Everything the page draws is

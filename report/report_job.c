@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The job page's data (contract in report/report_job.h). */
 #include "report/report_job.h"
 

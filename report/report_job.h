@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data of the job page, `cudasnap report -o OUT.html FILE...` with several files (docs/ranks.md,
  * "The job page"). The page's data (report/report_assets/report.js lays it out) is
  *   {"title", "job": {"ranks": [ROW...], "t0", "t1", "ymax"}, "details": [DATA...]}

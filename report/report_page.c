@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The report's HTML page (contract in report/report_page.h). */
 #include "report/report_page.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The report's HTML page: the project's own template, style sheet and script (report/report_assets/,
  * built into the tool by cmake/embed_files.cmake) with the data blob (report/report_data.h) put
  * inside, so the file needs nothing else: no network request, no other file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The report's site, stack and frame tables (contract in report/report_stacks.h). */
 #include "report/report_stacks.h"
 

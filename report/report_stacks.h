@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The report's tables of allocation sites, stacks and frames: every site, stack and frame the page
  * shows is written once and referred to by its index, so a stack shared by thousands of blocks
  * costs its bytes once.

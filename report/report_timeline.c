@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory over time for the report (contract in report/report_timeline.h). */
 #include "report/report_timeline.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The report's "memory over time" for one device: allocated bytes split by the top allocation
  * sites, and reserved bytes, after every trace entry, down-sampled so that the page draws a few
  * thousand points however long the trace.

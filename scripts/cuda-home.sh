@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the scripts that build with nvcc. Sets cuda_home to the CUDA Toolkit's root, asking
 # nvcc itself: nvcc on PATH may be a wrapper script (e.g. /usr/local/bin/nvcc that execs
 # /usr/local/cuda-13.0/bin/nvcc), so the folder above it is not always the toolkit's.

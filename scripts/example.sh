@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job on a fresh machine: set up, build, profile an example CUDA program with cudasnap,
 # print the summary, write the report page, and say how to open the snapshot and the page.
 #   scripts/example.sh

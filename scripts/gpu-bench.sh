@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cudasnap on a real GPU (bench/README.md, "GPU benchmarks"). Needs an NVIDIA GPU, its driver, the
 # CUDA Toolkit (nvcc, CUB) and what scripts/setup.sh installs; PyTorch with CUDA for part 2.
 #
@@ -33,7 +34,7 @@
 # GPU_BENCH_TORCH_LAYERS/DMODEL/BATCH/SEQ/STEPS (model size and timed steps: 8, 1024, 16, 512, 20).
 set -euo pipefail
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+usage() { sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
 quick=0 torch=1 dry=0 prebuilt=""
 while (($#)); do

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cudasnap's correctness checks on a real GPU (docs/gpu-checks.md). This script builds; the checks
 # themselves are scripts/gpu-run.sh, which runs from a bundle as its run.sh.
 #
@@ -28,7 +29,7 @@
 # are kept there between runs), PYTHON (python3); OUT and the GPU_CHECK_* variables go to run.sh.
 set -euo pipefail
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+usage() { sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
 dry=0 dest=""
 while (($#)); do

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cudasnap's checks on a real GPU, run from a bundle: this file is the bundle's run.sh (see
 # `scripts/gpu-check.sh --bundle DIR`, which builds everything it runs). It needs only what
 # base.txt beside it lists (an Ubuntu 24.04 CUDA machine: driver, CUDA libraries, python3 with
@@ -57,7 +58,7 @@
 # GPU_CHECK_KEEP=1 (keep the work directory under $TMPDIR, whose logs and snapshots the tarball holds).
 set -uo pipefail # not -e: a failing check is recorded and the next one runs
 
-usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+usage() { sed -n '3,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
 dry=0 bench=1 out="" only=""
 while (($#)); do

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install what cudasnap needs, if it is missing. Safe to run again.
 #   scripts/setup.sh           what building cudasnap and running the example need
 #   scripts/setup.sh --tests   that, and what the tests need besides (scripts/test.sh runs this)
@@ -12,7 +13,7 @@ tests=0
 for arg in "$@"; do
   case $arg in
     --tests) tests=1 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg': --tests or nothing" >&2; exit 2 ;;
   esac
 done

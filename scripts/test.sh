@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Set up, build, and run every test: the main build (all tests), the whole suite again in a Release
 # build (no debug information, -O3: the tests must not depend on the build type), then the unit
 # tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the concurrency tests under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The address map of the writer's replay (contract in snapshot/addr_map.h). */
 #include "snapshot/addr_map.h"
 

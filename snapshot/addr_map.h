@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A map from block address to the block live there (its requested bytes and stack id, which for
  * memory passed through carries its kind: record/recfile.h, snap_entry.h's cs_snap_entry_kind), for the
  * replay of a history inside the writer (snapshot/snap_summary.h). Open addressing with linear probing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "snapshot/annotations.h"
 
 void cs_snap_write_annotations(cs_emitter_t *e, const cs_phase_list_t *phases) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot's `external_annotations`: the program's phases (phases/phases.h), one dict per
  * START or END, with PyTorch's keys in its order (`stage`, `name`, `device`, `time_us`), then
  * cudasnap's: `thread` (the kernel's id of the thread whose range it is) and `thread_name` (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inline scopes through libdw (contract in snapshot/inline_calls.h).
  *
  * The scopes around an address are found by walking the unit's DIEs: the subprogram whose ranges

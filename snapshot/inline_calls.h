@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The functions a compiler inlined at an address, from DWARF's inline scopes (libdw): what
  * `eu-addr2line -i` and `perf` show as frames of their own. For the symbolizer (symbolize.c), at
  * dump or recovery time only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Who wrote a snapshot within its job: the process's rank, local rank and the job's size and id,
  * from the launcher's variables (torchrun, Open MPI, MPICH/PMI, Slurm), and the machine's name.
  * Written into every snapshot as `cudasnap.job` (docs/ranks.md), so that `cudasnap ranks` can tell

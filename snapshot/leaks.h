@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exit leak report: blocks the program never freed, how many and how many bytes, and the five
  * allocation sites (function file:line) holding the most bytes. A site is named by the
  * rule of memviz/site_rule.h, as the tool names it. Written as cs_log_info lines. */

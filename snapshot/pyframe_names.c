@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Naming Python frames (contract in snapshot/pyframe_names.h): from cudasnap's own copy of each code
  * object's name, file and location table (record/pyframes.h). */
 #include "snapshot/pyframe_names.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Naming Python frame entries (record/pyframes.h) at snapshot time: function (qualified name),
  * file, and the line computed from the instruction index and the code's location table. Reads
  * only cudasnap's copies of those (made on the hot path once per code object): never Python's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A history entry in a snapshot's state: its `stream` holds the stream's index in the state's table
  * (below CS_RING_MAX_STREAMS) in its low CS_SNAP_STREAM_BITS, and above them the thread that made
  * the event (record/thread_id.h; 0: not known, as in rings: the pass-through history, a recording

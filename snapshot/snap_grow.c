@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Doubling arrays (contract in snapshot/snap_grow.h). */
 #include "snapshot/snap_grow.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot state's arrays grow by doubling (snapshot.c, snap_pools.c). */
 #ifndef CS_SNAP_GROW_H
 #define CS_SNAP_GROW_H

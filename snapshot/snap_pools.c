@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pools drawn from inside (contract in snapshot/snap_pools.h). */
 #include "snapshot/snap_pools.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pools seen from inside (NVTX's memory API, phases/pools.h) in a snapshot: the block a pool's heap
  * lies in is drawn as the heap's live regions (active, each with the stack that registered it and
  * its NVTX name as the block's user_metadata) and inactive blocks for the rest; the trace gets the

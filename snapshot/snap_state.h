@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a snapshot holds once copied (cs_snap_state_t: segments, blocks, the merged history, the
  * driver's answers, memory passed through) and what is written with it (cs_snapshot_meta_t): the
  * types every part of the snapshot reads, apart from the functions that fill and write them

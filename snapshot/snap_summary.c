@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot's head (contract in snapshot/snap_summary.h). The replay follows analysis/peak.c rule
  * for rule, so that `cudasnap ranks` says the same from the head as from the whole file. */
 #include "snapshot/snap_summary.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot's head: `cudasnap_summary`, the first top-level key of every snapshot, what
  * `cudasnap ranks` needs from one process (docs/ranks.md, "The head"): who wrote it, why, its
  * peak and the sites live then. A reader stops after it (reader/head.h), so the time of `ranks`

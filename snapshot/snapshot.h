@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshots: a frozen copy of the allocators' state and history (cs_snap_state_t, whose types are
  * snapshot/snap_state.h's), and the writer that turns it into the memory_viz object (docs/design.md
  * section 4; snapshot-format.md sections 2 and 8) through an emitter, JSON or pickle.

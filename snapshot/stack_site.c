@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The site of a recorded stack (contract in snapshot/stack_site.h). */
 #include "snapshot/stack_site.h"
 

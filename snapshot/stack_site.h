@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The site of a recorded stack (its program counters, innermost first), by the one site rule
  * (memviz/site_rule.h) over the frames the symbolizer names, inlined functions as frames of their
  * own: what the exit leak report, the snapshot's per-process summary and the live record all call

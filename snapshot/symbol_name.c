@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Clone suffixes of compiled function names (contract in snapshot/symbol_name.h). */
 #include "snapshot/symbol_name.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A function's name as its source spells it, from the name a compiler gave its code.
  *
  * GCC and clang emit specialised copies of a function under its name plus a suffix: "step.part.0"

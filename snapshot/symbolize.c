@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Dump-time symbolization through elfutils libdwfl. See symbolize.h for the contract.
  *
  * One Dwfl session per symbolizer, reporting the objects the loader has loaded (dl_iterate_phdr)

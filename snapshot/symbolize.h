@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Dump-time symbolization: a program counter -> function name, file and line.
  *
  * Function names come from the symbol tables (static functions included), file and line from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "snapshot/thread_names.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The names the program gave its threads with pthread_setname_np (or prctl), for the phases of a
  * snapshot: read at snapshot time from /proc/self/task/TID/comm, never on the hot path; a thread
  * that has ended has the name it had then (phases/phases.h keeps it). */

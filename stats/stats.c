@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memory_stats() counters: init, resets, merge and the flat key/value export.
  *
  * Everything here is generated from stats/stats.def; nothing keeps its own list of names. */

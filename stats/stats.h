@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* torch.cuda.memory_stats()-compatible counters for one allocator instance.
  *
  * Not thread-safe: the owner (one caching allocator) updates and copies them under its own lock.

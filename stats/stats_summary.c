@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* torch.cuda.memory_summary() text, byte for byte (torch/cuda/memory.py; layout in
  * snapshot-format.md section 5.5). No allocation: lines are formatted on the stack and copied into
  * the caller's buffer with snprintf's truncation contract. */

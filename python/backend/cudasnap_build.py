@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The build backend of the cudasnap Python package (PEP 517, PEP 660), in the standard library
 alone: `pip install ./python` needs no setuptools, no `wheel` and no package index, so it works
 on a machine without network (docs/python.md, "Installing"). The package is pure Python; a wheel

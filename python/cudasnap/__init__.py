@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cudasnap from Python: torch.cuda.memory's names over the profiler the program runs under.
 
 Start the program under cudasnap (`cudasnap run -- python train.py`, or with

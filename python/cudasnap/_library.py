@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The libcudasnap.so this process was started with, as ctypes functions.
 
 The package never loads the library itself: a second copy would profile nothing (the program's

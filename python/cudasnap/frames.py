@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Allocator frames from Python: the program's own allocation helpers, named part of the allocator
 so that a site is the caller of the helper, not the helper (CUDASNAP_ALLOCATOR_FRAMES from inside
 the program; docs/python.md).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch.cuda.memory's functions, answered by the cudasnap the program runs under.
 
 Names, arguments and results are PyTorch's, so code written for torch.cuda reads the same; the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Phases from Python, without the nvtx package: `with cudasnap.phase("forward"):` or
 `@cudasnap.phase("step")`. cudasnap records them as it records NVTX ranges, so snapshots carry
 them in `external_annotations` and `cudasnap summary`, `report` and `diff --phase` show them."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reading snapshot files: cudasnap.load(path) gives what pickle.load gives for PyTorch's own
 snapshot file (dicts, lists, tuples, strings, numbers, booleans, None), whatever the format:
 pickle (PyTorch's, or cudasnap's .pickle) or JSON (cudasnap's default). Needs no profiler."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the browser tests (test_report.py, test_job.py) share: the skip status, a failed check as
 an exception the test's main turns into one line and status 1, and running the tool."""
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Headless Chromium driven over the DevTools protocol, with the standard library only.
 
 Chromium is started with --remote-debugging-pipe: it reads protocol commands from its fd 3 and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The job page (`cudasnap report -o OUT.html FILE...`) in headless Chromium.
 
     test_job.py --cudasnap BIN --program PROG_RANKS --out DIR

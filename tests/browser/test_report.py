@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """`cudasnap report` pages in a real browser (headless Chromium), as a person would open them.
 
     test_report.py --cudasnap BIN --program TRAIN_STEP --out DIR [--traces DIR]...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_bundle.sh BUNDLE_BUILD_DIR SOURCE_DIR   (BUNDLE_BUILD_DIR: gpu-check.sh's GPU_BUNDLE_BUILD)
 # The bundle `scripts/gpu-check.sh --bundle DIR` makes for a bare GPU machine is complete and
 # relocatable, without a GPU:

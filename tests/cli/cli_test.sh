@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cli_test.sh TEST CUDASNAP PROG_HOLD PROG_SNAPSHOT_API SOURCE_DIR PYTHON
 #
 # The cudasnap tool, driven from outside as a user would (docs/design.md section 6). TEST picks one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `convert` keeps values exact where the formats allow (issue 33 item 6; docs/tool.md, "What
 # convert keeps"): a JSON number too large for a double (1e400, which JSON.parse reads as Infinity)
 # converts to JSON and to pickle, and both read back as Infinity in Python (json, pickle); strings

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks `cudasnap export` against the snapshots it came from (tests/cli/export_test.sh runs it).
 
   export_check.py pprof-format OUT SNAPSHOT    pprof_format_read.mjs's output (a second reader): the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # export_test.sh CUDASNAP SOURCE_DIR PYTHON [TRAIN_STEP]
 #
 # `cudasnap export`, read back by real readers: `go tool pprof` (-raw, -top, -diff_base) for the

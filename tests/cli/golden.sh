@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # golden.sh CUDASNAP SOURCE_DIR [--update]
 #
 # The tool's outputs on every snapshot the tests hold, compared with the ones kept in

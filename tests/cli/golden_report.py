@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Digest of a `cudasnap report` page for tests/cli/golden.sh: what a golden file can hold.
 
     golden_report.py PAGE.html

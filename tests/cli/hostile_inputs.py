@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes small snapshot files built to take quadratic time in a reader (issue 33 item 4).
 
     hostile_inputs.py OUT_DIR [SCALE]

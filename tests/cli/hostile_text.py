@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Hostile texts in a real snapshot, and the checks of what the tool makes of them (issue 45 item 2).
 
     hostile_text.py make SNAPSHOT.json OUT_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # hostile_text_test.sh CUDASNAP LIBCUDASNAP IT_SERVER PYTHON
 #
 # Issue 45 item 2 on the read side: a real snapshot of the server shape (IT_SERVER on the fake

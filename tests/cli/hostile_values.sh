@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Values at the int64 limits in a snapshot (issue 33 item 6): a segment of 9e18 bytes twice, times
 # from -9e18 to 9e18 and a phase across them. `export --format perfetto` (a time span, a phase's
 # duration, the tracks' sums) and `ranks --full` (the reserved bytes' sum) must neither overflow

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """http_clients.py MODE HOST:PORT ...: the clients a hostile or broken scraper is, against
 `cudasnap metrics` (live_test.sh, group serve). Each prints what it saw, one line, for the test:
 

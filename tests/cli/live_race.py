@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pid-reuse race of `cudasnap dump --all` (issue 45), reproduced as it happens:
 
     live_race.py CUDASNAP PROG_LIVE TREE WORK VICTIM_UID OWNER_UID

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # live_records_test.sh TEST CUDASNAP PROG_LIVE PROG_FORGE PYTHON SOURCE_DIR
 #
 # The live records on a shared node, tried as another user would (issue 45; docs/live.md, "Where

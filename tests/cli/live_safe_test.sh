@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # live_safe_test.sh TEST CUDASNAP PROG_LIVE PROG_HOSTILE PYTHON [PROG_LIVE_UTF8 ITS_SOURCE]
 #
 # The exporter and the live view against hostile clients and hostile texts (docs/live.md, "What

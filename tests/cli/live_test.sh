@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # live_test.sh TEST CUDASNAP PROG_LIVE PYTHON
 #
 # The live view from outside, with the real clients (docs/live.md): TEST is one of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # names_test.sh GROUP CUDASNAP LIBCUDASNAP SOURCE_DIR PYTHON TRAIN_RANK [SERVER [POOL]]
 #
 # What a site is named in the program shapes of issue 46, on the fake driver (the caller puts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pprof_format_read.mjs MODULE_DIR FILE.pb.gz
 //
 // A second reader of `cudasnap export --format pprof` files besides `go tool pprof`: the npm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A process that looks profiled from /proc but is not: it maps a file whose name starts with
  * "libcudasnap" and handles SIGUSR1 itself, as the old `dump --all` picked processes. It prints
  * "ready", then "signalled" for every SIGUSR1, and exits at the end of stdin. argv[1]: the file to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live records as a hostile user makes them (tests/cli/live_records_test.sh): the owner of a record
  * may write anything in it, so this writes what it is told, with the format of live/live_format.h.
  *

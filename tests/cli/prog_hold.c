@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program that holds device memory while a test looks at it from outside (cudasnap dump).
  *
  * Phase 1 allocates 1 MiB in hold_small() and prints "ready 1"; after a line on stdin, phase 2

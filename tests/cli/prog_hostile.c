@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A process that publishes a hostile live record about itself, as any user can: the record of a
  * running process, made through the writer the library uses (live/live_write.h), with texts no
  * cudasnap would write. For the tests of what top and metrics make of other users' records

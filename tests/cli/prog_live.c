@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program whose device memory a test watches from outside through its live record (cudasnap
  * top and metrics). It reads commands from stdin, one a line, and prints "ready" after each:
  *   hold DEV MIB    allocate MIB MiB on device DEV in live_hold()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A C++ program with its own device memory pool (issue 46; names_test.sh): mem::DevicePool<T>
 // allocates every byte, for build_index (6 MiB), load_tables (2 MiB) and try_reserve (1 TiB, which
 // the device cannot give: an OOM the program passes over). Built with -O2 -g, so the pool's

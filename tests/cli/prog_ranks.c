@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One rank of a fake job, for `cudasnap ranks` (tests/cli/ranks_test.sh): its RANK picks its
  * workload. Every rank holds 4 MiB of weights (hold_weights) and RANK MiB of activations
  * (hold_activations); rank 3 also holds 96 MiB of embeddings (hold_embeddings: the first pipeline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An inference server's worker, built with -O2 -g (issue 46; names_test.sh): each worker thread
 // keeps a KV cache whose append_page, a method defined in the class (so inline), allocates a page
 // of device memory; -O2 inlines it into worker_main. The pages stay allocated when the program

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One rank of a two-rank training job, built with -O2 -g as the jobs users profile are (issue 46;
  * names_test.sh). Each step allocates its activations and frees them. At step 2 the rank keeps a
  * buffer for logging (3 MiB per rank from 1) in stash_for_logging, a static function -O2 inlines into main, and never

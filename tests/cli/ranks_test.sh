@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ranks_test.sh CUDASNAP PROG_RANKS SOURCE_DIR PYTHON
 #
 # `cudasnap ranks` on a fake job: tests/cli/prog_ranks.c run as 8 ranks (RANK=0..7, WORLD_SIZE=8)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Check a `cudasnap report` page as a reader of its bytes, without a browser.
 
     report_page.py [--top NAME | --site NAME] [--frame NAME] PAGE.html

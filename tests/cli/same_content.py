@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """same_content.py A B [A B ...]
 
 Does each pair of snapshot files (JSON or pickle, told by their first byte as the viewer does) hold

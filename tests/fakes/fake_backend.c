@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "tests/fakes/fake_backend.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An in-process cs_backend_t for allocator tests: fake device addresses under a capacity limit,
  * events whose completion the test controls, a capture switch, injected failures, and call
  * counts. It also counts contract violations (a sync or event call during a capture, freeing an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A fake CUDA driver, built as libcuda.so.1, for running cudasnap's interception tests without a
  * GPU (interposition.md, section 10.1 item 2).
  *

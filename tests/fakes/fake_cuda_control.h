@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test-only control API of the fake CUDA driver (tests/fakes/fake_cuda.c, built as
  * tests/fakes/libcuda.so.1). The fake driver exports these functions next to the driver API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake driver's graph memory nodes, with the semantics of cuda.h's cuGraphAddMemAllocNode that
  * cudasnap's reconciliation depends on:
  *   - an allocation node gets its address when it is added, fixed for the graph's lifetime (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the parts of the fake driver share: fake_cuda.c (contexts, streams, linear allocations)
  * and fake_cuda_mem.c (VMM, stream-ordered pools, arrays). Not exported: the library is built
  * with -fvisibility=hidden and only FC_EXPORT functions are visible. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake driver's memory beyond linear allocations, with the semantics cudasnap's accounting
  * depends on (every byte a device is charged is what cuMemGetInfo reports used):
  *   - virtual memory management: address reservations (PROT_NONE host mappings), physical handles

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A fake CUDA runtime, built as libcudart.so.13 (exports under the version node libcudart.so.13),
  * for integration tests without a GPU (interposition.md, section 10.1 item 1).
  *

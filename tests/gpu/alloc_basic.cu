@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 1 of scripts/gpu-check.sh: does every cudaMalloc of an nvcc-built program reach cudasnap's
 // cache, and does the program compute the same thing under it?
 //

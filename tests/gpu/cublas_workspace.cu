@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 3 of scripts/gpu-check.sh: cuBLAS's own device allocations (its workspace and internal
 // buffers, made through the cudart that libcublas embeds) reach cudasnap's cache and show their
 // call site. The script looks in the snapshot for a block whose stack has both a libcublas frame

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 3 of scripts/gpu-check.sh: a cuDNN convolution. The program allocates the workspace cuDNN
 // asks for at gc_cudnn_workspace_site; cuDNN also allocates on its own inside cudnnCreate and the
 // convolution (gc_cudnn_create_site, gc_cudnn_conv_site). The script looks for those sites in the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 5 of scripts/gpu-check.sh: CuPy with its memory pool disabled
 (cupy.cuda.set_allocator(None)), so every array is a cudaMalloc of CuPy's dynamic libcudart.
 Prints RESULT (the same with and without cudasnap) and CS_ALLOCS (cudasnap's

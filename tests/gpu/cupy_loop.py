@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 11 of scripts/gpu-check.sh (issue 29): a program that allocates in a loop. CuPy with its
 memory pool turned off (cupy.cuda.set_allocator(None)), so that every array is a cudaMalloc and
 every release a cudaFree: what cudasnap's cache serves against the real driver's. Prints

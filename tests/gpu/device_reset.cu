@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 6 of scripts/gpu-check.sh: cudaDeviceReset in the middle of a run. The reset destroys the
 // primary context with every allocation in it; cudasnap must drop that context's cache first
 // (its blocks are gone) and serve the new context from scratch. A block left live across the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Endings that bypass exit handlers (scripts/gpu-run.sh). argv[1] picks one:
 //   exit    allocate, then _exit(3): no atexit handler and no destructor runs, yet cudasnap must
 //           leave an exit snapshot, and the status must stay 3

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 6 of scripts/gpu-check.sh: fork after CUDA is initialized, as PyTorch's DataLoader
 // workers do. The child makes no CUDA call and exits normally (so cudasnap's exit handler runs in
 // it); it must write no snapshot of the parent's memory and free nothing of it. The parent goes on

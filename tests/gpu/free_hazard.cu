@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 2 of scripts/gpu-check.sh: the free hazard each CUDASNAP_FREE mode answers differently.
 //
 // Stream B runs a kernel that first spins (GC_SPIN_MS, default 400 ms) and then sums buffer X.

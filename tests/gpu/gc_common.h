@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers shared by the programs of tests/gpu, which scripts/gpu-check.sh builds with nvcc and runs
 // on a real GPU, with and without libcudasnap.so preloaded.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cudasnap's API (include/cudasnap.h) from Python through ctypes, for the Python programs of
 tests/gpu. The preloaded library's symbols are global, so ctypes.CDLL(None) finds them; without
 the preload every function here returns None."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 2 of scripts/gpu-check.sh (issue 39, item 3): legacy CUDA IPC of a small cudaMalloc block,
 // as ONNX Runtime's and TensorRT-LLM's custom all-reduce export their small buffers.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 5 of scripts/gpu-check.sh: JAX with XLA_PYTHON_CLIENT_ALLOCATOR=platform (set by the
 script), so XLA allocates each buffer with cuMemAlloc (through libcuda it dlopen()s) instead of
 its own BFC pool. Prints RESULT (a reduction, the same with and without cudasnap) and CS_ALLOCS

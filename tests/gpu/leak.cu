@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 6 of scripts/gpu-check.sh: a program that exits without freeing. cudasnap's leak report
 // on stderr must name the allocation site, gc_leaky_site (the script greps for it). noinline keeps
 // the site a frame of its own; the script builds with -g so the name comes from DWARF.

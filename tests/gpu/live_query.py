@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Questions scripts/gpu-run.sh (check 12) asks of the live view of a running process
 (docs/live.md); promtool is not on the GPU machine, so the exposition format is parsed here.
 

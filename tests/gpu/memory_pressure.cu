@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 12 of scripts/gpu-check.sh (issue 37, item 3): what landed after the bundle was first
 // written, on a program whose every allocation is a plain cudaMalloc. Built with nvcc for the GPU
 // and as host code for the dry run on the fake runtime. Three modes:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 5 of scripts/gpu-check.sh: numba.cuda, which binds the driver itself (ctypes or NVIDIA's
 cuda-python, both through dlopen/dlsym of libcuda) and allocates device arrays with cuMemAlloc.
 Prints RESULT (the same with and without cudasnap) and CS_ALLOCS (cudasnap's

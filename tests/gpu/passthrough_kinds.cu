@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Pass-through memory in snapshots (scripts/gpu-run.sh): the device memory cudasnap does not cache
 // but passes through to the driver must still be drawn as segments, so a snapshot shows all the
 // memory a program holds. One range of each kind, all live at once:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 6 of scripts/gpu-check.sh: SIGUSR1 while kernels run. Under cudasnap the program sends
 // itself the signal while a long kernel (GC_SPIN_MS, default 800 ms) and queued copies are in
 // flight; cudasnap's signal thread writes a snapshot and the program goes on. Without cudasnap it

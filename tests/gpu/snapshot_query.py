@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Questions scripts/gpu-run.sh asks of a snapshot, JSON or pickle (validity is `cudasnap check`'s
 job). Pickles are read with an unpickler that refuses every global, as a viewer would.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Check 2 of scripts/gpu-check.sh: a kernel fault raised before a free is reported at that free.
 //
 // The real cudaFree synchronizes and returns the error of earlier asynchronous work (an illegal

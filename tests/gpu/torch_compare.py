@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 4 of scripts/gpu-check.sh: compare the statistics of two torch_step.py runs.
 
   torch_compare.py stats TORCH_RUN.json CUDASNAP_RUN.json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The start of the tests/gpu PyTorch scripts that scripts/gpu-check.sh may skip: torch with a CUDA
 device, or exit 3 (the check's skip) with the reason on stdout. The bundle copies every
 tests/gpu/*.py beside the others, so a script imports this from its own folder."""

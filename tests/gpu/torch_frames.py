@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python frames in stacks (scripts/gpu-run.sh): with PYTORCH_NO_CUDA_MEMORY_CACHING=1 every
 tensor is a cudaMalloc, so the allocation of `weights` below happens on one known line of this
 script, inside one known function. Under cudasnap with Python stacks on, the snapshot must hold that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 12 of scripts/gpu-check.sh (issue 37, item 3): a real out-of-memory error in PyTorch. With
 PyTorch's own caching allocator (default settings), tensors of CHUNK bytes (argv[1], default
 1 GiB: a multiple of 2 MiB over 10 MiB, so PyTorch asks cudaMalloc for exactly that) are allocated

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 11 of scripts/gpu-check.sh (issue 29): the overhead a PyTorch user pays. A small MLP
 trained for 200 steps from a fixed seed with PyTorch's own caching allocator (default settings),
 timed from the first step to the last synchronize. Prints

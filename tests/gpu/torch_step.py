@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check 4 of scripts/gpu-check.sh: a small, seeded, deterministic PyTorch training step, run with
 and without cudasnap and under each PyTorch allocator setting (the script sets the environment).
 

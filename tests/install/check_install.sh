@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_install.sh BUILD_DIR SOURCE_DIR [PYTHON]
 # `cmake --install` into a temporary prefix gives a working layout: the tool finds the library
 # relative to itself, the header and pkg-config file work, a program using the weak API runs

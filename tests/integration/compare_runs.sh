@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare_runs.sh [--optional FILE] PRELOAD PROGRAM [ARGS...]
 #
 # Runs PROGRAM ARGS twice, without LD_PRELOAD and with LD_PRELOAD=PRELOAD, and fails unless both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A preload for endings.sh (scenario dump_fault): renameat2 faults. In the program it is used with,
  * cudasnap is the only caller (to give a written snapshot its name), so the fault happens inside
  * cudasnap's own dump, after the temporary file was written. */

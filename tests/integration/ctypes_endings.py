@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Issue #13: processes that end through _exit, from Python (endings.sh runs them with and without
 cudasnap and compares how they ended).
 

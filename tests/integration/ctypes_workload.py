@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Issue #3 test 1d: the loader matrix from Python ctypes (numba's ctypes backend looks the driver
 up the same way: dlsym on a CDLL handle, from libffi/_ctypes).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A second dlsym overrider for the coexistence tests (issue #3 test 10), written the correct
  * chaining way (interposition.md 4.2, pitfalls 1 and 5): it counts every call and tail-jumps to the
  * next dlsym, found as libc_dlsym(RTLD_NEXT, "dlsym") from inside this library, where libc_dlsym

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # driver_peak.sh SCENARIO BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
 #
 # Issue 28: a snapshot taken after the program fell from its peak says what the driver held at the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # endings.sh SCENARIO BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
 #
 # Issue #13: a process that ends in some way (exit, _exit, a crash, a termination signal, ...)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # expect_run.sh [CHECK...] -- COMMAND [ARGS...]
 #
 # Runs COMMAND and checks its exit code and output. Checks:

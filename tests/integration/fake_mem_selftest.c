@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake driver's VMM, stream-ordered pools, arrays (tests/fakes/fake_cuda_mem.c) and graph
  * memory nodes (fake_cuda_graph.c), with no preload: the used bytes cuMemGetInfo reports follow
  * each call, and bad use gets the driver's status codes. Prints one "ok" line per group; exits 1 at the first failure. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Self-test of the fake CUDA runtime and driver (tests/fakes), run with no preload: a CUDA
  * program linked against the fake libcudart.so.13, which loads the fake libcuda.so.1 the way the
  * real runtime loads the driver. Every cudasnap integration test stands on these semantics, so

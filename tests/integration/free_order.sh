@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # free_order.sh SCENARIO BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
 #
 # Issue 44, item 2: it_free_order hands a freed address to another thread while the free is still

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # inert.sh PRELOAD COMMAND [ARGS...]
 #
 # Issue #3 test 9: a process that never uses CUDA is untouched by cudasnap. Runs COMMAND in an

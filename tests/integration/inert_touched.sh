@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # inert_touched.sh PRELOAD
 #
 # Issue 24, defect 8: what a process that never calls CUDA (nor NVTX) sees of cudasnap, exactly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the integration test programs: failure reporting, the cudasnap and fake-driver
  * probes, and the allocate/write/read/free workload every loader runs.
  *

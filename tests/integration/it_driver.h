@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* For the test programs that use the driver API directly (linked with the fake libcuda.so.1):
  * the primary context of device 0, and the workload's operations through the driver. */
 #ifndef CS_IT_DRIVER_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """live_check.py SNAPSHOT.json [--live-site KIND FUNCTION]...
 
 Issue 44: a snapshot never holds two live allocations at one address of one device. Replays

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Issue 19: NVTX calls from Python through ctypes (a library carrying NVTX v3, as torch.cuda.nvtx
 reaches it) become phases. Usage: python3 nvtx_ctypes.py SHIM.so
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # nvtx_scenarios.sh SCENARIO BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
 #
 # Issue 19: with nothing but LD_PRELOAD, a program's NVTX ranges and marks become the snapshot's

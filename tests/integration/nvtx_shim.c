@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A library that uses NVTX v3 the way PyTorch's extension does (header-only, its own copy of
  * NVTX's globals), exported for Python's ctypes: nvtx_shim.py-style callers push and pop ranges
  * through it. */

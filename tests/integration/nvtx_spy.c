@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Another tool's NVTX injection (the role Nsight Systems plays): counts nvtxRangePushA calls and
  * reports them at exit as "nvtx_spy: N pushes". */
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oom_answers FILE
  *
  * The out-of-memory answer (analysis/oom.h) about every `oom` entry of a snapshot, not only the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # oom_kinds.sh BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL
 #
 # Issue 44, item 3: it_oom_kinds gets CUDA_ERROR_OUT_OF_MEMORY from every kind of allocation

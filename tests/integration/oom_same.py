@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The out-of-memory answer is the same in every snapshot, and every verdict is a whole sentence
 (issue 46).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """passthrough_check.py SNAPSHOT STDOUT WHEN
 
 Checks a snapshot of prog_passthrough (JSON or pickle) against what the program printed:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pickle_check.py SNAPSHOT.pickle SNAPSHOT.json
 
 The pickle uses only opcodes the memory_viz viewer reads (batch sizes are checked by

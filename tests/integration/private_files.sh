@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # private_files.sh SCENARIO BIN_DIR CUDASNAP_TOOL
 #
 # Files others can read (issue 34, item 8), and what `cudasnap run` says (item 7). it_two_devices

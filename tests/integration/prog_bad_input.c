@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 6: bad input gets the driver's own answer, with and without cudasnap.
  *   - cuMemFree_v2 of an address never allocated: CUDA_ERROR_INVALID_VALUE
  *   - cuMemFree_v2 of a pointer inside a live block: CUDA_ERROR_INVALID_VALUE, block still live

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 2: a math library's embedded runtime. dlopen()s the real libcublasLt.so.13 and
  * calls cublasLtCreate; against the fake driver it fails (printed, not a failure). The test checks
  * from cudasnap's debug log that the embedded runtime's lookups reached the hooks.

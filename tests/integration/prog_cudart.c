@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program linked against libcudart.so.13 (the fake runtime in these tests), using only the
  * runtime API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 28: the driver's answer at the peak (cudasnap.memory[].driver_at_peak). The program grows
  * to a peak on device 0, frees everything, gives the cache back to the driver, and takes a
  * snapshot (argv[2]), so that the driver's used bytes at the snapshot are below the peak's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 24, defect 7: cudasnap's dump signal (SIGUSR1) leaves the program's own disposition in
  * force wherever cudasnap has nothing to write. Run with cudasnap preloaded and
  * CUDASNAP_DUMP_ON=signal.

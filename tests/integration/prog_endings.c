@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #13: every way a process ends, for endings.sh, which runs each mode with and without
  * cudasnap and compares how the process ended.
  *

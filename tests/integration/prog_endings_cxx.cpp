@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Issue #13: an uncaught C++ exception. std::terminate calls abort(): the process dies of SIGABRT,
 // with a core dump where one is written. Allocates and frees on device 0 first, and keeps 3 MiB
 // from allocate_leak() (stdout: "frame=allocate_leak <line>"), as prog_endings.c does.

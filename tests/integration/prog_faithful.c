@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 39: what a program relies on from the driver stays true through the cache. One scenario
  * per run, named on the command line. The "compare" scenarios print checksum=<hex> of every
  * answer the program got, and run twice by compare_runs.sh, without and with cudasnap: equal

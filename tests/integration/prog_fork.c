@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 8: fork after CUDA initialization. The parent allocates (a live block, and cached
  * ones), forks; the child tries one allocation, takes whatever the driver gives, touches nothing of
  * the parent's and exits 0 through exit() (so every atexit handler and destructor runs). The

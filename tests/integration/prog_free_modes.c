@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 3: the free modes against the fake driver's controllable events and sticky
  * errors, through the driver API, with cudasnap preloaded and CUDASNAP_FREE set to the mode named
  * on the command line (the program checks behaviour, which is how the mode shows).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 44, item 2: a free is recorded before its address can be handed out again. A driver frees,
  * then answers; another thread may be handed the address in between. The fake driver's free hook
  * stops the freeing thread there (after the free, before the answer) while a second thread is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Free bytes inside segments, rounding and gaps (issue 46): a server's cache after some traffic,
  * dumped, then killed. `cudasnap recover` of its recording must draw the blocks as the dump does,
  * so that both split the free bytes the same way (record_kill.sh free_split).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph memory through every way the driver instantiates a graph: cudasnap reads a graph's memory
  * nodes when it is instantiated, and the CUDA runtime, PyTorch and others do that through
  * whichever entry point cuGetProcAddress gives them. Each of the five (the CUDA 10 and 11 ABIs

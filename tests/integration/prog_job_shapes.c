@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 33: two shapes of real jobs for the history kept in per-thread chunks (record/thread_log.h).
  *
  *   it_job_shapes devices N ROUNDS LOG   one thread allocates and frees round-robin over N

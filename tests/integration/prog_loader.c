@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The loader matrix (issue #3, test 1a-1c): one workload through the driver API, the driver's
  * entry points found one of three ways, chosen at build time:
  *

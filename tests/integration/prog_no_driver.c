@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A training rank's start on a machine where the runtime finds no driver (issue 46): it asks the
  * runtime how many devices there are, as train_rank did, and gives up when that fails. Linked with
  * the fake libcudart; the test points FAKE_CUDART_LIBCUDA at a driver that is nowhere. Prints the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program that says what it is doing through NVTX v3 (header-only), as trainers do:
  *
  *   phases  a mark and a range before the first CUDA call; three steps, each a default-domain

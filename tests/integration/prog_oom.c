@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 4: out of memory, run with FAKE_CUDA_CAPACITY small (64 MiB). Allocate 3 MiB blocks
  * until the device is full: the program sees CUDA_ERROR_OUT_OF_MEMORY. Free them all and allocate
  * 40 MiB: with cudasnap the freed blocks are still cached, so it must release its cache and retry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 44, item 3: every out-of-memory answer the program gets is recorded, whatever the kind of
  * memory. With FAKE_CUDA_CAPACITY=67108864 and FAKE_CUDA_HOST_CAPACITY=1048576, each call below
  * asks for more than there is, even after cudasnap gives back its cache (16 MiB of it is cached

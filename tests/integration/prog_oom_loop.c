@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 24, defect 2: a program that meets out of memory on purpose, again and again, and recovers
  * each time (as PyTorch does when it trims its cache and retries, or cuDNN probing workspaces).
  * Run with FAKE_CUDA_CAPACITY=64 MiB:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory past the cache, of every kind the fake driver has, on two devices and two streams, some
  * freed and some left live (issue 11):
  *   - cuMemAlloc (v1), pitch, managed, arrays (2D, 3D, mipmapped), pinned host memory;

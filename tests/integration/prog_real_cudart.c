@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 2: the real CUDA 13 runtime (linked dynamically, or statically from
  * libcudart_static.a, depending on the build) against the fake driver. It calls cudaMalloc once;
  * without a real driver that fails (the fake driver has no private export tables), which is

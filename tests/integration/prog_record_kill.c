@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kill -9 with a recording file (issue 13): allocates weights in allocate_weights() (a known
  * function at a known line), leaks one block of them, runs some steps that allocate and free,
  * then prints "frame=allocate_weights <line>" and "ready" on stdout and waits to be killed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 11: linked with rtld_next_a then rtld_next_b. Prints who=<A's answer> and
  * main_next=<answer of the function dlsym(RTLD_NEXT, "who") finds from the executable>; both must
  * be "A>B" whatever is preloaded. */

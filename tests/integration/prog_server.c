@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 44: the shape of an inference server, through the runtime API (the fake libcudart.so.13):
  * THREADS workers, a non-blocking stream each, serve requests. A request, an NVTX range
  * "request" holding "prefill" and "decode", takes an input buffer from cudaMalloc (the cache) and

@@ -1,5 +1,5 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshots through the opt-in API (include/cudasnap.h), and the exit leak report.
- *
  * Allocates weights in allocate_weights() (a known function at a known line, printed on stdout as
  * "frame=allocate_weights <line>"), runs some steps, dumps the same state as JSON and as pickle
  * (argv[1], argv[2]), switches the history off and on (which forgets it), and exits leaving one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A snapshot on a signal while the program allocates: it sends itself the dump signal halfway,
  * goes on allocating, and waits (at most 10 s) until the control thread has written the snapshot
  * into the directory argv[1], so the test can check it. Prints the workload checksum, which must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 24, defect 6: a context teardown the driver refuses changes nothing. cuCtxDestroy of the
  * primary context is refused (primary contexts go through cuDevicePrimaryCtxRelease); the
  * program's blocks in it live on, usable and freeable, and cudasnap still counts them.

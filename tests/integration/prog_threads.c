@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue #3 test 7: 16 threads allocate, write, read and free concurrently through the driver API.
  * Each thread runs the shared workload with its own seed; the checksum combines the threads'
  * checksums independently of scheduling, so it is the same with and without cudasnap. With

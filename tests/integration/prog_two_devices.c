@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocations on two devices (one primary context each), some freed, one of each left live: the
  * snapshot has segments of both devices and one trace list per device. */
 #include "tests/integration/it_driver.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python frames in cudasnap's stacks (issue 12): a ctypes program on the fake driver that
 allocates from Python code DEPTH calls deep and leaves one 3 MiB block allocated at exit, so the
 exit leak report, the snapshot's frames and `cudasnap summary` can be checked for this file's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # py_frames.sh LIBCUDASNAP CUDASNAP_TOOL PYTHON SOURCE_DIR
 #
 # Python frames (issue 12), from outside: tests/integration/py_frames.py (ctypes on the fake

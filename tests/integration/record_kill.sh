@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # record_kill.sh SCENARIO BIN_DIR CUDASNAP_TOOL CUDASNAP_LIB
 #
 # kill -9 with a recording file (issue 13). it_record_kill runs under cudasnap with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RTLD_NEXT chain (issue #3 test 11; interposition.md 4.2, pitfall 1), built twice:
  *   RTLD_NEXT_LIB_A: who() wraps the next definition, found with dlsym(RTLD_NEXT, "who")
  *   RTLD_NEXT_LIB_B: who() returns "B"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # server.sh BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL [REQUESTS_PER_THREAD]
 #
 # Issue 44: the server shape (it_server: 4 workers, a stream each, cudaMalloc and cudaMallocAsync

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A preload for endings.sh (scenarios term_twice*): renameat2 takes 5 s (IT_SLOW_RENAME_S seconds
  * when set, at most 9), then does its work. In
  * the program it is used with, cudasnap is the only caller (to give a written snapshot its name),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* snapshot_check FILE [--frame NAME FILE LINE] [--action NAME] [--devices N] [--dropped]
  *
  * Reads a snapshot (JSON or pickle), checks it against the viewer's rules (reader/validate.h)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # snapshot_scenarios.sh SCENARIO BIN_DIR CUDASNAP_LIB
 #
 # Issue #4's snapshot scenarios: a program runs under cudasnap with snapshots on, in an empty

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """status_of.py OUT ERR COMMAND [ARGS...]
 
 Runs COMMAND with stdout to OUT and stderr to ERR, core dumps allowed (RLIMIT_CORE raised to its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # threads_history.sh BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL FREE_MODE
 #
 # Issue 27: 16 threads allocate at once (it_threads); the exit snapshot's history, kept in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # threads_history_shapes.sh BIN_DIR CUDASNAP_LIB CUDASNAP_TOOL devices|churn
 #
 # Issue 33: the exit snapshot's history of two job shapes (it_job_shapes) must be what one ring per

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_layout.py SOURCE_DIR
 
 Does the code keep the layout docs/architecture.md draws? Two checks over the C sources, read as
@@ -17,6 +18,11 @@ text (nothing is built):
    module's inside, X_impl.h, are parts of module X (memviz/emit_impl.h: the emitter's writers and
    cache). A circle of ALLOWED_CIRCLES may stay while it only shrinks: one found with a module that
    its entry does not list is a break, and so is an entry that no circle needs any more.
+3. Licence: every source file of the project (C, C++, CUDA, assembler and X-macro files, linker
+   maps, CMake, shell, Python and JavaScript, scripts without a suffix that start with #!) says
+   "SPDX-License-Identifier: Apache-2.0" on its first line, or on the line after its #! line (and a
+   Python encoding line). Test data, golden outputs, fixtures, the report page's assets (built into
+   the tool as they are) and build trees are not source.
 
 Prints every break, one a line, and exits 1 when there is one; exits 0 silently otherwise."""
 import os, re, sys
@@ -235,12 +241,48 @@ def check_circles(source):
     return errors
 
 
+SPDX = "SPDX-License-Identifier: Apache-2.0"
+LICENSED_EXT = (".c", ".h", ".cpp", ".cu", ".S", ".def", ".map", ".cmake", ".sh", ".py", ".mjs")
+NOT_SOURCE = {os.path.join("tests", "data"), os.path.join("tests", "golden"),
+              os.path.join("report", "report_assets")}
+
+
+def check_licence(source):
+    """Every source file's first line (after #! and a Python encoding line) names the licence."""
+    errors = []
+    for root, dirs, files in os.walk(source):
+        rel = os.path.relpath(root, source)
+        dirs[:] = sorted(d for d in dirs
+                         if (not d.startswith(".") or d == ".ci") and not d.startswith("build")
+                         and d not in ("node_modules", "__pycache__")
+                         and os.path.normpath(os.path.join(rel, d)) not in NOT_SOURCE
+                         and not os.path.exists(os.path.join(root, d, "CMakeCache.txt")))
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    head = [f.readline() for _ in range(3)]
+            except OSError as e:
+                errors.append(f"{os.path.relpath(path, source)}: cannot read: {e.strerror}")
+                continue
+            if not (name.endswith(LICENSED_EXT) or name == "CMakeLists.txt"
+                    or ("." not in name and head[0].startswith("#!"))):
+                continue
+            i = 1 if head[0].startswith("#!") else 0
+            if name.endswith(".py") and re.match(r"^[ \t\f]*#.*coding[:=][ \t]*[-\w.]+", head[i]):
+                i += 1
+            if SPDX not in head[i]:
+                errors.append(f"{os.path.relpath(path, source)}: its line {i + 1} does not say \"{SPDX}\" "
+                              "(LICENSE; tests/layout/check_layout.py, check 3)")
+    return errors
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     source = sys.argv[1]
     table = rules(source)
-    errors = check_table(table) + check_includes(source, table) + check_circles(source)
+    errors = check_table(table) + check_includes(source, table) + check_circles(source) + check_licence(source)
     for e in errors:
         print(e)
     return 1 if errors else 0

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the Python package's tests: each test runs small Python programs in processes of
 their own, under cudasnap on the fake driver (tests/fakes) or without it, and reads back what they
 report. The paths come from ctest (tests/python/CMakeLists.txt)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """For the programs the tests run under cudasnap: device memory through the (fake) driver API by
 ctypes, as a CUDA library would allocate it, the C API's own answers, and a way to report back.
 Imported by the child processes only (PYTHONPATH has this folder)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_pytest.sh TESTS PYTHON...: tests of the Python package (a file or folder) under pytest, with the first of the
 # given interpreters that has pytest (scripts/setup.sh installs Debian's python3-pytest, which the
 # system python3 has; a python3 found first on PATH, e.g. pyenv's, may not). Exit 77 (skipped) when

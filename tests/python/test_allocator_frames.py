@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Python program with its own allocation helper (issue 46): cuda_alloc() allocates every byte,
 so without more every site reads `cuda_alloc`. Named part of the allocator (CUDASNAP_ALLOCATOR_FRAMES,
 @cudasnap.allocator_frame, cudasnap.allocator_frame("...")) its callers are the sites: in the

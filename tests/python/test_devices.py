@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Devices as PyTorch takes them: None and "cuda" (the current one), an int, "cuda:N", or a
 torch.device-like object; anything else is refused."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python of docs/python.md and the README runs as shown: the notebook session's cells, in
 order in one process under cudasnap on the fake driver, print exactly the output the page shows;
 the README's lines log the peak of each step."""

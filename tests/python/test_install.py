@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Installing the package: the wheel its build backend makes is valid (checked here by reading it,
 as any installer would), and `pip install ./python` works without setuptools, `wheel` or an index,
 where this interpreter has pip."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cudasnap.load: a snapshot file as the Python objects pickle.load gives for PyTorch's own file,
 JSON or pickle alike, and never code from a pickle."""
 

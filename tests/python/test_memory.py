@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch.cuda.memory's names, each against the C API's answer and against the snapshot the same
 moment gives (issue 38)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Outside cudasnap every call that asks the profiler raises one error that says how to start the
 program under cudasnap; the package never loads a copy of the library itself."""
 

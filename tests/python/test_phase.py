@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Phases from Python without the nvtx package: recorded as NVTX ranges are, so the snapshot
 carries them in external_annotations and `cudasnap summary` names them at the peak."""
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the allocator tests: whole-state invariants checked through the public walk, and the
  * scaffolding for one allocator over one fake device. */
 #ifndef CS_TEST_ALLOC_CHECK_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Python as an independent reader of the emitter's sample (tests/unit/test_emit.c runs this).
 
 usage: emit_roundtrip.py SAMPLE.json SAMPLE.pickle [SAMPLE.pickle ...]

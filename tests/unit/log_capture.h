@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helpers: capture what cs_log writes through a pipe, and look at it. */
 #ifndef CS_TEST_LOG_CAPTURE_H
 #define CS_TEST_LOG_CAPTURE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A shared library for test_stack_rules, built -O2 -fomit-frame-pointer whatever the build type:
  * frames without frame pointers, reached through the PLT, calling back into the test. */
 #include <stddef.h>

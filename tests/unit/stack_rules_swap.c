@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Two builds of this file, told apart by SWAP_FRAME (the bytes of each frame's array), for
  * test_stack_rules: the same code at the same offsets, frames of other sizes, so that one build
  * loaded where the other was unloaded has the same return addresses and other unwind rules. */

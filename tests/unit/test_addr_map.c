@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The writer's address map (snapshot/addr_map.h): puts, replacements and removals against a plain
  * array, over few enough addresses that runs of collisions and backward shifts across the table's
  * end happen; address 0; copies; the byte total. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for common/cs_alloc_conf.c: every CUDASNAP_ALLOC_CONF key with good and bad values,
  * PyTorch's lexing (spaces, brackets), and recovery after a bad entry. Warnings are captured
  * through a pipe. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caching allocator against a fake device: split, merge, reuse, streams, the large-pool
  * policies, max_split_size, garbage collection, OOM release-and-retry, errors, reset, and
  * record-only mode. Every test ends with the whole-state consistency check of alloc_check.h. */

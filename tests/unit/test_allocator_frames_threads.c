@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's allocator frames (memviz/allocator_frames.h) added to by several threads while
  * others read them, as a program's decorators run while the live record's publisher and a
  * snapshot's writer name sites: every glob lands once, a reader sees the count only grow, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memory_stats() values after scripted sequences, worked out by hand from PyTorch's update points
  * (snapshot-format.md section 5.3), including the net-change rule of inactive_split. */
 #include "tests/unit/alloc_check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 16 threads allocating and freeing on one allocator, each checking that its blocks are never
  * handed to anyone else meanwhile (it writes a tag into a host shadow of each block), while the
  * allocator's events go to a history in per-thread chunks (record/thread_log.h, as

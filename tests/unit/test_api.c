@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The opt-in API of include/cudasnap.h over registered allocators on fake devices: per-device
  * combination of contexts, the current device, resets, empty_cache, memory info (adjusted, or raw
  * when the test runs with CUDASNAP_MEMINFO=raw), and the summary. */

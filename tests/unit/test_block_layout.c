@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Block sizes and requests far beyond 32 bits through the whole allocator (the block keeps its
  * state and pool in the low bits of its size): a 1 TiB request, 5 GiB blocks split and merged in
  * PyTorch's large pool, and a request larger than the device failing cleanly. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The address -> block map: lookups after inserts, removals in every order (unlinking from a chain
  * must keep every other entry reachable), growth, and clear. */
 #include <setjmp.h>

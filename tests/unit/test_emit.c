@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for memviz/emit*.c and memviz/sink.c: golden outputs of one sample tree in both
  * formats, the exact encodings at every boundary, Python as an independent reader
  * (emit_roundtrip.py), sticky sink failures, and the fd sink over a file, a pipe and a write(2)

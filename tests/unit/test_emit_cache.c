@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for memviz/emit_cache.c, the JSON frame list cache: the output is the same bytes
  * whether every list comes from the cache, none does (no cache), or some do (a cache that fills
  * up), and the cache really is used. Lists sit where the separators differ (first item, later

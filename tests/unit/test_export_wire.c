@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wire formats under `cudasnap export --format pprof` (export/proto.h, export/gzip.h): the
  * exact protobuf bytes of varints, negative numbers, zero fields and length-delimited fields (as
  * protobuf's encoding reference gives them), and a gzip stream that zlib reads back whole. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch's size format in the OOM answer, to the letter: users compare it with PyTorch's own
  * "Tried to allocate ..." (c10's format_size keeps a unit up to and including 1024 of it). */
 #include <setjmp.h>

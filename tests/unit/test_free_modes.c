@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The three free modes against a fake device whose events the test holds incomplete, and the
  * stream-capture rules: no synchronization and no event while a capture is underway. */
 #include "tests/unit/alloc_check.h"

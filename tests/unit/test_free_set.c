@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The free set's red-black tree against a sorted-array model: random inserts and removals with
  * many equal sizes and several streams, checking the tree's invariants after every step, the
  * order both ways, and lower bounds with their predecessors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shell globs (common/cs_glob.h): fixed cases, every glob of a small alphabet against fnmatch(3)
  * (no flags, the C locale) on every name of another, and the time a glob that makes fnmatch
  * backtrack takes here. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reader/head: a snapshot's first key read alone (cudasnap_summary), JSON and pickle. The parse
  * must stop once that value is closed (what follows may be anything: it is never read), stop at
  * once on another first key (PyTorch's files), and never claim a head it did not read whole: every

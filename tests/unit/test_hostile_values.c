@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sizes and times at the int64 limits (issue 33 item 6), where C's signed overflow is undefined:
  * the perfetto export (a time span, a phase's duration, the tracks' sums) and a rank's reserved
  * peak (the segments' sum). The sanitizer tree (-fsanitize=undefined, no recovery) aborts on an

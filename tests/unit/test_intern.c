@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stack interning on synthetic stacks: equal stacks share an id, ids are dense from 1, the PCs
  * come back, the max_stacks bound gives id 0, clear forgets, a thread's repeated stack is answered
  * from its last one only where that is right, and 8 threads interning overlapping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for snapshot/job.c: which launcher variable decides each field, bad values (left
  * out, one warning line each), and the `job` dict as written. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The live record's figures (publish/live_gather.c, issue 45): the live bytes and blocks per
  * site that `top` and `metrics` show are those a walk of the allocators' blocks finds, on a mixed
  * workload over three allocators of two devices, and each hold of an allocator's lock by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* top's site names fitted to a column (cli/live_site.h): the function and file:line are what a
  * narrow column keeps, each cut marked, never a UTF-8 sequence cut in two, never past the width. */
 #include <setjmp.h>

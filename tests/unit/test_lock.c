@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The allocator's lock (common/cs_lock.h, issue 36): mutual exclusion under contention with more
  * threads than cores, try-acquire, and a waiter behind a long-held lock sleeps in the kernel
  * instead of spinning (its CPU time stays small) and is woken by the release. Under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exporter's HTTP (cli/metrics_http.h): where a request's head ends, what it asks for (the
  * route, HEAD, gzip as Prometheus and curl ask for it), and the whole reply, gzip'ed bytes read back
  * through zlib. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The snapshot model (model/doc.h, model/build.h, model/write.h): what a reader of the model
  * depends on. Equal content is one value (frame lists are interned), duplicate keys keep their
  * first position and last value, numbers keep their exact value and type, and writing a model out

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The out-of-memory answer (analysis/oom.h, issue 46): about the state at the OOM, the same in the
  * OOM's own snapshot and in a later one; memory passed through never the cache's reserved bytes;
  * every verdict a whole sentence; only settings cudasnap honours, each one that would have made

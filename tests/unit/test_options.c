@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for common/cs_options.c: good and bad values for every CUDASNAP_* variable, the
  * warnings they produce (captured through a pipe), and the debug print. */
 #include <setjmp.h>

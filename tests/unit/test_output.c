@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot file names and writing: the CUDASNAP_OUTPUT pattern, an existing file never replaced,
  * no partial file left behind, and an unwritable directory reported as an error; and what the
  * report of a written JSON file says about its size (memviz/viewer_limit.h). */

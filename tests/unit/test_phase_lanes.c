@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* analysis/phase_lanes.c's lanes (issue 44): each thread's annotations nested on their own, an entry's
  * phase found in its own thread's lane, files without threads read as one nesting, thread names
  * made safe for a terminal, and a file with as many threads as annotations read in bounded time. */

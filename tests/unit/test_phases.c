@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* phases/phases.c (the NVTX phase ring and name table; each annotation's thread and the names of
  * threads), snapshot/thread_names.c (threads' names at snapshot time) and interpose/nvtx_env.c
  * (whether cudasnap becomes the NVTX injection). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* phases/pools.c: heaps and the regions registered inside them (NVTX's memory API). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDASNAP_CHILDREN=0 takes cudasnap out of LD_PRELOAD and keeps every other entry. */
 #include <setjmp.h>
 #include <stdarg.h>

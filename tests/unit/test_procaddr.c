@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuGetProcAddress redirection against every request the CUDA 13 runtime makes
  * (tests/fakes/cudart13-getprocaddress-requests.txt, 440 lines).
  *

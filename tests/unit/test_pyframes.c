@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Python frame lines: the CPython 3.11+ location table parser (and 3.10's and 3.9's tables, below)
  * (snapshot/pyframe_names.h) against the lines CPython itself gives. The table and the expected
  * lines were printed by Debian's Python 3.11.2 for this function (first line 1) with co_linetable and co_lines():

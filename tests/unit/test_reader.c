@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reader/reader: JSON and pickle into the snapshot model (snapshot-format.md sections 3.2-3.4).
  *
  * The same snapshot read from JSON and from three pickles (Python protocol 2, protocol 4 with FRAME

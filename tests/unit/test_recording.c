@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The recording file (record/recfile_write.c, read back by reader/recording.c): what the writer
  * leaves is read back as it was pushed; an entry cut short by a death is counted as lost at the
  * end and never read; a damaged entry is left out and counted; a whole entry whose count was not

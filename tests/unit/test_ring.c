@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The event ring: order, wrap-around (oldest dropped), the packed fields, disabling, streams, and
  * event times (ticks in the ring, wall-clock microseconds in a copy). */
 #include <setjmp.h>

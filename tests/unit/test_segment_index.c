@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The allocator's segments by address (allocator/segment_index.h): against a plain list, through
  * random additions and removals, every address asked about is found in the segment a walk of the
  * list finds, at both ends of a segment, in the gaps between them, below the first and past the

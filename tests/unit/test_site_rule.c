@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The site rule (memviz/site_rule.h) on frames as our symbolizer and PyTorch's snapshots write
  * them: which frame of a stack names the site, and how each kind of frame is classed. The frames
  * are copied from the real PyTorch snapshots in tests/data/traces and from our own stacks. */

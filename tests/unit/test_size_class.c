@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PyTorch's size classes: round_size, roundup_power2_divisions intervals, segment sizes. */
 #include <setjmp.h>
 #include <stdarg.h>

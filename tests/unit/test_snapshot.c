@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshots end to end, without CUDA: an allocator over the fake backend reports to a ring, the
  * state and history are copied as the library copies them, written as JSON and as pickle, read
  * back, and checked against the viewer's rules (validate.h), including the backward replay.

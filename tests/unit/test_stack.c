@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stack capture: a known call chain a -> b -> c comes back innermost first, the depth limit holds,
  * and cudasnap's own leading frames are skipped. In this executable "cudasnap's own code" is the
  * whole test binary, so most tests switch the skipping off with the cs_stack_set_skip_range seam

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The allocator's live blocks and bytes by stack id (allocator/stack_live.h), which the live
  * record publishes instead of walking the blocks (issue 45): under a mixed workload in every free
  * mode, with captures, out-of-memory failures, empty_cache and drop_all, the counts stay what a

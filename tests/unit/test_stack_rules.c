@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The walk by cached unwind rules (record/stack_rules.c, stack_cfi.c) gives the frames libunwind
  * gives, on every kind of stack the tests can build: this file's own -O2 code, a shared library
  * built -O2 -fomit-frame-pointer and reached through the PLT, libc calling back (qsort), a frame

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stat semantics, resets, merge and the flat memory_stats() export (snapshot-format.md 5.1-5.4). */
 #include <setjmp.h>
 #include <stdarg.h>

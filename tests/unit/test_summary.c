@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* torch.cuda.memory_summary() text (snapshot-format.md 5.5; torch/cuda/memory.py).
  *
  * The golden texts below were worked out from PyTorch's memory_summary algorithm (its _format_size

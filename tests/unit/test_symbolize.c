@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Symbolization of PCs in this executable (built with -g: names, files and lines), in libc
  * (names; lines only where its debug information is installed), of garbage, and of a C++-mangled
  * symbol, which comes back demangled when the process has __cxa_demangle. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text from a program made safe (common/cs_text.h), and a cut by bytes trimmed back to a
  * character (cs_utf8_trim): what every label value, JSON string and terminal line of the live view
  * goes through. The expected bytes follow Python's bytes.decode("utf-8", "replace") (maximal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-thread chunked history: threads writing in turn under one lock get back one history in
  * the exact order of the lock, a full log keeps a suffix of it (never a history with holes), more
  * writers than spare chunks included, and times, same-time entries, clearing and disabling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reader/validate: the viewer's rules (snapshot-format.md sections 3.2-3.9).
  *
  * Every fixture of tests/data/fixtures/MANIFEST.tsv gets its verdict (PASS = no error), from its
