@@ -7,12 +7,12 @@
  * locked write, which would take the line from the holder) and tries when the word says free.
  * Both the spin and the gaps between its reads are bounded by time, read from the clock, not by a
  * count of `pause`s, whose cost differs by CPU: about 140 cycles on Intel cores since Skylake, a
- * few on older ones, 57-76 ns measured on the AMD EPYC VM of bench/README.md.
+ * few on older ones, 57-76 ns measured on an AMD EPYC VM (bench/README.md at ce4c996).
  *
  * The gaps double from 100 ns to 16 us. A waiter that reads seldom leaves the lock to the thread
  * that holds it and takes it again at once, with the allocator's blocks still in its cache: each
  * hand-over to another core moves them all, and costs more than the section itself. Measured on
- * that VM with 2-16 threads (bench/README.md, "Issue 36, third session"), gaps
+ * that VM with 2-16 threads (bench/README.md at ce4c996, "Issue 36, third session"), gaps
  * doubling up to 16 us and a 200 us spin gave 2-3 times the throughput of a 20 us spin with gaps
  * of at most 64 `pause`s, and sleeping sooner gave less: each sleep costs a system call to the
  * waiter and one to the release that wakes it.

@@ -4,7 +4,7 @@
  * a tensor pool has one per live sub-allocation) and come and go in any order: each heap keeps them
  * in a balanced tree (glibc's tsearch, a red-black tree), so a register, resize or unregister costs
  * O(log n) however many are live, where a sorted array cost a move of all regions above it (10 us
- * with 10,000 live: bench/README.md, "NVTX calls"). The tree orders regions as intervals: two
+ * with 10,000 live: bench/README.md at ce4c996, "NVTX calls"). The tree orders regions as intervals: two
  * compare equal when they overlap, which is the overlap test itself, since live regions never do. */
 #include "phases/pools.h"
 

@@ -6,7 +6,7 @@
  * The live bytes per site come from the counts each allocator keeps by stack as blocks come and go
  * (allocator/stack_live.h), copied a page of stacks per hold of its lock: a hold copies the
  * statistics and CS_STACK_LIVE_PAGE counts at most, whatever the number of live blocks, where a
- * walk of the blocks held it 248 us at 100,000 and milliseconds at a million (bench/README.md, "The
+ * walk of the blocks held it 248 us at 100,000 and milliseconds at a million (bench/README.md at ce4c996, "The
  * live record" and "The live record without a walk"). A lock that is not had within
  * CS_LIVE_LOCK_WAIT_MS (its holder is stuck in the driver) leaves that device's figures as they
  * were, marked stale. Sites are named outside every lock, as `cudasnap summary` names them
