@@ -12,6 +12,7 @@
 #include "common/cs_deadline.h"
 #include "common/cs_utf8.h"
 #include "device/driver_watch.h"
+#include "device/passthrough_mem.h"
 #include "device/recorder.h"
 #include "device/registry.h"
 #include "memviz/allocator_frames.h"
@@ -256,6 +257,18 @@ static void cs_live_top_sites(cs_live_gather_t *g, cs_live_device_t *d) {
 
 /* ---- per device ---- */
 
+/* Has the program used memory past the cache on the device (stream-ordered, pools, VMM...), or
+ * been refused some? Then the device has a row although no cache allocator serves it: a program
+ * that only calls cudaMallocAsync is seen, its OOMs counted. */
+static bool cs_live_passed_through(int device) {
+  cs_passthrough_stat_t stats[CS_PASSTHROUGH_KINDS];
+  if (!cs_passthrough_stats(device, stats)) return false;
+  for (int k = 0; k < CS_PASSTHROUGH_KINDS; k++)
+    if (cs_passthrough_kind_in_row((cs_passthrough_kind_t)k, false) && (stats[k].allocated > 0 || stats[k].ooms > 0))
+      return true;
+  return false;
+}
+
 static const cs_live_device_t *cs_live_previous(const cs_live_device_t *previous, size_t n, int device) {
   for (size_t i = 0; i < n; i++)
     if (previous[i].device == device) return &previous[i];
@@ -268,7 +281,8 @@ size_t cs_live_gather(cs_live_gather_t *g, cs_live_device_t *out, const cs_live_
   for (int device = 0; device < CS_MAX_DEVICES && n < CS_LIVE_MAX_DEVICES; device++) {
     g->ids_used = 0;
     cs_live_device_pass_t pass = {.g = g};
-    if (cs_registry_for_each_allocator(device, cs_live_visit_allocator, &pass) == 0) continue;
+    if (cs_registry_for_each_allocator(device, cs_live_visit_allocator, &pass) == 0 && !cs_live_passed_through(device))
+      continue;
     cs_live_device_t *d = &out[n++];
     const cs_live_device_t *before = cs_live_previous(previous, prev_count, device);
     if (pass.had < pass.allocators && before) {

@@ -137,6 +137,16 @@ assert sites(p) == [("live_other", 2 * MiB, 1)], sites(p)
 order = [p["allocated_bytes"] for p in doc["processes"]]
 assert order == sorted(order, reverse=True), order
 PY
+  # a program whose only allocation on a device is stream-ordered (past the cache) and failed:
+  # its row is there, with the OOM, in top and in metrics
+  start s
+  send s 2 "async_oom 1"
+  until_json "$pid_s" 'len(e) == 1 and e[0]["device"] == 1 and e[0]["ooms"] == 1 and e[0]["allocated_bytes"] == 0'
+  "$cudasnap" metrics --once >"$dir/s.prom" 2>"$dir/s.err" || fail "metrics --once: $(cat "$dir/s.err")"
+  grep -Eq "^cudasnap_ooms_total\{.*\} 1\$" <(grep "pid=\"$pid_s\"" "$dir/s.prom" | grep 'device="1"') ||
+    fail "metrics has no OOM of $pid_s on device 1: $(grep ooms "$dir/s.prom")"
+  eval "exec $fd_s>&-"
+  wait "$pid_s" || fail "prog_live s failed: $(cat "$dir/s.err")"
   # a change shows within two publications (1 s each): 8 MiB more on a's device 0, then freed
   send a 5 "hold 0 8"
   until_json "$pid_a" 'any(p["device"] == 0 and p["allocated_bytes"] == 14 * 2**20 for p in e)'

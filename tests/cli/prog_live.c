@@ -4,6 +4,8 @@
  *   hold DEV MIB    allocate MIB MiB on device DEV in live_hold()
  *   other DEV MIB   the same in live_other(), a second site
  *   oom             ask for more than the device has (an OOM: ooms counts it)
+ *   async_oom DEV   the same through cuMemAllocAsync on device DEV: stream-ordered memory, which
+ *                   passes the cache by (a program that only allocates so still has its row)
  *   free            free everything held
  *   phase HEX       open an NVTX range named by the bytes HEX spells (any bytes: the tests name
  *                   one with escape sequences); "no nvtx" first when built without NVTX
@@ -97,6 +99,10 @@ int main(void) {
       CUdeviceptr p = 0;
       (void)live_context(0);
       IT_CHECK(cuMemAlloc(&p, (size_t)1 << 50) == CUDA_ERROR_OUT_OF_MEMORY, "no OOM for 1 PiB");
+    } else if (n >= 2 && strcmp(cmd, "async_oom") == 0) {
+      CUdeviceptr p = 0;
+      (void)live_context(device);
+      IT_CHECK(cuMemAllocAsync(&p, (size_t)1 << 50, NULL) == CUDA_ERROR_OUT_OF_MEMORY, "no OOM for 1 PiB");
     } else if (n >= 1 && strcmp(cmd, "free") == 0) live_free_all();
     else IT_FAIL("unknown command: %s", line);
     printf("ready\n");
