@@ -26,7 +26,8 @@
  *
  * A program may meet OOM often and on purpose (PyTorch frees its cache and retries; cuDNN probes
  * workspaces), so an OOM costs its thread the state copy only, and the files are coalesced: the
- * first OOM is written at once, later ones at most one per CS_DUMP_OOM_INTERVAL_MS, each the
+ * first OOM of an interval is written at once (never replaced by a later OOM while it waits for the
+ * control thread), later ones at most one per CS_DUMP_OOM_INTERVAL_MS, each the
  * latest OOM of its interval (the earlier ones folded into it, counted in oom_coalesced), and the
  * last OOM before the process ends is always written: by the control thread when its interval is
  * over, or else by the ending, before the final snapshot. */
@@ -34,6 +35,8 @@
 enum { CS_DUMP_OOM_INTERVAL_MS = 10000 };
 
 static pthread_mutex_t cs_dump_oom_lock = PTHREAD_MUTEX_INITIALIZER;
+static cs_dump_copy_t cs_dump_oom_due;      /* an OOM's copy to write at once: the first of an interval,
+                                               never replaced by a later OOM (state NULL: none) */
 static cs_dump_copy_t cs_dump_oom_pending;  /* the latest OOM's copy, not written yet (state NULL: none) */
 static uint64_t cs_dump_oom_folded;         /* OOMs replaced by a later one since the last written */
 static uint64_t cs_dump_oom_next_ms;        /* monotonic ms before which no OOM snapshot is written */
@@ -51,11 +54,19 @@ void cs_dump_on_oom(void) {
   cs_dump_copy_t copy;
   if (cs_dump_copy_take(&copy, &how) != 0) return;
   pthread_mutex_lock(&cs_dump_oom_lock);
-  if (cs_dump_oom_pending.state) {
-    cs_dump_copy_free(&cs_dump_oom_pending);
-    cs_dump_oom_folded++;
+  const uint64_t now = cs_dump_now_ms();
+  if (!cs_dump_oom_due.state && !cs_dump_oom_pending.state && now >= cs_dump_oom_next_ms) {
+    /* the first of an interval is written at once, whatever comes before the control thread
+     * takes it (1,000 OOMs in a loop came in 2 ms: the first was replaced by the last) */
+    cs_dump_oom_due = copy;
+    cs_dump_oom_next_ms = now + CS_DUMP_OOM_INTERVAL_MS;
+  } else {
+    if (cs_dump_oom_pending.state) {
+      cs_dump_copy_free(&cs_dump_oom_pending);
+      cs_dump_oom_folded++;
+    }
+    cs_dump_oom_pending = copy;
   }
-  cs_dump_oom_pending = copy;
   cs_dump_oom_latest = copy.allocations;
   pthread_mutex_unlock(&cs_dump_oom_lock);
   cs_control_send('o');
@@ -96,35 +107,51 @@ static void cs_dump_oom_write_end(bool began) {
   pthread_mutex_unlock(&cs_dump_oom_write_lock);
 }
 
-/* Write the pending OOM copy if there is one and (unless ending) its interval allows; returns the
- * milliseconds until it may be written (0: written, or nothing pending). ending: the process ends,
- * so a pending OOM is written now, and an allocation that has not succeeded since never will. */
-static uint64_t cs_dump_oom_flush(bool ending) {
-  const bool began = cs_dump_oom_write_begin(ending);
-  pthread_mutex_lock(&cs_dump_oom_lock);
-  uint64_t now = cs_dump_now_ms();
-  if (!cs_dump_oom_pending.state || (!ending && now < cs_dump_oom_next_ms)) {
-    uint64_t wait = cs_dump_oom_pending.state ? cs_dump_oom_next_ms - now : 0;
-    pthread_mutex_unlock(&cs_dump_oom_lock);
-    cs_dump_oom_write_end(began);
-    return wait;
+/* The copy to write now, if any, into *copy and *note: the one due at once first, else the latest
+ * if its interval allows (or the process ends). pre: cs_dump_oom_lock held. */
+static bool cs_dump_oom_take(bool ending, uint64_t now, cs_dump_copy_t *copy, cs_dump_oom_note_t *note) {
+  if (cs_dump_oom_due.state) {
+    *copy = cs_dump_oom_due;
+    cs_dump_oom_due.state = NULL;
+    *note = (cs_dump_oom_note_t){.coalesced = 0};
+    return true;
   }
-  cs_dump_copy_t copy = cs_dump_oom_pending;
+  if (!cs_dump_oom_pending.state || (!ending && now < cs_dump_oom_next_ms)) return false;
+  *copy = cs_dump_oom_pending;
   cs_dump_oom_pending.state = NULL;
-  cs_dump_oom_note_t note = {.coalesced = cs_dump_oom_folded};
+  *note = (cs_dump_oom_note_t){.coalesced = cs_dump_oom_folded};
   cs_dump_oom_folded = 0;
   cs_dump_oom_next_ms = now + CS_DUMP_OOM_INTERVAL_MS;
-  int64_t latest = cs_dump_oom_latest; /* under the lock: an OOM on another thread writes it */
-  pthread_mutex_unlock(&cs_dump_oom_lock);
-  /* recovered: an allocation succeeded after this OOM (a later OOM's copy knows as much) */
-  int64_t since = cs_contexts_allocations(CS_DUMP_LOCK_WAIT_MS);
-  if (latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
-  else if (ending && since >= 0) note.recovered = CS_OOM_NOT_RECOVERED;
-  cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .ending = ending};
-  (void)cs_dump_run_copy(&copy, &how, &note);
-  cs_dump_copy_free(&copy);
-  cs_dump_oom_write_end(began);
-  return 0;
+  return true;
+}
+
+/* Write the OOM copies whose time has come (the one due at once, then the latest if its interval
+ * is over); returns the milliseconds until the latest may be written (0: none is left). ending: the
+ * process ends, so every copy is written now, and an allocation that has not succeeded since an
+ * OOM never will. */
+static uint64_t cs_dump_oom_flush(bool ending) {
+  const bool began = cs_dump_oom_write_begin(ending);
+  for (;;) {
+    pthread_mutex_lock(&cs_dump_oom_lock);
+    const uint64_t now = cs_dump_now_ms();
+    cs_dump_copy_t copy;
+    cs_dump_oom_note_t note;
+    if (!cs_dump_oom_take(ending, now, &copy, &note)) {
+      const uint64_t wait = cs_dump_oom_pending.state ? cs_dump_oom_next_ms - now : 0;
+      pthread_mutex_unlock(&cs_dump_oom_lock);
+      cs_dump_oom_write_end(began);
+      return wait;
+    }
+    int64_t latest = cs_dump_oom_latest; /* under the lock: an OOM on another thread writes it */
+    pthread_mutex_unlock(&cs_dump_oom_lock);
+    /* recovered: an allocation succeeded after this OOM (a later OOM's copy knows as much) */
+    int64_t since = cs_contexts_allocations(CS_DUMP_LOCK_WAIT_MS);
+    if (latest > copy.allocations || since > copy.allocations) note.recovered = CS_OOM_RECOVERED;
+    else if (ending && since >= 0) note.recovered = CS_OOM_NOT_RECOVERED;
+    cs_dump_how_t how = {.trigger = CS_TRIGGER_OOM, .snapshot = true, .ending = ending};
+    (void)cs_dump_run_copy(&copy, &how, &note);
+    cs_dump_copy_free(&copy);
+  }
 }
 
 /* ---- the final snapshot: at exit, or as the process ends otherwise ---- */
@@ -279,6 +306,7 @@ void cs_dump_postfork_child(void) {
   pthread_mutex_init(&cs_dump_oom_lock, NULL);
   pthread_mutex_init(&cs_dump_oom_write_lock, NULL); /* the parent's writer is not here */
   atomic_store(&cs_dump_oom_writer, 0);
+  cs_dump_copy_free(&cs_dump_oom_due);
   cs_dump_copy_free(&cs_dump_oom_pending);
   cs_dump_oom_folded = 0;
   cs_dump_oom_next_ms = 0;
