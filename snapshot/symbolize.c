@@ -729,7 +729,12 @@ static int cs_sym_note_loaded(struct dl_phdr_info *info, size_t size, void *data
     if (end > hi) hi = end;
   }
   if (lo >= hi) return 0;
-  if (!cs_sym_spans_add(l, path, lo & ~(l->page - 1), (hi + l->page - 1) & ~(l->page - 1))) {
+  /* the loader knows an object by the name it was asked for, often a symbolic link
+   * (libffi.so.8); /proc/self/maps, and so libdwfl, by the file's own path */
+  char *real = realpath(path, NULL);
+  const bool added = cs_sym_spans_add(l, real ? real : path, lo & ~(l->page - 1), (hi + l->page - 1) & ~(l->page - 1));
+  free(real);
+  if (!added) {
     l->no_memory = true;
     return 1;
   }

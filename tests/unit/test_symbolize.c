@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -170,6 +171,35 @@ static void test_file_mapped_again_below(void **state) {
   munmap(again, page);
 }
 
+/* The same for a library loaded by a symbolic link's name, as the loader loads most (libffi.so.8
+ * -> libffi.so.8.1.2): the loader knows the link's name, /proc/self/maps the file's. */
+static void test_library_mapped_again_below(void **state) {
+  (void)state;
+  void *lib = dlopen("libffi.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) skip(); /* no libffi on this machine */
+  void *fn = dlsym(lib, "ffi_call");
+  Dl_info info;
+  assert_true(fn && dladdr(fn, &info) && info.dli_fname);
+  char real[4096];
+  assert_non_null(realpath(info.dli_fname, real));
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t lo = (uintptr_t)info.dli_fbase & ~(uintptr_t)(page - 1);
+  int fd = open(real, O_RDONLY | O_CLOEXEC);
+  assert_true(fd >= 0);
+  void *again = mmap((void *)(lo - page), page, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+  close(fd);
+  if (again == MAP_FAILED || (uintptr_t)again != lo - page) {
+    dlclose(lib);
+    skip(); /* something else lives there */
+  }
+  cs_symbolizer_t *s = cs_symbolizer_create();
+  assert_non_null(s);
+  assert_string_equal(cs_symbolize(s, (uintptr_t)fn, 1).name, "ffi_call");
+  cs_symbolizer_destroy(s);
+  munmap(again, page);
+  dlclose(lib);
+}
+
 static void *libc_symbol(const char *name) {
   /* through libc's own handle: RTLD_DEFAULT could give a sanitizer's interceptor instead */
   void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
@@ -309,6 +339,7 @@ int main(void) {
       cmocka_unit_test(test_captured_stack),
       cmocka_unit_test(test_libc),
       cmocka_unit_test(test_file_mapped_again_below),
+      cmocka_unit_test(test_library_mapped_again_below),
       cmocka_unit_test(test_module_without_symbol),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_many_pcs),
