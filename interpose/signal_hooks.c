@@ -13,26 +13,25 @@ CS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
   return cs_signals_set(s, sig, act, old);
 }
 
-CS_EXPORT cs_signals_handler_fn signal(int sig, cs_signals_handler_fn handler) {
+/* The four signal() variants differ only in the semantics the real one gives a handler. */
+static cs_signals_handler_fn cs_signal_hook(cs_signal_variant_t variant, int sig, cs_signals_handler_fn handler) {
   cs_sig_slot_t *s = cs_signals_watched(sig);
-  if (!s) return cs_signals_real_signal(CS_SIGNAL_BSD, sig, handler);
-  return cs_signals_set_handler(s, sig, handler, CS_SIGNAL_BSD);
+  if (!s) return cs_signals_real_signal(variant, sig, handler);
+  return cs_signals_set_handler(s, sig, handler, variant);
+}
+
+CS_EXPORT cs_signals_handler_fn signal(int sig, cs_signals_handler_fn handler) {
+  return cs_signal_hook(CS_SIGNAL_BSD, sig, handler);
 }
 
 CS_EXPORT cs_signals_handler_fn bsd_signal(int sig, cs_signals_handler_fn handler) {
-  cs_sig_slot_t *s = cs_signals_watched(sig);
-  if (!s) return cs_signals_real_signal(CS_SIGNAL_BSD_SIGNAL, sig, handler);
-  return cs_signals_set_handler(s, sig, handler, CS_SIGNAL_BSD_SIGNAL);
+  return cs_signal_hook(CS_SIGNAL_BSD_SIGNAL, sig, handler);
 }
 
 CS_EXPORT cs_signals_handler_fn sysv_signal(int sig, cs_signals_handler_fn handler) {
-  cs_sig_slot_t *s = cs_signals_watched(sig);
-  if (!s) return cs_signals_real_signal(CS_SIGNAL_SYSV, sig, handler);
-  return cs_signals_set_handler(s, sig, handler, CS_SIGNAL_SYSV);
+  return cs_signal_hook(CS_SIGNAL_SYSV, sig, handler);
 }
 
 CS_EXPORT cs_signals_handler_fn __sysv_signal(int sig, cs_signals_handler_fn handler) {
-  cs_sig_slot_t *s = cs_signals_watched(sig);
-  if (!s) return cs_signals_real_signal(CS_SIGNAL_SYSV_INTERNAL, sig, handler);
-  return cs_signals_set_handler(s, sig, handler, CS_SIGNAL_SYSV_INTERNAL);
+  return cs_signal_hook(CS_SIGNAL_SYSV_INTERNAL, sig, handler);
 }
