@@ -350,6 +350,24 @@ static void cs_phase_walk_free(cs_phase_walk_t *w) {
   free(w->totals);
 }
 
+/* What every view starts with: the annotations read into w and *lanes, then the walk over the
+ * device's trace (peak_after as cs_phase_walk's; w's own fields set before). 1: walked; 0: the
+ * file has no annotation; -1: no memory. cs_phase_close frees what it took, whatever it answered. */
+static int cs_phase_open(const cs_doc_t *doc, int device, cs_phase_walk_t *w, cs_phase_lanes_t *lanes,
+                         size_t peak_after) {
+  bool failed = false;
+  w->anns = cs_phase_read(doc, &w->count, lanes, &failed);
+  w->lanes = lanes;
+  if (w->count == 0) return failed ? -1 : 0;
+  return cs_phase_walk(doc, device, w, peak_after) == 0 ? 1 : -1;
+}
+
+static void cs_phase_close(cs_phase_walk_t *w, cs_phase_lanes_t *lanes) {
+  cs_phase_walk_free(w);
+  free((cs_ann_t *)w->anns);
+  cs_phase_lanes_free(lanes);
+}
+
 /* ---- the views ------------------------------------------------------------------------------ */
 
 static int cs_phases_print_peak(cs_phase_walk_t *w, const cs_peak_t *peak, const cs_phase_lanes_t *lanes) {
@@ -406,18 +424,11 @@ static int cs_phases_print_peak(cs_phase_walk_t *w, const cs_peak_t *peak, const
 }
 
 int cs_phases_summary(const cs_doc_t *doc, int device, const cs_peak_t *peak, uint64_t top) {
-  size_t count = 0;
-  bool failed = false;
   cs_phase_lanes_t lanes;
-  cs_ann_t *anns = cs_phase_read(doc, &count, &lanes, &failed);
-  if (count == 0) {
-    free(anns);
-    cs_phase_lanes_free(&lanes);
-    return failed ? -1 : 0;
-  }
-  cs_phase_walk_t w = {.anns = anns, .count = count, .lanes = &lanes};
-  int rc = cs_phase_walk(doc, device, &w, peak->after);
-  if (rc == 0 && !w.missing_time && w.events > 0) {
+  cs_phase_walk_t w = {0};
+  const int opened = cs_phase_open(doc, device, &w, &lanes, peak->after);
+  int rc = opened < 0 ? -1 : 0;
+  if (opened == 1 && !w.missing_time && w.events > 0) {
     rc = cs_phases_print_peak(&w, peak, &lanes);
     cs_phase_advance(&w, 0, true);
     qsort(w.totals, w.ntotals, sizeof *w.totals, cs_total_cmp);
@@ -430,27 +441,18 @@ int cs_phases_summary(const cs_doc_t *doc, int device, const cs_peak_t *peak, ui
       printf(": %s\n", bytes);
     }
   }
-  cs_phase_walk_free(&w);
-  cs_phase_lanes_free(&lanes);
-  free(anns);
+  cs_phase_close(&w, &lanes);
   return rc;
 }
 
 int cs_phases_at_peak(const cs_doc_t *doc, int device, const cs_peak_t *peak, char **out) {
   *out = NULL;
   if (peak->after == 0) return 0;
-  size_t count = 0;
-  bool failed = false;
   cs_phase_lanes_t lanes;
-  cs_ann_t *anns = cs_phase_read(doc, &count, &lanes, &failed);
-  if (count == 0) {
-    free(anns);
-    cs_phase_lanes_free(&lanes);
-    return failed ? -1 : 0;
-  }
-  cs_phase_walk_t w = {.anns = anns, .count = count, .lanes = &lanes};
-  int rc = cs_phase_walk(doc, device, &w, peak->after);
-  if (rc == 0 && !w.missing_time && w.events >= peak->after) {
+  cs_phase_walk_t w = {0};
+  const int opened = cs_phase_open(doc, device, &w, &lanes, peak->after);
+  int rc = opened < 0 ? -1 : 0;
+  if (opened == 1 && !w.missing_time && w.events >= peak->after) {
     size_t own = cs_phase_lanes_own(&lanes, w.peak_thread);
     char *chain = own != SIZE_MAX ? cs_phase_chain(w.at_peak, w.nat_peak, own) : NULL;
     if (own != SIZE_MAX && !chain) rc = -1;
@@ -468,33 +470,21 @@ int cs_phases_at_peak(const cs_doc_t *doc, int device, const cs_peak_t *peak, ch
     if (chain && chain[0]) *out = chain;
     else free(chain);
   }
-  cs_phase_walk_free(&w);
-  cs_phase_lanes_free(&lanes);
-  free(anns);
+  cs_phase_close(&w, &lanes);
   return rc;
 }
 
 int cs_phases_peak_of(const cs_doc_t *doc, int device, const char *name, cs_peak_t *out, bool *found) {
   *found = false;
-  size_t count = 0;
-  bool failed = false;
   cs_phase_lanes_t lanes;
-  cs_ann_t *anns = cs_phase_read(doc, &count, &lanes, &failed);
-  if (count == 0) {
-    free(anns);
-    cs_phase_lanes_free(&lanes);
-    return failed ? -1 : 0;
-  }
-  cs_phase_walk_t w = {.anns = anns, .count = count, .lanes = &lanes, .target = name};
-  int rc = cs_phase_walk(doc, device, &w, SIZE_MAX);
-  if (rc == 0 && !w.missing_time && w.target_seen) {
+  cs_phase_walk_t w = {.target = name};
+  const int opened = cs_phase_open(doc, device, &w, &lanes, SIZE_MAX);
+  if (opened == 1 && !w.missing_time && w.target_seen) {
     *found = true;
     *out = (cs_peak_t){.bytes = w.target_bytes, .after = w.target_after, .events = w.events};
   }
-  cs_phase_walk_free(&w);
-  cs_phase_lanes_free(&lanes);
-  free(anns);
-  return rc;
+  cs_phase_close(&w, &lanes);
+  return opened < 0 ? -1 : 0;
 }
 
 int cs_phases_spans(const cs_doc_t *doc, int device, cs_phase_span_t *spans, size_t max_spans, size_t *count,
@@ -502,28 +492,21 @@ int cs_phases_spans(const cs_doc_t *doc, int device, cs_phase_span_t *spans, siz
   *count = 0;
   *left_out = 0;
   if (lanes_out) *lanes_out = (cs_phase_lanes_t){.items = NULL, .count = 0};
-  size_t n = 0;
-  bool failed = false;
   cs_phase_lanes_t lanes;
-  cs_ann_t *anns = cs_phase_read(doc, &n, &lanes, &failed);
-  if (n == 0) {
-    free(anns);
-    cs_phase_lanes_free(&lanes);
-    return failed ? -1 : 0;
-  }
-  cs_phase_walk_t w = {.anns = anns, .count = n, .lanes = &lanes, .spans = spans, .max_spans = max_spans};
-  int rc = cs_phase_walk(doc, device, &w, SIZE_MAX);
-  if (rc == 0 && w.missing_time) w.nspans = 0; /* a trace without times cannot place them */
-  if (rc == 0) {
+  cs_phase_walk_t w = {.spans = spans, .max_spans = max_spans};
+  const int opened = cs_phase_open(doc, device, &w, &lanes, SIZE_MAX);
+  if (opened == 1 && w.missing_time) w.nspans = 0; /* a trace without times cannot place them */
+  if (opened == 1) {
     cs_phase_advance(&w, 0, true); /* phases after the last entry */
     for (size_t i = 0; i < w.nspans; i++)
       if (spans[i].end_state == SIZE_MAX) spans[i].end_state = w.events; /* still open */
     *count = w.nspans;
     *left_out = w.spans_left_out;
+    if (lanes_out) { /* the caller's now: not freed below */
+      *lanes_out = lanes;
+      lanes = (cs_phase_lanes_t){.items = NULL, .count = 0, .by_thread = NULL};
+    }
   }
-  cs_phase_walk_free(&w);
-  free(anns);
-  if (rc == 0 && lanes_out) *lanes_out = lanes;
-  else cs_phase_lanes_free(&lanes);
-  return rc;
+  cs_phase_close(&w, &lanes);
+  return opened < 0 ? -1 : 0;
 }
