@@ -109,8 +109,9 @@ static void cs_dump_oom_write_end(bool began) {
 
 /* The copy to write now, if any, into *copy and *note: the one due at once first, else the latest
  * if its interval allows (or the process ends). pre: cs_dump_oom_lock held. */
-static bool cs_dump_oom_take(bool ending, uint64_t now, cs_dump_copy_t *copy, cs_dump_oom_note_t *note) {
-  if (cs_dump_oom_due.state) {
+static bool cs_dump_oom_take(bool ending, uint64_t now, cs_dump_copy_t *copy, cs_dump_oom_note_t *note, bool *due) {
+  *due = cs_dump_oom_due.state != NULL;
+  if (*due) {
     *copy = cs_dump_oom_due;
     cs_dump_oom_due.state = NULL;
     *note = (cs_dump_oom_note_t){.coalesced = 0};
@@ -125,18 +126,19 @@ static bool cs_dump_oom_take(bool ending, uint64_t now, cs_dump_copy_t *copy, cs
   return true;
 }
 
-/* Write the OOM copies whose time has come (the one due at once, then the latest if its interval
- * is over); returns the milliseconds until the latest may be written (0: none is left). ending: the
- * process ends, so every copy is written now, and an allocation that has not succeeded since an
- * OOM never will. */
+/* Write the OOM copies whose time has come: the one due at once, then the latest if its interval
+ * is over; each slot once, since the program's threads may go on meeting OOMs while it writes (a
+ * termination signal's ending). Returns the milliseconds until the latest may be written (0: none
+ * is left). ending: the process ends, so both are written now, and an allocation that has not
+ * succeeded since an OOM never will. */
 static uint64_t cs_dump_oom_flush(bool ending) {
   const bool began = cs_dump_oom_write_begin(ending);
-  for (;;) {
+  for (bool due = true; due;) {
     pthread_mutex_lock(&cs_dump_oom_lock);
     const uint64_t now = cs_dump_now_ms();
     cs_dump_copy_t copy;
     cs_dump_oom_note_t note;
-    if (!cs_dump_oom_take(ending, now, &copy, &note)) {
+    if (!cs_dump_oom_take(ending, now, &copy, &note, &due)) {
       const uint64_t wait = cs_dump_oom_pending.state ? cs_dump_oom_next_ms - now : 0;
       pthread_mutex_unlock(&cs_dump_oom_lock);
       cs_dump_oom_write_end(began);
@@ -152,6 +154,8 @@ static uint64_t cs_dump_oom_flush(bool ending) {
     (void)cs_dump_run_copy(&copy, &how, &note);
     cs_dump_copy_free(&copy);
   }
+  cs_dump_oom_write_end(began); /* the latest written: the next OOM starts the wait again */
+  return 0;
 }
 
 /* ---- the final snapshot: at exit, or as the process ends otherwise ---- */

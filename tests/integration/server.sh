@@ -90,4 +90,25 @@ rm -f "$dir"/snap-*.json
 oom_files=("$dir"/snap-*-oom.json) exits=("$dir"/snap-*-exit.json)
 python3 "$here/oom_same.py" "$tool" --answers "$bin/oom_answers" --later "${exits[0]}" --recovered "$dir/recovered.json" \
   "${oom_files[@]}" || fail "the recorded run's snapshots and its recovery do not give the same answers"
+
+# ended by SIGTERM, and a second one 10 ms later, while the workers go on meeting OOMs: the exit
+# status is the signal's, as without cudasnap, the ending writes the first and the latest OOM once
+# each (the OOMs that come while it writes do not keep it writing), and every snapshot is clean
+rm -f "$dir"/snap-*.json
+(cd "$dir" && exec env LD_PRELOAD="$lib" CS_IT_EXPECT_PRELOAD=1 CUDASNAP_DUMP_ON=oom,term CUDASNAP_OUTPUT="$dir/snap-%n-%t.json" \
+  "$bin/it_server" 1000000 >"$dir/out" 2>"$dir/err") &
+pid=$!
+sleep 0.4
+kill -TERM "$pid"
+sleep 0.01
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+((rc == 143)) || fail "ended by SIGTERM, it exited $rc, not 143: $(head -c 2000 "$dir/err")"
+oom_files=("$dir"/snap-*-oom.json) terms=("$dir"/snap-*-term.json)
+[[ -f ${terms[0]} ]] && ((${#oom_files[@]} <= 2 && ${#terms[@]} == 1)) ||
+  fail "the ending wrote ${#oom_files[@]} OOM snapshots and ${#terms[@]} term snapshots: $(ls "$dir")"
+for f in "$dir"/snap-*.json; do
+  "$tool" check "$f" >"$dir/check" 2>&1 || fail "cudasnap check $(basename "$f"): $(head -c 2000 "$dir/check")"
+done
 exit 0
